@@ -1,0 +1,189 @@
+package keyexpr
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Spec is a parsed lock tag.
+type Spec struct {
+	Tag      string        // the tag text as given
+	Key      *Template     // compiled key template (field `key`, required)
+	Expire   time.Duration // field `expire`; 0 = not set (watchdog mode)
+	Wait     time.Duration // field `wait`; 0 = fail at once
+	Name     string        // field `name`; "" = adapter default (route / full method)
+	HashLong bool          // field `long:"hash"` (hash over-long values with SHA-256); `long:"reject"` or absent = reject
+}
+
+// ParseTag parses a lock tag such as
+//
+//	key:"order:{path.id}" expire:"30s" wait:"2s"
+//
+// The syntax is that of a Go struct tag: name:"value" pairs separated by
+// spaces, each value a double-quoted Go string literal. Unlike
+// reflect.StructTag.Lookup, which skips what it cannot read, ParseTag rejects
+// malformed quoting, a missing space between pairs, unknown fields and
+// duplicate fields.
+//
+// Fields: key (a template, see Compile; required), expire (a positive
+// time.Duration of at least 1ms; omitted = watchdog mode), wait (a
+// non-negative time.Duration; default 0 = fail at once), name (a non-empty
+// metrics/span name; default: the adapter's route or method) and long ("hash"
+// or "reject"; default "reject").
+//
+// Errors are *TagError values naming the field and byte position and wrapping
+// ErrSyntax, ErrUnknownField, ErrDuplicateField, ErrBadDuration, ErrBadValue
+// or ErrMissingKey; a bad key template wraps a *TemplateError (and so
+// ErrSyntax).
+func ParseTag(tag string) (*Spec, error) {
+	s := &Spec{Tag: tag}
+	seen := make(map[string]bool, 5)
+	fail := func(field string, pos int, err error) (*Spec, error) {
+		return nil, &TagError{Tag: tag, Field: field, Pos: pos, Err: err}
+	}
+	for pos := 0; ; {
+		start := pos
+		for pos < len(tag) && tag[pos] == ' ' {
+			pos++
+		}
+		if pos == len(tag) {
+			break
+		}
+		if pos == start && pos > 0 {
+			return fail("", pos, syntaxf("missing space between fields"))
+		}
+		// Field name: as in reflect.StructTag, anything up to ':' that is not a
+		// space, a quote or a control character.
+		nameStart := pos
+		for pos < len(tag) && tag[pos] > ' ' && tag[pos] != ':' && tag[pos] != '"' && tag[pos] != 0x7f {
+			pos++
+		}
+		name := tag[nameStart:pos]
+		if name == "" {
+			return fail("", pos, syntaxf("expected a field name"))
+		}
+		if pos == len(tag) || tag[pos] != ':' {
+			return fail(name, pos, syntaxf("expected ':' after field name"))
+		}
+		pos++
+		if pos == len(tag) || tag[pos] != '"' {
+			return fail(name, pos, syntaxf("expected '\"' after ':'"))
+		}
+		valStart := pos
+		for pos++; pos < len(tag) && tag[pos] != '"'; pos++ {
+			if tag[pos] == '\\' {
+				pos++
+			}
+		}
+		if pos >= len(tag) {
+			return fail(name, valStart, syntaxf("unterminated quoted value"))
+		}
+		pos++
+		quoted := tag[valStart:pos]
+		value, err := strconv.Unquote(quoted)
+		if err != nil {
+			return fail(name, valStart, syntaxf("malformed quoted value "+quoted))
+		}
+		if seen[name] {
+			return fail(name, nameStart, fmt.Errorf("%w %q: each field may appear once", ErrDuplicateField, name))
+		}
+		seen[name] = true
+		if err := s.setField(name, value); err != nil {
+			errPos := valStart
+			if name == "key" {
+				errPos = keyErrPos(err, quoted, valStart)
+			}
+			if errors.Is(err, ErrUnknownField) {
+				errPos = nameStart
+			}
+			return fail(name, errPos, err)
+		}
+	}
+	if s.Key == nil {
+		return fail("key", 0, ErrMissingKey)
+	}
+	return s, nil
+}
+
+// MustParseTag is like ParseTag but panics, with the *TagError ParseTag would
+// return, if the tag cannot be parsed. It is meant for tags written in code at
+// registration time.
+func MustParseTag(tag string) *Spec {
+	s, err := ParseTag(tag)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// setField stores one field's unquoted value.
+func (s *Spec) setField(name, value string) error {
+	switch name {
+	case "key":
+		if value == "" {
+			return ErrMissingKey
+		}
+		t, err := Compile(value)
+		if err != nil {
+			return err
+		}
+		s.Key = t
+	case "expire":
+		d, err := parseDuration(value)
+		if err != nil {
+			return err
+		}
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: %q: must be at least 1ms; omit expire for watchdog mode", ErrBadDuration, value)
+		}
+		s.Expire = d
+	case "wait":
+		d, err := parseDuration(value)
+		if err != nil {
+			return err
+		}
+		s.Wait = d
+	case "name":
+		if value == "" {
+			return fmt.Errorf("%w: empty name; omit name for the adapter's default", ErrBadValue)
+		}
+		s.Name = value
+	case "long":
+		switch value {
+		case "hash":
+			s.HashLong = true
+		case "reject":
+			s.HashLong = false
+		default:
+			return fmt.Errorf("%w: long %q: want \"hash\" or \"reject\"", ErrBadValue, value)
+		}
+	default:
+		return fmt.Errorf("%w %q (known: key, expire, wait, name, long)", ErrUnknownField, name)
+	}
+	return nil
+}
+
+func parseDuration(value string) (time.Duration, error) {
+	d, err := time.ParseDuration(value)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %q: want a Go duration such as \"30s\" or \"1m30s\"", ErrBadDuration, value)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%w: %q: must not be negative", ErrBadDuration, value)
+	}
+	return d, nil
+}
+
+// keyErrPos maps a template error's position into the tag. That is exact when
+// the quoted value has no escape sequences; otherwise the error points at the
+// value's opening quote.
+func keyErrPos(err error, quoted string, valStart int) int {
+	var te *TemplateError
+	if errors.As(err, &te) && !strings.Contains(quoted, `\`) {
+		return valStart + 1 + te.Pos
+	}
+	return valStart
+}
