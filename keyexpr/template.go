@@ -195,4 +195,3 @@ func (t *Template) addSeparator(c byte) {
 		t.extra = append(t.extra, c)
 	}
 }
-
