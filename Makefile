@@ -1,0 +1,34 @@
+# locktag — developer entry points. `make test` is the one CI runs.
+GO ?= go
+
+.PHONY: test deps vet fmt bench fuzz
+
+## test: install what the tests need (redis-server) and run the whole suite with -race.
+test: deps
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 15m ./...
+
+## deps: install redis-server when it is missing (Debian/Ubuntu, needs root or sudo).
+deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server"; \
+		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+	}
+	@command -v redis-server >/dev/null 2>&1 && redis-server --version
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -l -w .
+
+## bench: the locker benchmarks beside the sleep-retry baseline (see docs/benchmarks.md).
+bench: deps
+	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./locker/ ./keyexpr/
+
+## fuzz: run each fuzzer for a short while.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzParseTag -fuzztime 30s ./keyexpr/
+	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime 30s ./keyexpr/
+	$(GO) test -run '^$$' -fuzz FuzzInjective -fuzztime 30s ./keyexpr/

@@ -1,0 +1,267 @@
+// Package redistest starts real redis-server processes for tests.
+//
+// Every server listens on a free loopback port chosen by the kernel, runs with
+// persistence off (unless asked otherwise), lives in a temporary directory and
+// is stopped by t.Cleanup. Tests never depend on a Redis started by hand.
+// When redis-server is not on PATH the test fails (or, with LOCKTAG_SKIP_REDIS=1,
+// is skipped) with a message that says how to install it.
+package redistest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Server is one redis-server child process.
+type Server struct {
+	t    testing.TB
+	dir  string
+	port int
+	args []string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	log    *os.File
+}
+
+// Option changes how a server is started.
+type Option func(*config)
+
+type config struct {
+	args []string
+}
+
+// WithArgs appends redis-server command-line arguments, e.g.
+// WithArgs("--requirepass", "secret") or WithArgs("--appendonly", "yes").
+func WithArgs(args ...string) Option {
+	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// Start starts one redis-server on a free loopback port and waits until it
+// answers PING. The server is stopped when the test ends.
+func Start(t testing.TB, opts ...Option) *Server {
+	t.Helper()
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("LOCKTAG_SKIP_REDIS") == "1" {
+			t.Skip("redis-server not installed (LOCKTAG_SKIP_REDIS=1)")
+		}
+		t.Fatalf("redis-server not found on PATH: install it (apt-get install -y redis-server) or run the README's test command")
+	}
+	_ = bin
+	s := &Server{t: t, dir: t.TempDir(), args: c.args}
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		s.port = freePort(t)
+		if lastErr = s.start(); lastErr == nil {
+			t.Cleanup(s.Stop)
+			return s
+		}
+	}
+	t.Fatalf("redistest: cannot start redis-server: %v", lastErr)
+	return nil
+}
+
+// StartN starts n independent servers (for Redlock and fault tests).
+func StartN(t testing.TB, n int, opts ...Option) []*Server {
+	t.Helper()
+	out := make([]*Server, n)
+	var wg sync.WaitGroup
+	errs := make([]any, n)
+	for i := range out {
+		wg.Go(func() {
+			defer func() { errs[i] = recover() }()
+			out[i] = Start(t, opts...)
+		})
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e != nil {
+			panic(e)
+		}
+	}
+	return out
+}
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("redistest: no free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+func (s *Server) start() error {
+	args := []string{
+		"--port", strconv.Itoa(s.port),
+		"--bind", "127.0.0.1",
+		"--save", "",
+		"--appendonly", "no",
+		"--dir", s.dir,
+		"--daemonize", "no",
+		"--protected-mode", "no",
+	}
+	args = append(args, s.args...)
+	logf, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("redis-server", args...)
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if s.ping() == nil {
+			break
+		}
+		select {
+		case <-exited:
+			logf.Close()
+			return fmt.Errorf("redis-server exited early: %s", tail(filepath.Join(s.dir, "redis.log")))
+		case <-time.After(5 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			<-exited
+			logf.Close()
+			return fmt.Errorf("redis-server did not answer within 10s: %s", tail(filepath.Join(s.dir, "redis.log")))
+		}
+	}
+	s.mu.Lock()
+	s.cmd, s.exited, s.log = cmd, exited, logf
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Server) ping() error {
+	c, err := redis.Dial("tcp", s.Addr(), redis.DialConnectTimeout(200*time.Millisecond),
+		redis.DialReadTimeout(200*time.Millisecond), s.dialAuth())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_, err = c.Do("PING")
+	return err
+}
+
+func (s *Server) dialAuth() redis.DialOption {
+	for i, a := range s.args {
+		if a == "--requirepass" && i+1 < len(s.args) {
+			return redis.DialPassword(s.args[i+1])
+		}
+	}
+	return redis.DialPassword("")
+}
+
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// Addr is the server's host:port.
+func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// Pool returns a new redigo pool to this server with short timeouts; it is
+// closed when the test ends. Each call returns a separate pool, so tests can
+// simulate separate processes.
+func (s *Server) Pool(t testing.TB) *redis.Pool {
+	p := &redis.Pool{
+		MaxIdle:     64,
+		IdleTimeout: time.Minute,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", s.Addr(),
+				redis.DialConnectTimeout(time.Second),
+				redis.DialReadTimeout(5*time.Second),
+				redis.DialWriteTimeout(5*time.Second), s.dialAuth())
+		},
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// Do runs one command on a fresh connection (for test setup and inspection).
+func (s *Server) Do(cmd string, args ...any) (any, error) {
+	c, err := redis.Dial("tcp", s.Addr(), redis.DialConnectTimeout(time.Second),
+		redis.DialReadTimeout(5*time.Second), s.dialAuth())
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return c.Do(cmd, args...)
+}
+
+// Stop kills the server and waits for it to exit. Stop is idempotent.
+func (s *Server) Stop() {
+	s.mu.Lock()
+	cmd, exited, logf := s.cmd, s.exited, s.log
+	s.cmd, s.exited, s.log = nil, nil, nil
+	s.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Signal(syscall.SIGKILL)
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		s.t.Errorf("redistest: redis-server pid %d did not exit", cmd.Process.Pid)
+	}
+	if logf != nil {
+		_ = logf.Close()
+	}
+}
+
+// Restart stops the server and starts a new one on the same port and
+// directory (so a server with persistence reloads its data).
+func (s *Server) Restart() {
+	s.t.Helper()
+	s.Stop()
+	var err error
+	for attempt := 0; attempt < 50; attempt++ {
+		if err = s.start(); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond) // the old socket may not be released yet
+	}
+	s.t.Fatalf("redistest: restart: %v", err)
+}
+
+// Running reports whether the server process is up.
+func (s *Server) Running() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cmd != nil
+}
+
+// LogTail returns the last lines of the server's log (for failure messages).
+func (s *Server) LogTail() string { return tail(filepath.Join(s.dir, "redis.log")) }
+

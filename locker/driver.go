@@ -1,0 +1,58 @@
+package locker
+
+import (
+	"context"
+	"crypto/sha1"
+	"encoding/hex"
+)
+
+// Script is a Lua script the locker runs on Redis. Drivers run it by SHA1
+// (EVALSHA) and fall back to EVAL when the server answers NOSCRIPT, so a
+// SCRIPT FLUSH or a restarted server costs one extra round trip, never an error.
+type Script struct {
+	src  string
+	hash string
+}
+
+func newScript(src string) *Script {
+	sum := sha1.Sum([]byte(src))
+	return &Script{src: src, hash: hex.EncodeToString(sum[:])}
+}
+
+// Source is the script's Lua text.
+func (s *Script) Source() string { return s.src }
+
+// Hash is the hex SHA1 of the source, as EVALSHA wants it.
+func (s *Script) Hash() string { return s.hash }
+
+// Driver is the seam between the lock logic and a Redis client. The locker
+// needs only two things from Redis: run a script on some keys, and listen on
+// channels. The default driver is redigo ([New]); adapters for other clients
+// (Redis Cluster, Sentinel) implement Driver and are passed to [NewWithDriver].
+//
+// All keys of one call share a Redis Cluster hash slot.
+type Driver interface {
+	// Eval runs s with keys and args and returns the reply with integers as
+	// int64, bulk strings as string, arrays as []any and nil for a nil reply.
+	// It uses EVALSHA and falls back to EVAL on NOSCRIPT. A Redis error reply
+	// is returned as an error. Eval honours ctx's deadline and cancellation.
+	Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error)
+
+	// Listen opens one dedicated subscriber connection. Every message that
+	// arrives on a channel subscribed through it is passed to deliver, from a
+	// single goroutine, in order. When the connection fails, broken is called
+	// once with the error and the Listener is dead; the locker opens a new one.
+	Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (Listener, error)
+}
+
+// Listener is one subscriber connection opened by [Driver.Listen].
+type Listener interface {
+	// Subscribe subscribes to channel and returns once the server has
+	// confirmed it, so every message published after Subscribe returns is
+	// delivered.
+	Subscribe(ctx context.Context, channel string) error
+	// Unsubscribe unsubscribes from channel without waiting for the answer.
+	Unsubscribe(channel string) error
+	// Close closes the connection; broken is not called for it.
+	Close() error
+}

@@ -1,0 +1,48 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Errors returned by this package wrap one or more of them;
+// test with errors.Is. On cancellation the context's error is joined in, so
+// errors.Is(err, context.DeadlineExceeded) works too.
+var (
+	// ErrNotObtained: the lock is held by someone else and the wait (if any)
+	// ran out, or the caller's context ended first.
+	ErrNotObtained = errors.New("locker: not obtained")
+	// ErrNotHeld: the caller does not hold the lock (it expired, was lost, or
+	// was already released). Nothing was changed in Redis.
+	ErrNotHeld = errors.New("locker: not held")
+	// ErrLockLost: a held lock stopped being held before it was released: its
+	// renewal failed, or its lease ran out. A lease's context is cancelled with
+	// this cause.
+	ErrLockLost = errors.New("locker: lock lost")
+	// ErrUnavailable: Redis could not be reached or answered with an error.
+	// The lock state is unknown; callers must not assume they hold the lock.
+	ErrUnavailable = errors.New("locker: redis unavailable")
+	// ErrPoolExhausted: no connection could be taken from the client's pool.
+	// Errors that match it also match ErrUnavailable.
+	ErrPoolExhausted = errors.New("locker: connection pool exhausted")
+	// ErrEmptyKey: Obtain was called with an empty key.
+	ErrEmptyKey = errors.New("locker: empty key")
+)
+
+// unavailable wraps a Redis failure so it matches ErrUnavailable.
+func unavailable(err error) error {
+	if errors.Is(err, ErrUnavailable) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrUnavailable, err)
+}
+
+// obtainFailed turns a failed Redis call during Obtain into the error the
+// caller sees: the context's error when the context ended, else unavailable.
+func obtainFailed(ctx context.Context, err error) error {
+	if ce := ctx.Err(); ce != nil {
+		return errors.Join(ErrNotObtained, ce)
+	}
+	return unavailable(err)
+}

@@ -1,0 +1,253 @@
+package locker
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// hub multiplexes the waiters of one Locker onto a single subscriber
+// connection. Each key's channel is subscribed while at least one local
+// waiter waits on it (and for a short linger after), and a hand-over
+// message "token fence server_ms" is routed to the one waiter whose token
+// it names. Messages for tokens of other processes are ignored.
+type hub struct {
+	l *Locker
+
+	dialMu sync.Mutex // serialises opening the listener
+
+	mu      sync.Mutex
+	lis     Listener
+	closed  bool
+	chans   map[string]*subscription
+	waiters map[string]*waiter
+}
+
+// subscription is one channel's state on the current listener. A
+// subscription from a listener that broke is dropped from chans; its holders
+// still release it, which then has no effect.
+type subscription struct {
+	channel string
+	refs    int
+	ready   chan struct{} // closed when the SUBSCRIBE was confirmed or failed
+	err     error         // set before ready is closed
+	readyAt time.Time
+	linger  *time.Timer
+	lis     Listener
+}
+
+// waiter is one waiting Obtain call.
+type waiter struct {
+	token string
+	grant chan grant    // the hand-over, at most one
+	kick  chan struct{} // the listener broke: re-subscribe and re-check
+}
+
+type grant struct {
+	fence  int64
+	server int64 // ms, server clock
+}
+
+func newHub(l *Locker) *hub {
+	return &hub{l: l, chans: make(map[string]*subscription), waiters: make(map[string]*waiter)}
+}
+
+func (h *hub) register(token string) *waiter {
+	w := &waiter{token: token, grant: make(chan grant, 1), kick: make(chan struct{}, 1)}
+	h.mu.Lock()
+	h.waiters[token] = w
+	h.mu.Unlock()
+	return w
+}
+
+func (h *hub) unregister(w *waiter) {
+	h.mu.Lock()
+	delete(h.waiters, w.token)
+	h.mu.Unlock()
+}
+
+// deliver runs on the listener's goroutine.
+func (h *hub) deliver(_, payload string) {
+	token, rest, ok := strings.Cut(payload, " ")
+	if !ok {
+		return
+	}
+	h.mu.Lock()
+	w := h.waiters[token]
+	h.mu.Unlock()
+	if w == nil {
+		return
+	}
+	f, s, _ := strings.Cut(rest, " ")
+	fence, err1 := strconv.ParseInt(f, 10, 64)
+	server, err2 := strconv.ParseInt(s, 10, 64)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	select {
+	case w.grant <- grant{fence: fence, server: server}:
+	default:
+	}
+}
+
+// broken runs when the listener's connection failed: every subscription is
+// gone on the server side, so waiters are told to re-subscribe and re-check.
+func (h *hub) broken(lis Listener) func(error) {
+	return func(error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.lis != lis {
+			return
+		}
+		h.lis = nil
+		for ch, s := range h.chans {
+			if s.linger != nil {
+				s.linger.Stop()
+			}
+			delete(h.chans, ch)
+		}
+		for _, w := range h.waiters {
+			select {
+			case w.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// listener returns the live listener, opening one if needed.
+func (h *hub) listener(ctx context.Context) (Listener, error) {
+	h.dialMu.Lock()
+	defer h.dialMu.Unlock()
+	h.mu.Lock()
+	lis, closed := h.lis, h.closed
+	h.mu.Unlock()
+	if closed {
+		return nil, errListenerClosed
+	}
+	if lis != nil {
+		return lis, nil
+	}
+	var bl struct {
+		sync.Mutex
+		lis Listener
+	}
+	bl.Lock() // broken may not look at bl.lis before it is set
+	lis, err := h.l.drv.Listen(ctx, h.deliver, func(err error) {
+		bl.Lock()
+		l := bl.lis
+		bl.Unlock()
+		h.broken(l)(err)
+	})
+	bl.lis = lis
+	bl.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	h.lis = lis
+	h.mu.Unlock()
+	return lis, nil
+}
+
+// join makes sure channel is subscribed and counts the caller as a user of
+// the subscription. recheck reports that the subscription was confirmed only
+// after since, so a message published in between may have been missed.
+func (h *hub) join(ctx context.Context, channel string, since time.Time) (s *subscription, recheck bool, err error) {
+	h.mu.Lock()
+	s = h.chans[channel]
+	if s != nil {
+		s.refs++
+		if s.linger != nil {
+			s.linger.Stop()
+			s.linger = nil
+		}
+		h.mu.Unlock()
+	} else {
+		s = &subscription{channel: channel, refs: 1, ready: make(chan struct{})}
+		h.chans[channel] = s
+		h.mu.Unlock()
+		go h.subscribe(s)
+	}
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		h.leave(s)
+		return nil, false, ctx.Err()
+	}
+	if s.err != nil {
+		h.leave(s)
+		return nil, false, s.err
+	}
+	return s, !s.readyAt.Before(since), nil
+}
+
+// subscribe performs the SUBSCRIBE for a new subscription on its own
+// context, so one waiter's cancellation does not fail the others.
+func (h *hub) subscribe(s *subscription) {
+	ctx, cancel := context.WithTimeout(context.Background(), h.l.o.callTimeout)
+	defer cancel()
+	lis, err := h.listener(ctx)
+	if err == nil {
+		err = lis.Subscribe(ctx, s.channel)
+	}
+	h.mu.Lock()
+	s.lis, s.err, s.readyAt = lis, err, time.Now()
+	if err != nil && h.chans[s.channel] == s {
+		delete(h.chans, s.channel)
+	}
+	h.mu.Unlock()
+	close(s.ready)
+}
+
+// leave drops one user of s. The last user unsubscribes after the linger.
+func (h *hub) leave(s *subscription) {
+	if s == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s.refs--
+	if s.refs > 0 || h.chans[s.channel] != s {
+		return
+	}
+	if h.l.o.linger <= 0 {
+		h.dropLocked(s)
+		return
+	}
+	s.linger = time.AfterFunc(h.l.o.linger, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if s.refs == 0 && h.chans[s.channel] == s {
+			h.dropLocked(s)
+		}
+	})
+}
+
+// dropLocked unsubscribes s; h.mu is held, which orders the UNSUBSCRIBE
+// before any later SUBSCRIBE of the same channel.
+func (h *hub) dropLocked(s *subscription) {
+	delete(h.chans, s.channel)
+	if s.lis != nil {
+		_ = s.lis.Unsubscribe(s.channel)
+	}
+}
+
+func (h *hub) close() error {
+	h.mu.Lock()
+	lis := h.lis
+	h.lis, h.closed = nil, true
+	for ch, s := range h.chans {
+		if s.linger != nil {
+			s.linger.Stop()
+		}
+		delete(h.chans, ch)
+	}
+	h.mu.Unlock()
+	if lis != nil {
+		return lis.Close()
+	}
+	return nil
+}

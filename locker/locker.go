@@ -1,0 +1,223 @@
+package locker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Locker obtains locks on one Redis deployment. It is safe for concurrent
+// use; create one per process and share it. Close it at shutdown.
+type Locker struct {
+	drv Driver
+	o   options
+	hub *hub
+}
+
+// New returns a Locker on a redigo pool. The pool's Dial (or DialContext) is
+// also used to open the one subscriber connection that all waiters share.
+func New(pool *redis.Pool, opts ...Option) *Locker {
+	return NewWithDriver(RedigoDriver(pool), opts...)
+}
+
+// NewWithDriver returns a Locker on any Driver.
+func NewWithDriver(d Driver, opts ...Option) *Locker {
+	l := &Locker{drv: d, o: evaluateOptions(opts)}
+	l.hub = newHub(l)
+	return l
+}
+
+// Close closes the shared subscriber connection. Leases already obtained
+// keep working until released; waiting Obtain calls fall back to re-checking
+// at the holder's remaining lease.
+func (l *Locker) Close() error { return l.hub.close() }
+
+// Params are the terms of one Obtain call. The zero value asks for a
+// watchdog lease and does not wait.
+type Params struct {
+	// TTL is a fixed lease: the lock expires TTL after it was obtained unless
+	// extended, and the lease's context is cancelled with ErrLockLost then.
+	// Zero selects watchdog mode: a lease (default 30s) renewed in the
+	// background (default every 10s) until Release.
+	TTL time.Duration
+	// Wait is how long to wait for a busy lock. Zero fails at once with
+	// ErrNotObtained. The wait never outlasts ctx.
+	Wait time.Duration
+}
+
+// Obtain takes the lock named key. It returns a Lease, or an error matching
+// ErrNotObtained (busy; joined with ctx.Err() when ctx ended), ErrUnavailable
+// (Redis failed; the lock is not held) or ErrEmptyKey.
+//
+// If ctx carries a lease of this Locker for the same key (ctx is, or derives
+// from, that lease's Context), Obtain re-enters it: the hold count goes up,
+// no wait happens, and the lock is freed only when every hold is released.
+//
+// A waiting Obtain joins a first-come-first-served queue in Redis; Release
+// hands the lock straight to the head of the queue and notifies it through
+// the Locker's one shared subscriber connection. There is no polling: a
+// waiter also re-checks when the holder's lease would run out, so a lost
+// notification costs at most one lease.
+func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, error) {
+	if key == "" {
+		return nil, ErrEmptyKey
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, errors.Join(ErrNotObtained, err)
+	}
+	if held := heldIn(ctx, l, key); held != nil {
+		return l.reenter(ctx, held, p)
+	}
+	t := terms{ttl: p.TTL, wait: p.Wait}
+	if t.ttl <= 0 {
+		t.ttl, t.watchdog = l.o.lease, true
+	}
+	n := l.names(key)
+	token := newToken()
+	var w *waiter
+	if t.wait > 0 {
+		// Registered before the first try so that a hand-over published
+		// right after it is not dropped.
+		w = l.hub.register(token)
+		defer l.hub.unregister(w)
+	}
+	sent := time.Now()
+	r, err := l.acquire(ctx, n, token, t.ttl, t.wait, modeAcquire)
+	if err != nil {
+		l.abandon(n, token)
+		return nil, obtainFailed(ctx, err)
+	}
+	if r.status == statusObtained {
+		return l.newLease(ctx, key, n, token, r.fence, t, sent.Add(t.ttl)), nil
+	}
+	if t.wait <= 0 {
+		return nil, ErrNotObtained
+	}
+	return l.wait(ctx, key, n, token, t, w, sent, r)
+}
+
+// terms are an Obtain call's Params after defaults.
+type terms struct {
+	ttl      time.Duration
+	wait     time.Duration
+	watchdog bool
+}
+
+func (l *Locker) acquire(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string) (reply, error) {
+	cctx, cancel := l.callCtx(ctx)
+	defer cancel()
+	v, err := l.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel)
+	if err != nil {
+		return reply{}, err
+	}
+	return parseReply(v)
+}
+
+// leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
+// fresh context: it is clean-up that must happen even when ctx ended.
+func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply, error) {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.o.callTimeout)
+	defer cancel()
+	v, err := l.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel)
+	if err != nil {
+		return reply{}, err
+	}
+	return parseReply(v)
+}
+
+// abandon cleans up after an acquire whose outcome is unknown (its reply was
+// lost): the script may have run, so the token may hold the lock or sit in
+// the queue. Best effort, in the background.
+func (l *Locker) abandon(n names, token string) {
+	go func() { _, _ = l.leave(context.Background(), n, token, modeDrop) }()
+}
+
+// callCtx bounds one Redis call by the call timeout.
+func (l *Locker) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= l.o.callTimeout {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, l.o.callTimeout)
+}
+
+// wait waits for a hand-over after a busy first try (r).
+func (l *Locker) wait(ctx context.Context, key string, n names, token string, t terms, w *waiter, sent time.Time, r reply) (*Lease, error) {
+	waitUntil := sent.Add(t.wait)
+	sub, recheck, err := l.hub.join(ctx, n.channel, sent)
+	if err != nil {
+		_, _ = l.leave(ctx, n, token, modeDrop)
+		return nil, obtainFailed(ctx, err)
+	}
+	defer func() { l.hub.leave(sub) }()
+
+	safety := time.NewTimer(time.Hour)
+	defer safety.Stop()
+	deadline := time.NewTimer(time.Until(waitUntil))
+	defer deadline.Stop()
+	for {
+		if recheck {
+			recheck = false
+			sent = time.Now()
+			r, err = l.acquire(ctx, n, token, t.ttl, time.Until(waitUntil), modeRecheck)
+			if err != nil {
+				l.abandon(n, token)
+				return nil, obtainFailed(ctx, err)
+			}
+			if r.status == statusObtained {
+				return l.newLease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl)), nil
+			}
+		}
+		// A lost notification costs at most the holder's remaining lease.
+		safety.Reset(max(r.pttl, 0) + 2*time.Millisecond)
+		select {
+		case g := <-w.grant:
+			// The grant happened g.server-r.server ms after the server
+			// answered r, and r was answered after sent: a conservative
+			// local time of the grant.
+			at := sent.Add(time.Duration(g.server-r.server-1) * time.Millisecond)
+			until := at.Add(t.ttl)
+			if time.Until(until) <= 0 {
+				// Handed over while this process could not run (paused or
+				// starved) and already expired: not a usable lock.
+				_, _ = l.leave(ctx, n, token, modeDrop)
+				return nil, ErrNotObtained
+			}
+			return l.newLease(ctx, key, n, token, g.fence, t, until), nil
+		case <-w.kick:
+			// The subscriber connection broke: notifications may be lost.
+			l.hub.leave(sub)
+			sub, _, err = l.hub.join(ctx, n.channel, time.Now())
+			if err != nil {
+				_, _ = l.leave(ctx, n, token, modeDrop)
+				return nil, obtainFailed(ctx, err)
+			}
+			recheck = true
+		case <-safety.C:
+			recheck = true
+		case <-deadline.C:
+			sent = time.Now()
+			r, err = l.leave(ctx, n, token, modeKeep)
+			if err != nil {
+				return nil, obtainFailed(ctx, err)
+			}
+			if r.status == statusObtained {
+				return l.newLease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl)), nil
+			}
+			return nil, ErrNotObtained
+		case <-ctx.Done():
+			_, _ = l.leave(ctx, n, token, modeDrop)
+			return nil, errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}
+}
+
+// newToken returns 128 random bits, base64url-encoded.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

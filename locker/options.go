@@ -1,0 +1,75 @@
+package locker
+
+import "time"
+
+// Option configures a Locker.
+type Option func(*options)
+
+type options struct {
+	prefix      string
+	lease       time.Duration
+	renewEvery  time.Duration
+	callTimeout time.Duration
+	linger      time.Duration
+}
+
+var defaultOptions = options{
+	prefix:      "locktag:",
+	lease:       30 * time.Second,
+	renewEvery:  10 * time.Second,
+	callTimeout: 2 * time.Second,
+	linger:      time.Second,
+}
+
+func evaluateOptions(opts []Option) options {
+	o := defaultOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithKeyPrefix sets the prefix of every Redis key and channel the locker
+// writes. A lock named "order:42" lives at prefix + "{order:42}". The default
+// is "locktag:". The prefix must not contain '{' or '}'.
+func WithKeyPrefix(prefix string) Option {
+	return func(o *options) { o.prefix = prefix }
+}
+
+// WithWatchdog sets the lease of locks obtained without a TTL and how often
+// the watchdog renews it. The defaults are a 30s lease renewed every 10s
+// (Redisson's). renewEvery must be well below lease; values that are not are
+// replaced by lease/3.
+func WithWatchdog(lease, renewEvery time.Duration) Option {
+	return func(o *options) {
+		if lease > 0 {
+			o.lease = lease
+		}
+		o.renewEvery = renewEvery
+		if o.renewEvery <= 0 || o.renewEvery >= o.lease {
+			o.renewEvery = o.lease / 3
+		}
+	}
+}
+
+// WithCallTimeout bounds every Redis call the locker makes when the caller's
+// context has no sooner deadline. Release, renewal and clean-up calls, which
+// run on a fresh context, use it as their deadline. The default is 2s.
+func WithCallTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.callTimeout = d
+		}
+	}
+}
+
+// WithUnsubscribeDelay sets how long the shared subscriber connection stays
+// subscribed to a key's channel after its last local waiter left, so a hot
+// key does not pay a SUBSCRIBE round trip per wait. The default is 1s.
+func WithUnsubscribeDelay(d time.Duration) Option {
+	return func(o *options) {
+		if d >= 0 {
+			o.linger = d
+		}
+	}
+}

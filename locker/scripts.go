@@ -1,0 +1,95 @@
+package locker
+
+import (
+	_ "embed"
+	"fmt"
+	"time"
+)
+
+var (
+	//go:embed scripts/common.lua
+	luaCommon string
+	//go:embed scripts/acquire.lua
+	luaAcquire string
+	//go:embed scripts/release.lua
+	luaRelease string
+	//go:embed scripts/leave.lua
+	luaLeave string
+	//go:embed scripts/extend.lua
+	luaExtend string
+	//go:embed scripts/pttl.lua
+	luaPTTL string
+)
+
+// The scripts that can hand a lock over share common.lua's functions.
+var (
+	scriptAcquire = newScript(luaCommon + luaAcquire)
+	scriptRelease = newScript(luaCommon + luaRelease)
+	scriptLeave   = newScript(luaCommon + luaLeave)
+	scriptExtend  = newScript(luaExtend)
+	scriptPTTL    = newScript(luaPTTL)
+)
+
+// Script modes (see the scripts' headers).
+const (
+	modeAcquire = "a" // acquire.lua: take, re-enter or queue
+	modeRecheck = "r" // acquire.lua: a queued waiter asks whether it holds the lock
+	modeKeep    = "k" // leave.lua: keep the lock if it was handed over
+	modeDrop    = "r" // leave.lua: release the lock if it was handed over
+)
+
+// Reply statuses of acquire.lua and leave.lua.
+const (
+	statusBusy      = 0
+	statusObtained  = 1
+	statusReentered = 2
+)
+
+// reply is acquire.lua's and leave.lua's answer.
+type reply struct {
+	status int64
+	fence  int64
+	holds  int64
+	pttl   time.Duration
+	server int64 // server clock, ms
+}
+
+func parseReply(v any) (reply, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != 5 {
+		return reply{}, fmt.Errorf("locker: unexpected script reply %v", v)
+	}
+	var n [5]int64
+	for i := range n {
+		x, ok := a[i].(int64)
+		if !ok {
+			return reply{}, fmt.Errorf("locker: unexpected script reply %v", v)
+		}
+		n[i] = x
+	}
+	return reply{status: n[0], fence: n[1], holds: n[2], pttl: time.Duration(n[3]) * time.Millisecond, server: n[4]}, nil
+}
+
+// names are the Redis keys and the channel of one lock. All share the hash
+// tag {key}, so they live in one Redis Cluster slot; the derived names never
+// end in '}', so they cannot equal another lock's main key.
+type names struct {
+	keys    []string // lock hash, fence counter, waiter queue, waiter info
+	channel string
+}
+
+func (l *Locker) names(key string) names {
+	base := l.o.prefix + "{" + key + "}"
+	return names{
+		keys:    []string{base, base + ":f", base + ":q", base + ":w"},
+		channel: base + ":c",
+	}
+}
+
+func ms(d time.Duration) int64 {
+	m := d.Milliseconds()
+	if m < 1 && d > 0 {
+		m = 1
+	}
+	return m
+}
