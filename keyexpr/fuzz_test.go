@@ -33,6 +33,12 @@ func FuzzParseTag(f *testing.F) {
 			if !strings.HasPrefix(err.Error(), "keyexpr: tag ") {
 				t.Fatalf("message %q", err)
 			}
+			// A template error inside key points at the offending byte, or
+			// at the opening quote when unquoting changed the template.
+			var me *TemplateError
+			if errors.As(err, &me) && me.Pos < len(me.Template) && tag[te.Pos] != '"' && tag[te.Pos] != me.Template[me.Pos] {
+				t.Fatalf("tag byte %d is %q, template byte %d is %q", te.Pos, tag[te.Pos], me.Pos, me.Template[me.Pos])
+			}
 			return
 		}
 		if s.Key == nil || s.Tag != tag || s.Expire < 0 || s.Wait < 0 {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -94,7 +93,7 @@ func ParseTag(tag string) (*Spec, error) {
 		if err := s.setField(name, value); err != nil {
 			errPos := valStart
 			if name == "key" {
-				errPos = keyErrPos(err, quoted, valStart)
+				errPos = keyErrPos(err, quoted, value, valStart)
 			}
 			if errors.Is(err, ErrUnknownField) {
 				errPos = nameStart
@@ -178,11 +177,11 @@ func parseDuration(value string) (time.Duration, error) {
 }
 
 // keyErrPos maps a template error's position into the tag. That is exact when
-// the quoted value has no escape sequences; otherwise the error points at the
-// value's opening quote.
-func keyErrPos(err error, quoted string, valStart int) int {
+// unquoting left the value unchanged (no escape sequences, valid UTF-8);
+// otherwise the error points at the value's opening quote.
+func keyErrPos(err error, quoted, value string, valStart int) int {
 	var te *TemplateError
-	if errors.As(err, &te) && !strings.Contains(quoted, `\`) {
+	if errors.As(err, &te) && quoted[1:len(quoted)-1] == value {
 		return valStart + 1 + te.Pos
 	}
 	return valStart

@@ -87,6 +87,8 @@ func TestParseTagErrors(t *testing.T) {
 		{`key:"{x.a}{x.b}"`, ErrSyntax, "key", 10, "adjacent placeholders"},
 		// With an escape sequence in the value the position is the opening quote.
 		{`key:"\u00e9{path.}"`, ErrSyntax, "key", 4, "empty path"},
+		// So does it when unquoting replaced invalid UTF-8 with U+FFFD.
+		{"key:\"\x99\xcf{\"", ErrSyntax, "key", 4, "unmatched '{'"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {
