@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Sentinel errors. Errors returned by this package wrap one or more of them;
@@ -32,17 +33,33 @@ var (
 
 // unavailable wraps a Redis failure so it matches ErrUnavailable.
 func unavailable(err error) error {
-	if errors.Is(err, ErrUnavailable) {
+	switch {
+	case errors.Is(err, ErrUnavailable):
 		return err
+	case errors.Is(err, ErrPoolExhausted):
+		return &multiError{msg: err.Error(), errs: []error{ErrUnavailable, err}}
 	}
 	return fmt.Errorf("%w: %w", ErrUnavailable, err)
 }
+
+// multiError matches several sentinels under one message.
+type multiError struct {
+	msg  string
+	errs []error
+}
+
+func (e *multiError) Error() string   { return e.msg }
+func (e *multiError) Unwrap() []error { return e.errs }
 
 // obtainFailed turns a failed Redis call during Obtain into the error the
 // caller sees: the context's error when the context ended, else unavailable.
 func obtainFailed(ctx context.Context, err error) error {
 	if ce := ctx.Err(); ce != nil {
 		return errors.Join(ErrNotObtained, ce)
+	}
+	// A network deadline taken from ctx can fire just before ctx's own timer.
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return errors.Join(ErrNotObtained, context.DeadlineExceeded)
 	}
 	return unavailable(err)
 }

@@ -130,10 +130,11 @@ func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply,
 }
 
 // abandon cleans up after an acquire whose outcome is unknown (its reply was
-// lost): the script may have run, so the token may hold the lock or sit in
-// the queue. Best effort, in the background.
+// lost or its context ended mid-call): the script may have run, so the token
+// may hold the lock or sit in the queue. Best effort, on a fresh context, so
+// that nothing is left behind when Obtain returns.
 func (l *Locker) abandon(n names, token string) {
-	go func() { _, _ = l.leave(context.Background(), n, token, modeDrop) }()
+	_, _ = l.leave(context.Background(), n, token, modeDrop)
 }
 
 // callCtx bounds one Redis call by the call timeout.

@@ -3,6 +3,7 @@ package locker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"time"
@@ -24,6 +25,9 @@ func RedigoDriver(pool *redis.Pool) Driver { return &redigoDriver{pool: pool} }
 func (d *redigoDriver) Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
 	c, err := d.pool.GetContext(ctx)
 	if err != nil {
+		if errors.Is(err, redis.ErrPoolExhausted) {
+			err = fmt.Errorf("%w (redigo MaxActive reached)", ErrPoolExhausted)
+		}
 		return nil, err
 	}
 	defer c.Close()

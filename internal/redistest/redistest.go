@@ -264,4 +264,3 @@ func (s *Server) Running() bool {
 
 // LogTail returns the last lines of the server's log (for failure messages).
 func (s *Server) LogTail() string { return tail(filepath.Join(s.dir, "redis.log")) }
-

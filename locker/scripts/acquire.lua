@@ -28,7 +28,8 @@ if not owner then
   grant(channel, t)
 end
 if wait > 0 then
-  redis.call('ZADD', KEYS[3], 'NX', nowms, token)
+  -- Scored by server microseconds: arrival order, first come first served.
+  redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])), token)
   redis.call('HSET', KEYS[4], token, string.format('%.0f', nowms + wait) .. ':' .. ttl)
   local keep = wait + 1000
   if redis.call('PTTL', KEYS[3]) < keep then

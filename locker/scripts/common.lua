@@ -1,7 +1,7 @@
 -- Shared by every script that can hand a lock over.
 -- KEYS[1] lock hash {o = owner token, n = hold count, f = fencing token}
 -- KEYS[2] fence counter (string, expires FENCE_TTL after the last mint)
--- KEYS[3] waiter queue (zset: owner token -> arrival ms)
+-- KEYS[3] waiter queue (zset: owner token -> arrival, server microseconds)
 -- KEYS[4] waiter info (hash: owner token -> "deadline_ms:ttl_ms")
 local FENCE_TTL = 3600000
 

@@ -1,0 +1,94 @@
+package locker_test
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+func newLocker(t *testing.T, srv *redistest.Server, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	lk := locker.New(srv.Pool(t), opts...)
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// goroutinesSettle waits until the goroutine count is back to base.
+func goroutinesSettle(t *testing.T, base int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > base {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<16)
+			t.Fatalf("goroutines: %d, baseline %d\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func intReply(t *testing.T, srv *redistest.Server, cmd string, args ...any) int64 {
+	t.Helper()
+	n, err := redis.Int64(srv.Do(cmd, args...))
+	if err != nil {
+		t.Fatalf("%s %v: %v", cmd, args, err)
+	}
+	return n
+}
+
+// queueLen is the number of waiters queued in Redis for key.
+func queueLen(t *testing.T, srv *redistest.Server, key string) int64 {
+	return intReply(t, srv, "ZCARD", "locktag:{"+key+"}:q")
+}
+
+func mustObtain(t *testing.T, lk *locker.Locker, ctx context.Context, key string, p locker.Params) *locker.Lease {
+	t.Helper()
+	le, err := lk.Obtain(ctx, key, p)
+	if err != nil {
+		t.Fatalf("Obtain(%q): %v", key, err)
+	}
+	return le
+}
+
+// commandCalls reads calls=N of cmd from INFO commandstats.
+func commandCalls(info, cmd string) int {
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			return n
+		}
+	}
+	return 0
+}
+
+// warmListener makes lk open its shared subscriber connection (a wait that
+// times out), so goroutine baselines taken afterwards include it.
+func warmListener(t *testing.T, lk *locker.Locker) {
+	t.Helper()
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "warm", locker.Params{})
+	if _, err := lk.Obtain(context.WithoutCancel(ctx), "warm", locker.Params{Wait: time.Millisecond}); err == nil {
+		t.Fatal("warm-up wait obtained a held lock")
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}

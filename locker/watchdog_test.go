@@ -1,0 +1,212 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+// TestWatchdogOutlivesLease: a holder that runs for several leases keeps the
+// lock; no contender gets in; the watchdog stops after release.
+func TestWatchdogOutlivesLease(t *testing.T) {
+	srv := redistest.Start(t)
+	// Renewing at a tenth of the lease leaves slack for a loaded CI machine.
+	lk := newLocker(t, srv, locker.WithWatchdog(time.Second, 100*time.Millisecond))
+	other := newLocker(t, srv)
+	ctx := context.Background()
+	base := runtime.NumGoroutine()
+
+	le := mustObtain(t, lk, ctx, "wd", locker.Params{})
+	hold := time.After(2500 * time.Millisecond) // two and a half leases
+	for done := false; !done; {
+		select {
+		case <-hold:
+			done = true
+		default:
+			if _, err := other.Obtain(ctx, "wd", locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+				t.Fatalf("contender: %v, want ErrNotObtained", err)
+			}
+			if pttl := intReply(t, srv, "PTTL", "locktag:{wd}"); pttl <= 0 {
+				t.Fatalf("lock key PTTL %d while held", pttl)
+			}
+			if err := le.Context().Err(); err != nil {
+				t.Fatalf("holder's context ended: %v", context.Cause(le.Context()))
+			}
+			time.Sleep(10 * time.Millisecond) // pacing of the contender, not synchronisation
+		}
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	goroutinesSettle(t, base)
+	// No renewal after release: the key stays gone.
+	if n := intReply(t, srv, "EXISTS", "locktag:{wd}"); n != 0 {
+		t.Fatal("key renewed after release")
+	}
+}
+
+// TestLostWhenKeyDeleted: a renewal refused (the key was deleted behind the
+// holder's back) cancels the holder's context with ErrLockLost, and the
+// watchdog never re-acquires.
+func TestLostWhenKeyDeleted(t *testing.T) {
+	srv := redistest.Start(t)
+	const lease = 2 * time.Second
+	lk := newLocker(t, srv, locker.WithWatchdog(lease, 100*time.Millisecond))
+	le := mustObtain(t, lk, context.Background(), "del", locker.Params{})
+	start := time.Now()
+	if _, err := srv.Do("DEL", "locktag:{del}"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-le.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("context not cancelled after the key was deleted")
+	}
+	if d := time.Since(start); d > lease {
+		t.Fatalf("loss noticed after %v, later than the lease %v", d, lease)
+	}
+	if cause := context.Cause(le.Context()); !errors.Is(cause, locker.ErrLockLost) || !le.Lost() {
+		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+	if n := intReply(t, srv, "EXISTS", "locktag:{del}"); n != 0 {
+		t.Fatal("watchdog re-acquired a lost lock")
+	}
+	if err := le.Release(context.Background()); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("release of a lost lock: %v", err)
+	}
+}
+
+// TestLostWhenServerDies: renewal impossible; the context is cancelled no
+// later than the lease deadline.
+func TestLostWhenServerDies(t *testing.T) {
+	srv := redistest.Start(t)
+	const lease, slack = time.Second, 500 * time.Millisecond // slack: timer delay on a loaded machine
+	lk := newLocker(t, srv, locker.WithWatchdog(lease, 200*time.Millisecond))
+	obtained := time.Now()
+	le := mustObtain(t, lk, context.Background(), "kill", locker.Params{})
+	srv.Stop()
+	select {
+	case <-le.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("context not cancelled after the server died")
+	}
+	// The lease deadline is counted from the last renewal sent, which is at
+	// most the lease after obtaining (renewals stop working at once).
+	if d := time.Since(obtained); d > lease+slack {
+		t.Fatalf("loss noticed after %v; lease %v", d, lease)
+	}
+	if !errors.Is(context.Cause(le.Context()), locker.ErrLockLost) {
+		t.Fatalf("cause %v", context.Cause(le.Context()))
+	}
+}
+
+// TestFixedTTLExpires: a fixed TTL is a hard cap: the context is cancelled
+// at expiry, and the next holder gets the lock.
+func TestFixedTTLExpires(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	le := mustObtain(t, lk, context.Background(), "ttl", locker.Params{TTL: 200 * time.Millisecond})
+	<-le.Context().Done()
+	if !errors.Is(context.Cause(le.Context()), locker.ErrLockLost) {
+		t.Fatalf("cause %v", context.Cause(le.Context()))
+	}
+	mustObtain(t, lk, context.Background(), "ttl", locker.Params{Wait: 2 * time.Second})
+}
+
+// TestExtend moves both the Redis lease and the local deadline.
+func TestExtend(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "ext", locker.Params{TTL: 300 * time.Millisecond})
+	if err := le.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if ttl, err := le.TTL(ctx); err != nil || ttl < 9*time.Second {
+		t.Fatalf("TTL after extend: %v %v", ttl, err)
+	}
+	select {
+	case <-le.Context().Done():
+		t.Fatal("context cancelled at the old deadline")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestHolderCrash: a holder whose process dies (its pool closed, nothing
+// released) blocks others for at most its lease.
+func TestHolderCrash(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tc := range []struct {
+		name string
+		p    locker.Params
+	}{
+		{"fixed", locker.Params{TTL: 400 * time.Millisecond}}, // = lease below
+		{"watchdog", locker.Params{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const lease, slack = 400 * time.Millisecond, time.Second
+			pool := srv.Pool(t)
+			crashed := locker.New(pool, locker.WithWatchdog(lease, 100*time.Millisecond))
+			mustObtain(t, crashed, context.Background(), "crash-"+tc.name, tc.p)
+			start := time.Now()
+			_ = pool.Close() // the process is gone: no release, no renewal
+			_ = crashed.Close()
+
+			lk := newLocker(t, srv)
+			le := mustObtain(t, lk, context.Background(), "crash-"+tc.name, locker.Params{Wait: 5 * time.Second})
+			if d := time.Since(start); d > lease+slack {
+				t.Fatalf("next holder waited %v; lease %v", d, lease)
+			}
+			_ = le.Release(context.Background())
+		})
+	}
+}
+
+// TestWaitIsNotPolling: a waiter makes a bounded number of Redis calls
+// however long it waits.
+func TestWaitIsNotPolling(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, waiter := newLocker(t, srv), newLocker(t, srv)
+	ctx := context.Background()
+	// Load every script once, so NOSCRIPT fallbacks do not count below.
+	mustObtain(t, holder, ctx, "warm", locker.Params{}).Release(ctx)
+	le := mustObtain(t, holder, ctx, "np", locker.Params{TTL: 30 * time.Second})
+	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		w, err := waiter.Obtain(ctx, "np", locker.Params{Wait: 10 * time.Second})
+		if err == nil {
+			err = w.Release(ctx)
+		}
+		got <- err
+	}()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return queueLen(t, srv, "np") == 1 })
+	time.Sleep(500 * time.Millisecond) // a sleep-polling waiter would call ~100 times here
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	info, err := redis.String(srv.Do("INFO", "commandstats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := commandCalls(info, "evalsha") + commandCalls(info, "eval")
+	// waiter: queue (1), maybe a re-check after subscribing (1), release (1);
+	// holder: release (1).
+	if calls > 4 {
+		t.Fatalf("%d script calls for one wait; a waiter must not poll\n%s", calls, info)
+	}
+}
