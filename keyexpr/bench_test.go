@@ -44,7 +44,7 @@ func BenchmarkEval(b *testing.B) {
 		{"2ph", "order:{path.id}:user:{header.X-User-Id}", benchReq{user: "u-12345", id: "987654321"}, nil},
 		{"3ph", "{method}:user:{header.X-User-Id}:cart:{path.id}", benchReq{user: "u-12345", id: "987654321", method: "POST"}, nil},
 		{"3ph-escape", "{method}:user:{header.X-User-Id}:cart:{path.id}", benchReq{user: "a b:c", id: "{42}", method: "POST"}, nil},
-		{"over-128B", "{method}:user:{header.X-User-Id}:cart:{path.id}", benchReq{user: strings.Repeat("u", 100), id: "987654321", method: "POST"}, nil},
+		{"over-128B", "{method}:user:{header.X-User-Id}:cart:{path.id}", benchReq{user: strings.Repeat("u", 200), id: "987654321", method: "POST"}, nil},
 		{"hash-long", "order:{path.id}", benchReq{id: strings.Repeat("x", 300)}, []BindOption{WithHashLong(true)}},
 	}
 	for _, c := range cases {

@@ -26,6 +26,10 @@
 //
 //	order:{path.id}  with id=42   ->  order:42
 //
+// The name has no prefix and no hash tag: the locker adds both (by default
+// "locktag:{order:42}"), so a tag and a manual lock with the same name are the
+// same lock.
+//
 // Eval allocates only the returned string when values need no escaping, and
 // uses no reflection.
 //

@@ -48,6 +48,7 @@ type TagError struct {
 	Err   error  // wraps one of the sentinel errors (for key: a *TemplateError)
 }
 
+// Error returns "keyexpr: tag `<tag>`: field <field> at byte <pos>: <detail>".
 func (e *TagError) Error() string {
 	var b strings.Builder
 	b.WriteString("keyexpr: tag ")
@@ -77,6 +78,8 @@ type TemplateError struct {
 	Err         error  // wraps a sentinel error or the error a Source or Getter returned
 }
 
+// Error returns `keyexpr: template "<template>": placeholder <ph> at byte
+// <pos>: <detail>`.
 func (e *TemplateError) Error() string {
 	var b strings.Builder
 	b.WriteString("keyexpr: template ")

@@ -1,9 +1,6 @@
 package keyexpr
 
-import (
-	"fmt"
-	"strconv"
-)
+import "fmt"
 
 // DefaultMaxValueLen is the default cap, in bytes, on one placeholder's raw value.
 const DefaultMaxValueLen = 256
@@ -27,7 +24,7 @@ func evaluateOptions(opts []BindOption) (bindOptions, error) {
 		}
 	}
 	if o.maxValueLen < 1 {
-		return o, fmt.Errorf("keyexpr: WithMaxValueLen(%s): the cap must be at least 1", strconv.Itoa(o.maxValueLen))
+		return o, fmt.Errorf("keyexpr: WithMaxValueLen(%d): the cap must be at least 1", o.maxValueLen)
 	}
 	return o, nil
 }
