@@ -1,0 +1,180 @@
+package middleware
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker"
+)
+
+// Rules maps routes to lock tags for LockRules. A key is an upper-case HTTP
+// method, one space and the route pattern exactly as registered with Gin
+// (what c.FullPath returns), e.g.
+//
+//	middleware.Rules{
+//		"POST /orders/:id/pay":  `key:"order:{path.id}" wait:"2s"`,
+//		"PUT /carts/:user/items": `key:"cart:{path.user}"`,
+//	}
+type Rules map[string]string
+
+// LockRules returns one global middleware that locks the routes in rules,
+// each with its tag, exactly as Lock would; other routes (and requests that
+// match no route) pass through untouched. Install it with r.Use before the
+// routes are served. The options apply to every rule; for per-rule options
+// such as WithFailOpen, install a second LockRules with the rules that need
+// them.
+//
+// Every rule is checked here — its key's form, its tag, and that each
+// {path.X} names a parameter of the rule's route — and LockRules panics with
+// the first error (in sorted key order) that NewLockRules would return. Use
+// Rules.Check to verify that every rule names a registered route.
+func LockRules(l *locker.Locker, rules Rules, opts ...Option) gin.HandlerFunc {
+	h, err := NewLockRules(l, rules, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// NewLockRules is like LockRules but returns construction errors instead of
+// panicking: ErrNilLocker, errors wrapping ErrBadOption or ErrBadRule, or a
+// *keyexpr.TagError (wrapped with the rule's key) for a bad tag.
+func NewLockRules(l *locker.Locker, rules Rules, opts ...Option) (gin.HandlerFunc, error) {
+	m, err := newMiddleware(l, opts)
+	if err != nil {
+		return nil, err
+	}
+	// method -> route pattern -> route: two lookups per request, no
+	// allocation.
+	table := make(map[string]map[string]*route)
+	for _, k := range slices.Sorted(maps.Keys(rules)) {
+		method, path, err := splitRule(k)
+		if err != nil {
+			return nil, err
+		}
+		rt, err := m.compile(rules[k], routeParams(path))
+		if err != nil {
+			return nil, fmt.Errorf("middleware: rule %q: %w", k, err)
+		}
+		if table[method] == nil {
+			table[method] = make(map[string]*route)
+		}
+		table[method][path] = rt
+	}
+	return func(c *gin.Context) {
+		if rt := table[c.Request.Method][c.FullPath()]; rt != nil {
+			m.serve(c, rt)
+		}
+	}, nil
+}
+
+// Check reports, wrapping ErrBadRule, the rules that name no route in
+// routes — usually a typo, which would otherwise leave a route unlocked
+// without a word. Call it after registering the routes:
+//
+//	if err := rules.Check(r.Routes()); err != nil { log.Fatal(err) }
+func (r Rules) Check(routes gin.RoutesInfo) error {
+	have := make(map[string]bool, len(routes))
+	for _, ri := range routes {
+		have[ri.Method+" "+ri.Path] = true
+	}
+	var missing []string
+	for k := range r {
+		if !have[k] {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	slices.Sort(missing)
+	return fmt.Errorf("%w: no route registered for %q", ErrBadRule, missing)
+}
+
+// splitRule splits "METHOD /path".
+func splitRule(k string) (method, path string, err error) {
+	method, path, ok := strings.Cut(k, " ")
+	if !ok || method == "" || strings.TrimFunc(method, isUpper) != "" ||
+		!strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t") {
+		return "", "", fmt.Errorf("%w %q: want \"METHOD /route/pattern\", e.g. \"POST /orders/:id/pay\"", ErrBadRule, k)
+	}
+	return method, path, nil
+}
+
+func isUpper(r rune) bool { return 'A' <= r && r <= 'Z' }
+
+// routeParams returns the parameter names of a Gin route pattern:
+// "/orders/:id/files/*path" has id and path.
+func routeParams(pattern string) []string {
+	params := []string{}
+	for _, seg := range strings.Split(pattern, "/") {
+		if len(seg) > 1 && (seg[0] == ':' || seg[0] == '*') {
+			params = append(params, seg[1:])
+		}
+	}
+	return params
+}
+
+// checkPathParams fails for a {path.X} whose X is not a route parameter.
+func checkPathParams(t *keyexpr.Template, params []string) error {
+	for _, ph := range t.Placeholders() {
+		if ph.Source == "path" && !slices.Contains(params, ph.Path) {
+			return &keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
+				Err: fmt.Errorf("%w: the route has no parameter %q (it has %q)", ErrBadRule, ph.Path, params)}
+		}
+	}
+	return nil
+}
+
+// keyError turns an error binding the key template of tag (a
+// *keyexpr.TemplateError) into a *keyexpr.TagError, so it names the tag, the
+// field and the byte position in the tag like every other tag error.
+func keyError(tag string, err error) error {
+	pos := 0
+	if te, ok := err.(*keyexpr.TemplateError); ok {
+		if start, escaped, found := keyValue(tag); found {
+			pos = start // the opening quote
+			if !escaped {
+				pos = start + 1 + te.Pos
+			}
+		}
+	}
+	return &keyexpr.TagError{Tag: tag, Field: "key", Pos: pos, Err: err}
+}
+
+// keyValue finds the quoted value of the key field in a tag ParseTag
+// accepted: the offset of its opening quote, and whether it holds a
+// backslash escape (then offsets inside it differ from the template's).
+func keyValue(tag string) (start int, escaped, found bool) {
+	for i := 0; i < len(tag); {
+		for i < len(tag) && tag[i] == ' ' {
+			i++
+		}
+		nameStart := i
+		for i < len(tag) && tag[i] != ':' {
+			i++
+		}
+		name := tag[nameStart:i]
+		i++ // ':'
+		if i >= len(tag) || tag[i] != '"' {
+			return 0, false, false
+		}
+		start, escaped = i, false
+		for i++; i < len(tag) && tag[i] != '"'; i++ {
+			if tag[i] == '\\' {
+				escaped = true
+				i++
+			}
+		}
+		i++ // closing quote
+		if name == "key" {
+			return start, escaped, true
+		}
+	}
+	return 0, false, false
+}
