@@ -78,7 +78,7 @@ type env struct {
 	lk    *locker.Locker
 }
 
-func newEnv(t *testing.T, opts ...locker.Option) *env {
+func newEnv(t testing.TB, opts ...locker.Option) *env {
 	t.Helper()
 	srv := redistest.Start(t)
 	lk := locker.New(srv.Pool(t), opts...)
@@ -88,7 +88,7 @@ func newEnv(t *testing.T, opts ...locker.Option) *env {
 
 // serve starts a gRPC server over bufconn with the interceptor built from
 // rules and opts in front of impl, and returns a client.
-func (e *env) serve(t *testing.T, impl *inventory, rules Rules, opts ...Option) testpb.InventoryClient {
+func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...Option) testpb.InventoryClient {
 	t.Helper()
 	ic, err := New(e.lk, rules, opts...)
 	if err != nil {
