@@ -124,8 +124,12 @@ func routeParams(pattern string) []string {
 func checkPathParams(t *keyexpr.Template, params []string) error {
 	for _, ph := range t.Placeholders() {
 		if ph.Source == "path" && !slices.Contains(params, ph.Path) {
+			has := "none"
+			if len(params) > 0 {
+				has = ":" + strings.Join(params, ", :")
+			}
 			return &keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
-				Err: fmt.Errorf("%w: the route has no parameter %q (it has %q)", ErrBadRule, ph.Path, params)}
+				Err: &detailError{ErrBadRule, fmt.Sprintf("the rule's route has no parameter :%s (it has %s)", ph.Path, has)}}
 		}
 	}
 	return nil
@@ -178,3 +182,13 @@ func keyValue(tag string) (start int, escaped, found bool) {
 	}
 	return 0, false, false
 }
+
+// detailError wraps a sentinel with a message of its own (without the
+// sentinel's "middleware: " prefix, which an enclosing error already says).
+type detailError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *detailError) Error() string { return e.msg }
+func (e *detailError) Unwrap() error { return e.sentinel }
