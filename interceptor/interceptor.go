@@ -92,7 +92,7 @@ func (ic *Interceptor) Unary() grpc.UnaryServerInterceptor {
 		}
 		defer ic.release(ctx, lease)
 		resp, err := handler(lease.Context(), req)
-		if (err != nil || resp == nil) && lease.Lost() {
+		if (err != nil || noResponse(resp)) && lease.Lost() {
 			return nil, ic.fail(ctx, r, KindLost, errors.Join(locker.ErrLockLost, err))
 		}
 		return resp, err
@@ -162,6 +162,16 @@ func (ic *Interceptor) fail(ctx context.Context, r *rule, kind Kind, err error) 
 		return out
 	}
 	return DefaultErrorHandler(ctx, f)
+}
+
+// noResponse reports whether a unary handler returned no response: nil, or
+// a nil message pointer (which generated handlers return as a non-nil any).
+func noResponse(resp any) bool {
+	if resp == nil {
+		return true
+	}
+	m, ok := resp.(proto.Message)
+	return ok && !m.ProtoReflect().IsValid()
 }
 
 // lockedStream is a ServerStream whose Context is the lease's.

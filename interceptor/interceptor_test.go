@@ -292,12 +292,13 @@ func TestLockLost(t *testing.T) {
 		name   string
 		tag    string
 		lose   func(e *env) // makes the held lock lost
-		answer bool         // handler returns a response after the loss
+		answer string       // what the handler returns after the loss: "error", "response", "nil"
 		want   codes.Code
 	}{
-		{"expire runs out", `key:"sku:{req.sku}" expire:"150ms"`, nil, false, codes.Aborted},
-		{"key deleted in redis", `key:"sku:{req.sku}"`, func(e *env) { _, _ = e.redis.Do("DEL", "locktag:{sku:lost}") }, false, codes.Aborted},
-		{"handler answers anyway", `key:"sku:{req.sku}" expire:"150ms"`, nil, true, codes.OK},
+		{"expire runs out", `key:"sku:{req.sku}" expire:"150ms"`, nil, "error", codes.Aborted},
+		{"key deleted in redis", `key:"sku:{req.sku}"`, func(e *env) { _, _ = e.redis.Do("DEL", "locktag:{sku:lost}") }, "error", codes.Aborted},
+		{"handler answers anyway", `key:"sku:{req.sku}" expire:"150ms"`, nil, "response", codes.OK},
+		{"handler returns nothing", `key:"sku:{req.sku}" expire:"150ms"`, nil, "nil", codes.Aborted},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,8 +309,11 @@ func TestLockLost(t *testing.T) {
 				close(entered)
 				<-ctx.Done() // bounded by the client's deadline
 				causes <- context.Cause(ctx)
-				if tt.answer {
+				switch tt.answer {
+				case "response":
 					return &testpb.ReserveResponse{Token: 7}, nil
+				case "nil":
+					return nil, nil
 				}
 				return nil, ctx.Err()
 			}}
