@@ -59,6 +59,7 @@ type RuleError struct {
 	Err error
 }
 
+// Error returns "interceptor: rule for <method> (<origin>): <cause>".
 func (e *RuleError) Error() string {
 	return "interceptor: rule for " + e.Method + " (" + e.Origin + "): " + e.Err.Error()
 }

@@ -57,8 +57,10 @@ func (k Kind) String() string {
 
 // Failure describes why a call did not get, or did not keep, its lock.
 type Failure struct {
-	Kind       Kind
-	FullMethod string // "/shop.v1.Inventory/Reserve"
+	// Kind says what went wrong; DefaultErrorHandler maps it to a status.
+	Kind Kind
+	// FullMethod is the call's method, "/shop.v1.Inventory/Reserve".
+	FullMethod string
 	// Name is the rule's low-cardinality name: the tag's name field, or the
 	// full method.
 	Name string
@@ -75,20 +77,27 @@ type Failure struct {
 // It should return a status error (see package status).
 type ErrorHandler func(ctx context.Context, f *Failure) error
 
-// ErrorInfo domain and reasons set by DefaultErrorHandler.
+// The google.rpc.ErrorInfo domain and reasons DefaultErrorHandler sets.
 const (
-	ErrorDomain            = "locktag"
-	ReasonBusy             = "LOCK_BUSY"
-	ReasonLost             = "LOCK_LOST"
-	ReasonUnavailable      = "LOCK_UNAVAILABLE"
-	errorInfoLockName      = "lockName"
-	msgBusy                = "lock busy: another call holds it; retry later"
-	msgDeadline            = "deadline exceeded while waiting for the lock"
-	msgCanceled            = "canceled while waiting for the lock"
-	msgUnavailable         = "lock service unavailable"
-	msgLost                = "lock lost while the call ran"
-	msgInternal            = "lock service error"
-	badKeyFieldDescription = "required to name the call's lock"
+	// ErrorDomain is the ErrorInfo domain of every lock failure.
+	ErrorDomain = "locktag"
+	// ReasonBusy: the lock stayed busy for the rule's whole wait (Aborted).
+	ReasonBusy = "LOCK_BUSY"
+	// ReasonLost: the lock was lost while the handler ran (Aborted).
+	ReasonLost = "LOCK_LOST"
+	// ReasonUnavailable: Redis could not be used (Unavailable).
+	ReasonUnavailable = "LOCK_UNAVAILABLE"
+)
+
+// Status messages. They name no key, value or address.
+const (
+	errorInfoLockName = "lockName" // ErrorInfo metadata key: Failure.Name
+	msgBusy           = "lock busy: another call holds it; retry later"
+	msgDeadline       = "deadline exceeded while waiting for the lock"
+	msgCanceled       = "canceled while waiting for the lock"
+	msgUnavailable    = "lock service unavailable"
+	msgLost           = "lock lost while the call ran"
+	msgInternal       = "lock service error"
 )
 
 // DefaultErrorHandler maps failures to statuses as documented on each Kind.
@@ -134,7 +143,7 @@ func badKeyStatus(err error) error {
 	if field, ok := strings.CutPrefix(ph, "{req."); ok {
 		field = strings.TrimSuffix(field, "}")
 		return withDetails(codes.InvalidArgument, msg, &errdetails.BadRequest{
-			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: field + " " + why + "; it is " + badKeyFieldDescription}},
+			FieldViolations: []*errdetails.BadRequest_FieldViolation{{Field: field, Description: field + " " + why + "; it names the call's lock"}},
 		})
 	}
 	return status.Error(codes.InvalidArgument, msg)
