@@ -14,7 +14,7 @@ import (
 // getter is the request-time half of a source.
 type getter = keyexpr.Getter[*gin.Context]
 
-// sources returns the built-in sources with the application's on top.
+// sourceSet returns the built-in sources with the application's on top.
 func (o *options) sourceSet() keyexpr.Sources[*gin.Context] {
 	s := keyexpr.Sources[*gin.Context]{
 		"path":   named("path", pathGetter),
