@@ -92,3 +92,15 @@ func warmListener(t *testing.T, lk *locker.Locker) {
 		t.Fatal(err)
 	}
 }
+
+// lockState reads the owner token and hold count stored for key.
+func lockState(t *testing.T, srv *redistest.Server, key string) (owner string, holds int) {
+	t.Helper()
+	v, err := redis.String(srv.Do("GET", "locktag:{"+key+"}"))
+	if err != nil {
+		return "", 0
+	}
+	f := strings.Fields(v)
+	holds, _ = strconv.Atoi(f[2])
+	return f[0], holds
+}

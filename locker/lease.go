@@ -100,18 +100,34 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 	return le, nil
 }
 
-// Key is the lock's name as passed to Obtain.
-func (le *Lease) Key() string { return le.key }
+// Key is the lock's name as passed to Obtain ("" for a nil Lease).
+func (le *Lease) Key() string {
+	if le == nil {
+		return ""
+	}
+	return le.key
+}
 
 // Token is the fencing token: it is larger than the token of every earlier
 // holder of this key, so storage that remembers the largest token it has
 // seen can refuse writes from a holder that lost the lock (see Fence).
-// Nested holds share their root's token.
-func (le *Lease) Token() int64 { return le.fence }
+// Nested holds share their root's token. A nil Lease (a handler run
+// fail-open without a lock) has token 0.
+func (le *Lease) Token() int64 {
+	if le == nil {
+		return 0
+	}
+	return le.fence
+}
 
 // Holds is the hold count this lease brought the lock to: 1 for the first
-// hold, 2 for a nested Obtain inside it, and so on.
-func (le *Lease) Holds() int { return le.holds }
+// hold, 2 for a nested Obtain inside it, and so on; 0 for a nil Lease.
+func (le *Lease) Holds() int {
+	if le == nil {
+		return 0
+	}
+	return le.holds
+}
 
 // Context returns a context that carries the lease (see FromContext; a
 // nested Obtain with it re-enters the lock) and is cancelled with cause

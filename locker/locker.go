@@ -135,6 +135,10 @@ func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply,
 // that nothing is left behind when Obtain returns.
 func (l *Locker) abandon(n names, token string) {
 	_, _ = l.leave(context.Background(), n, token, modeDrop)
+	// The lost call may still be on its way on its dead connection and run
+	// after this clean-up; a second one a call timeout later catches that.
+	// Anything later still is bounded by the lease and the wait.
+	time.AfterFunc(l.o.callTimeout, func() { _, _ = l.leave(context.Background(), n, token, modeDrop) })
 }
 
 // callCtx bounds one Redis call by the call timeout.
@@ -145,24 +149,33 @@ func (l *Locker) callCtx(ctx context.Context) (context.Context, context.CancelFu
 	return context.WithTimeout(ctx, l.o.callTimeout)
 }
 
-// wait waits for a hand-over after a busy first try (r).
+// wait waits for a hand-over after a busy first try (r, sent when sent).
 func (l *Locker) wait(ctx context.Context, key string, n names, token string, t terms, w *waiter, sent time.Time, r reply) (*Lease, error) {
 	waitUntil := sent.Add(t.wait)
-	sub, recheck, err := l.hub.join(ctx, n.channel, sent)
-	if err != nil {
-		_, _ = l.leave(ctx, n, token, modeDrop)
-		return nil, obtainFailed(ctx, err)
-	}
+	var sub *subscription
 	defer func() { l.hub.leave(sub) }()
-
 	safety := time.NewTimer(time.Hour)
 	defer safety.Stop()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
+	recheck := false
 	for {
+		if sub == nil {
+			s, missed, err := l.hub.join(ctx, n.channel, sent)
+			switch {
+			case err == nil:
+				sub, recheck = s, recheck || missed
+			case ctx.Err() != nil:
+				_, _ = l.leave(ctx, n, token, modeDrop)
+				return nil, errors.Join(ErrNotObtained, ctx.Err())
+			}
+			// Otherwise no notifications for now: re-check on the safety
+			// timer and try to subscribe again then.
+		}
 		if recheck {
 			recheck = false
 			sent = time.Now()
+			var err error
 			r, err = l.acquire(ctx, n, token, t.ttl, time.Until(waitUntil), modeRecheck)
 			if err != nil {
 				l.abandon(n, token)
@@ -173,7 +186,11 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 			}
 		}
 		// A lost notification costs at most the holder's remaining lease.
-		safety.Reset(max(r.pttl, 0) + 2*time.Millisecond)
+		next := max(r.pttl, 0) + 2*time.Millisecond
+		if sub == nil {
+			next = min(next, 100*time.Millisecond)
+		}
+		safety.Reset(next)
 		select {
 		case g := <-w.grant:
 			// The grant happened g.server-r.server ms after the server
@@ -191,17 +208,12 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 		case <-w.kick:
 			// The subscriber connection broke: notifications may be lost.
 			l.hub.leave(sub)
-			sub, _, err = l.hub.join(ctx, n.channel, time.Now())
-			if err != nil {
-				_, _ = l.leave(ctx, n, token, modeDrop)
-				return nil, obtainFailed(ctx, err)
-			}
-			recheck = true
+			sub, recheck = nil, true
 		case <-safety.C:
 			recheck = true
 		case <-deadline.C:
 			sent = time.Now()
-			r, err = l.leave(ctx, n, token, modeKeep)
+			r, err := l.leave(ctx, n, token, modeKeep)
 			if err != nil {
 				return nil, obtainFailed(ctx, err)
 			}

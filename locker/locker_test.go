@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )
@@ -53,7 +52,7 @@ func TestReleaseOfOthersLockRefused(t *testing.T) {
 	eventually(t, 2*time.Second, "old lease lost", old.Lost)
 	// The local deadline passes before the key expires in Redis: wait for it.
 	cur := mustObtain(t, a, ctx, "k", locker.Params{TTL: 10 * time.Second, Wait: 2 * time.Second})
-	owner, _ := redis.String(srv.Do("HGET", "locktag:{k}", "o"))
+	owner, _ := lockState(t, srv, "k")
 
 	if err := old.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("stale release: %v, want ErrNotHeld", err)
@@ -64,7 +63,7 @@ func TestReleaseOfOthersLockRefused(t *testing.T) {
 	if _, err := old.TTL(ctx); !errors.Is(err, locker.ErrNotHeld) {
 		t.Fatalf("stale TTL: %v, want ErrNotHeld", err)
 	}
-	after, _ := redis.String(srv.Do("HGET", "locktag:{k}", "o"))
+	after, _ := lockState(t, srv, "k")
 	if after != owner || after == "" {
 		t.Fatalf("owner changed by a stale release: %q -> %q", owner, after)
 	}
@@ -111,7 +110,7 @@ func TestReentrancy(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := intReply(t, srv, "HGET", "locktag:{r}", "n"); n != 1 {
+	if _, n := lockState(t, srv, "r"); n != 1 {
 		t.Fatalf("hold count after 2 of 3 releases: %d", n)
 	}
 	select {

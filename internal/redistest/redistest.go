@@ -9,6 +9,7 @@ package redistest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -26,7 +27,7 @@ import (
 
 // Server is one redis-server child process.
 type Server struct {
-	t    testing.TB
+	t    testing.TB // nil for servers from Launch
 	dir  string
 	port int
 	args []string
@@ -54,29 +55,44 @@ func WithArgs(args ...string) Option {
 // answers PING. The server is stopped when the test ends.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("LOCKTAG_SKIP_REDIS") == "1" {
+		t.Skip("redis-server not installed (LOCKTAG_SKIP_REDIS=1)")
+	}
+	s, err := Launch(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.t = t
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Launch starts a server outside a test (for TestMain and examples); the
+// caller ends it with Close.
+func Launch(opts ...Option) (*Server, error) {
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("LOCKTAG_SKIP_REDIS") == "1" {
-			t.Skip("redis-server not installed (LOCKTAG_SKIP_REDIS=1)")
-		}
-		t.Fatalf("redis-server not found on PATH: install it (apt-get install -y redis-server) or run the README's test command")
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, errors.New("redistest: redis-server not found on PATH: install it (apt-get install -y redis-server) or run `make test`")
 	}
-	_ = bin
-	s := &Server{t: t, dir: t.TempDir(), args: c.args}
+	dir, err := os.MkdirTemp("", "redistest-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{dir: dir, args: c.args}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s.port = freePort(t)
+		if s.port, lastErr = freePort(); lastErr != nil {
+			continue
+		}
 		if lastErr = s.start(); lastErr == nil {
-			t.Cleanup(s.Stop)
-			return s
+			return s, nil
 		}
 	}
-	t.Fatalf("redistest: cannot start redis-server: %v", lastErr)
-	return nil
+	_ = os.RemoveAll(dir)
+	return nil, fmt.Errorf("redistest: cannot start redis-server: %w", lastErr)
 }
 
 // StartN starts n independent servers (for Redlock and fault tests).
@@ -100,14 +116,13 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	return out
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
+func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatalf("redistest: no free port: %v", err)
+		return 0, err
 	}
 	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *Server) start() error {
@@ -233,17 +248,22 @@ func (s *Server) Stop() {
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
-		s.t.Errorf("redistest: redis-server pid %d did not exit", cmd.Process.Pid)
+		s.errorf("redistest: redis-server pid %d did not exit", cmd.Process.Pid)
 	}
 	if logf != nil {
 		_ = logf.Close()
 	}
 }
 
+// Close stops the server and removes its directory.
+func (s *Server) Close() {
+	s.Stop()
+	_ = os.RemoveAll(s.dir)
+}
+
 // Restart stops the server and starts a new one on the same port and
 // directory (so a server with persistence reloads its data).
 func (s *Server) Restart() {
-	s.t.Helper()
 	s.Stop()
 	var err error
 	for attempt := 0; attempt < 50; attempt++ {
@@ -252,7 +272,7 @@ func (s *Server) Restart() {
 		}
 		time.Sleep(20 * time.Millisecond) // the old socket may not be released yet
 	}
-	s.t.Fatalf("redistest: restart: %v", err)
+	s.errorf("redistest: restart: %v", err)
 }
 
 // Running reports whether the server process is up.
@@ -264,3 +284,11 @@ func (s *Server) Running() bool {
 
 // LogTail returns the last lines of the server's log (for failure messages).
 func (s *Server) LogTail() string { return tail(filepath.Join(s.dir, "redis.log")) }
+
+func (s *Server) errorf(format string, args ...any) {
+	if s.t != nil {
+		s.t.Helper()
+		s.t.Fatalf(format, args...)
+	}
+	panic(fmt.Sprintf(format, args...))
+}

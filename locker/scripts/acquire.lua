@@ -1,40 +1,45 @@
 -- acquire: take a free lock, re-enter an owned one, or join the queue.
--- ARGV: token, ttl_ms, wait_ms (0 = do not queue), mode ('a' acquire | 'r' recheck
--- by a queued waiter: report ownership without adding a hold), channel.
+-- ARGV: token, ttl_ms, wait_ms (0 = do not queue), mode ('a' acquire | 'r'
+-- re-check by a queued waiter: report ownership without adding a hold, and
+-- hand a free lock to the head of the queue), channel.
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
--- 2 = re-entered, 0 = busy (queued when wait_ms > 0).
+-- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
 local token, ttl, wait, mode, channel = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
-local t = redis.call('TIME')
-local nowms = now_ms(t)
-local owner = redis.call('HGET', KEYS[1], 'o')
-if owner == token then
-  if mode == 'r' then
-    return {1, tonumber(redis.call('HGET', KEYS[1], 'f')), 1, redis.call('PTTL', KEYS[1]), nowms}
-  end
-  local n = redis.call('HINCRBY', KEYS[1], 'n', 1)
-  if redis.call('PTTL', KEYS[1]) < ttl then redis.call('PEXPIRE', KEYS[1], ttl) end
-  return {2, tonumber(redis.call('HGET', KEYS[1], 'f')), n, redis.call('PTTL', KEYS[1]), nowms}
-end
-if not owner then
-  local w = head(nowms)
-  if w == nil or w == token then
-    if w then
-      redis.call('ZREM', KEYS[3], token)
-      redis.call('HDEL', KEYS[4], token)
+local v = redis.call('GET', KEYS[1])
+if v then
+  local o, f, n, w = parse(v)
+  if o == token then
+    if mode == 'r' then
+      return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
-    return {1, take(token, ttl, t), 1, ttl, nowms}
+    n = n + 1
+    redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' ' .. w, 'KEEPTTL')
+    local pttl = redis.call('PTTL', KEYS[1])
+    if pttl < ttl then
+      redis.call('PEXPIRE', KEYS[1], ttl)
+      pttl = ttl
+    end
+    return {2, tonumber(f), n, pttl, 0}
   end
-  -- The holder's lease ran out with waiters queued: the head gets it now.
-  grant(channel, t)
+  if wait <= 0 and mode ~= 'r' then
+    return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
+  end
+  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl)
+  if w ~= '1' then
+    redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1', 'KEEPTTL')
+  end
+  return {0, 0, 0, redis.call('PTTL', KEYS[1]), nowms}
 end
-if wait > 0 then
-  -- Scored by server microseconds: arrival order, first come first served.
-  redis.call('ZADD', KEYS[3], 'NX', string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2])), token)
-  redis.call('HSET', KEYS[4], token, string.format('%.0f', nowms + wait) .. ':' .. ttl)
-  local keep = wait + 1000
-  if redis.call('PTTL', KEYS[3]) < keep then
-    redis.call('PEXPIRE', KEYS[3], keep)
-    redis.call('PEXPIRE', KEYS[4], keep)
-  end
+if mode == 'a' then
+  -- Free. Waiters left queued (their holder's lease ran out) re-check when
+  -- that lease would have ended and queue behind this holder then.
+  return {1, take(token, ttl, '0'), 1, ttl, 0}
+end
+-- A waiter re-checks a free lock: the head of the queue gets it.
+local t = redis.call('TIME')
+local nowms = enqueue(token, t, math.max(wait, 1), ttl)
+local w, f = grant(channel, token, nowms)
+if w == token then
+  return {1, f, 1, ttl, nowms}
 end
 return {0, 0, 0, redis.call('PTTL', KEYS[1]), nowms}

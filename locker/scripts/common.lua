@@ -1,31 +1,41 @@
--- Shared by every script that can hand a lock over.
--- KEYS[1] lock hash {o = owner token, n = hold count, f = fencing token}
--- KEYS[2] fence counter (string, expires FENCE_TTL after the last mint)
+-- Shared by the scripts that take or hand over a lock.
+-- KEYS[1] lock: string "owner fence holds waiting" with the lease as expiry;
+--         waiting is 1 when the queue may hold waiters (release then hands over).
+-- KEYS[2] fencing counter (expires FENCE_TTL after it was seeded)
 -- KEYS[3] waiter queue (zset: owner token -> arrival, server microseconds)
 -- KEYS[4] waiter info (hash: owner token -> "deadline_ms:ttl_ms")
+-- Each redis.call costs about as much as a small command round trip inside
+-- the server, so the uncontended paths make as few as they can.
 local FENCE_TTL = 3600000
 
 local function now_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
--- mint returns a fencing token larger than every earlier one for this key:
--- the counter plus one, but never less than the server clock in microseconds,
--- so a restart without persistence (counter gone) still moves forward.
-local function mint(t)
-  local prev = tonumber(redis.call('GET', KEYS[2]) or '0')
-  local us = tonumber(t[1]) * 1000000 + tonumber(t[2])
-  local v = prev + 1
-  if v < us then v = us end
-  redis.call('SET', KEYS[2], string.format('%.0f', v), 'PX', FENCE_TTL)
-  return v
+local function parse(v)
+  local o, f, n, w = string.match(v, '^(%S+) (%d+) (%d+) (%d)$')
+  return o, f, tonumber(n), w
 end
 
--- take makes owner the holder of the free lock with a fresh fencing token.
-local function take(owner, ttl, t)
-  local f = mint(t)
-  redis.call('HSET', KEYS[1], 'o', owner, 'n', 1, 'f', string.format('%.0f', f))
-  redis.call('PEXPIRE', KEYS[1], ttl)
+local function fmt(x) return string.format('%.0f', x) end
+
+-- mint returns a fencing token larger than every earlier one for this key.
+-- A missing counter (first use, expired, or a restart without persistence)
+-- is seeded from the server clock in microseconds, which is larger than any
+-- token minted before as long as fewer than a million are minted a second.
+local function mint()
+  local f = redis.call('INCR', KEYS[2])
+  if f == 1 then
+    local t = redis.call('TIME')
+    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    redis.call('SET', KEYS[2], fmt(f), 'PX', FENCE_TTL)
+  end
+  return f
+end
+
+local function take(owner, ttl, waiting)
+  local f = mint()
+  redis.call('SET', KEYS[1], owner .. ' ' .. fmt(f) .. ' 1 ' .. waiting, 'PX', ttl)
   return f
 end
 
@@ -45,16 +55,32 @@ local function head(nowms)
   end
 end
 
--- grant hands the free lock to the first live waiter, if any, and tells it
--- on the channel: "token fence grant_ms". Returns true when it granted.
-local function grant(channel, t)
-  if redis.call('ZCARD', KEYS[3]) == 0 then return false end
-  local nowms = now_ms(t)
+-- grant hands the free lock to the first live waiter and, unless it is
+-- self, tells it on the channel: "token fence grant_ms". Returns the new
+-- owner and fence, or nil.
+local function grant(channel, self, nowms)
   local w, ttl = head(nowms)
-  if not w then return false end
+  if not w then return nil end
   redis.call('ZREM', KEYS[3], w)
   redis.call('HDEL', KEYS[4], w)
-  local f = take(w, ttl, t)
-  redis.call('PUBLISH', channel, w .. ' ' .. string.format('%.0f', f) .. ' ' .. nowms)
-  return true
+  local more = '0'
+  if redis.call('ZCARD', KEYS[3]) > 0 then more = '1' end
+  local f = take(w, ttl, more)
+  if w ~= self then
+    redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms)
+  end
+  return w, f
+end
+
+-- enqueue adds token to the queue (keeping its place if already there).
+local function enqueue(token, t, wait, ttl)
+  local nowms = now_ms(t)
+  redis.call('ZADD', KEYS[3], 'NX', fmt(tonumber(t[1]) * 1000000 + tonumber(t[2])), token)
+  redis.call('HSET', KEYS[4], token, fmt(nowms + wait) .. ':' .. ttl)
+  local keep = wait + 1000
+  if redis.call('PTTL', KEYS[3]) < keep then
+    redis.call('PEXPIRE', KEYS[3], keep)
+    redis.call('PEXPIRE', KEYS[4], keep)
+  end
+  return nowms
 end

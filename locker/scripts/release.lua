@@ -1,10 +1,18 @@
--- release: drop one hold; at zero delete the lock and hand it to the first
--- live waiter. ARGV: token, channel. Reply: holds left (>= 0), or -1 when the
--- caller does not hold the lock (nothing is touched then).
+-- release: drop one hold; at zero delete the lock and, if waiters may be
+-- queued, hand it to the first live one. ARGV: token, channel.
+-- Reply: holds left (>= 0), or -1 when the caller does not hold the lock
+-- (nothing is touched then).
 local token, channel = ARGV[1], ARGV[2]
-if redis.call('HGET', KEYS[1], 'o') ~= token then return -1 end
-local n = redis.call('HINCRBY', KEYS[1], 'n', -1)
-if n > 0 then return n end
+local v = redis.call('GET', KEYS[1])
+if not v then return -1 end
+local o, f, n, w = parse(v)
+if o ~= token then return -1 end
+if n > 1 then
+  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w, 'KEEPTTL')
+  return n - 1
+end
 redis.call('DEL', KEYS[1])
-grant(channel, redis.call('TIME'))
+if w == '1' then
+  grant(channel, nil, now_ms(redis.call('TIME')))
+end
 return 0

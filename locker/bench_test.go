@@ -1,0 +1,179 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+// benchLock is what the benchmarks compare: locktag and the baselines.
+type benchLock interface {
+	lock(ctx context.Context, key string) (unlock func(), err error)
+}
+
+type locktagLock struct{ lk *locker.Locker }
+
+func (l locktagLock) lock(ctx context.Context, key string) (func(), error) {
+	le, err := l.lk.Obtain(ctx, key, locker.Params{TTL: 10 * time.Second, Wait: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	return func() { _ = le.Release(ctx) }, nil
+}
+
+// seedLock is the approach of the articles locktag replaces: SET NX PX,
+// retry after a 5ms sleep while busy, release by a Lua compare-and-delete.
+type seedLock struct {
+	pool *redis.Pool
+	n    atomic.Int64
+}
+
+var seedUnlock = redis.NewScript(1, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+func (s *seedLock) lock(ctx context.Context, key string) (func(), error) {
+	token := fmt.Sprint(s.n.Add(1))
+	for {
+		c := s.pool.Get()
+		ok, err := redis.String(c.Do("SET", key, token, "NX", "PX", 10000))
+		c.Close()
+		if err == nil && ok == "OK" {
+			return func() {
+				c := s.pool.Get()
+				defer c.Close()
+				_, _ = seedUnlock.Do(c, key, token)
+			}, nil
+		}
+		if err != nil && !errors.Is(err, redis.ErrNil) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// setDelRef is not a lock: a SET and a DEL, the two-round-trip floor.
+type setDelRef struct{ pool *redis.Pool }
+
+func (r setDelRef) lock(_ context.Context, key string) (func(), error) {
+	c := r.pool.Get()
+	_, err := c.Do("SET", key, "x", "PX", 10000)
+	c.Close()
+	return func() {
+		c := r.pool.Get()
+		defer c.Close()
+		_, _ = c.Do("DEL", key)
+	}, err
+}
+
+func benchSubjects(b *testing.B, srv *redistest.Server) []struct {
+	name string
+	l    benchLock
+} {
+	lk := locker.New(srv.Pool(b))
+	b.Cleanup(func() { _ = lk.Close() })
+	return []struct {
+		name string
+		l    benchLock
+	}{
+		{"locktag", locktagLock{lk}},
+		{"seed-sleep-retry", &seedLock{pool: srv.Pool(b)}},
+		{"set-del-reference", setDelRef{srv.Pool(b)}},
+	}
+}
+
+// BenchmarkRoundTrip is one PING: the unit the other numbers are read in.
+func BenchmarkRoundTrip(b *testing.B) {
+	srv := redistest.Start(b)
+	pool := srv.Pool(b)
+	c := pool.Get()
+	defer c.Close()
+	for b.Loop() {
+		if _, err := c.Do("PING"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkUncontended: lock and unlock a key nobody else wants.
+func BenchmarkUncontended(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, s := range benchSubjects(b, srv) {
+		b.Run(s.name, func(b *testing.B) {
+			ctx := context.Background()
+			for b.Loop() {
+				unlock, err := s.l.lock(ctx, "u")
+				if err != nil {
+					b.Fatal(err)
+				}
+				unlock()
+			}
+		})
+	}
+}
+
+// BenchmarkHotKey: c goroutines take turns on one key with an empty critical
+// section. ns/op is per critical section. handoff-p50/p99 is the time from
+// the start of a release to the return of the lock call of a *different*
+// goroutine (a goroutine that re-takes its own lock is no hand-over);
+// fairness is the fewest critical sections any goroutine got divided by the
+// most (1 = perfectly fair).
+func BenchmarkHotKey(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, s := range benchSubjects(b, srv)[:2] {
+		for _, c := range []int{2, 16, 64} {
+			b.Run(fmt.Sprintf("%s/c=%d", s.name, c), func(b *testing.B) {
+				ctx := context.Background()
+				var mu sync.Mutex // guards the fields below; taken inside the lock only
+				var gaps []time.Duration
+				var released time.Time
+				lastHolder := -1
+				counts := make([]int, c)
+				var left atomic.Int64
+				left.Store(int64(b.N))
+				var wg sync.WaitGroup
+				b.ResetTimer()
+				for w := range c {
+					wg.Go(func() {
+						for left.Add(-1) >= 0 {
+							unlock, err := s.l.lock(ctx, "hot")
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							mu.Lock()
+							if lastHolder >= 0 && lastHolder != w {
+								gaps = append(gaps, time.Since(released))
+							}
+							counts[w]++
+							lastHolder, released = w, time.Now()
+							mu.Unlock()
+							unlock()
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				if len(gaps) > 0 {
+					slices.Sort(gaps)
+					b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds()), "handoff-p50-µs")
+					b.ReportMetric(float64(gaps[len(gaps)*99/100].Microseconds()), "handoff-p99-µs")
+				}
+				if hi := slices.Max(counts); hi > 0 {
+					b.ReportMetric(float64(slices.Min(counts))/float64(hi), "fairness")
+				}
+			})
+		}
+	}
+}

@@ -1,0 +1,105 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+// exampleAddr is a redis-server started for the examples by TestMain.
+var exampleAddr string
+
+func TestMain(m *testing.M) {
+	srv, err := redistest.Launch()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	exampleAddr = srv.Addr()
+	code := m.Run()
+	srv.Close()
+	os.Exit(code)
+}
+
+func examplePool() *redis.Pool {
+	return &redis.Pool{
+		MaxIdle: 8,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", exampleAddr,
+				redis.DialConnectTimeout(time.Second),
+				redis.DialReadTimeout(3*time.Second),
+				redis.DialWriteTimeout(3*time.Second))
+		},
+	}
+}
+
+func ExampleLocker_Obtain() {
+	lk := locker.New(examplePool())
+	defer lk.Close()
+	ctx := context.Background()
+
+	lease, err := lk.Obtain(ctx, "order:42", locker.Params{TTL: 10 * time.Second, Wait: 2 * time.Second})
+	if err != nil {
+		fmt.Println("not locked:", err)
+		return
+	}
+	defer lease.Release(ctx)
+
+	// Someone else (here: a call without the lease in its context) is refused.
+	_, err = lk.Obtain(ctx, "order:42", locker.Params{})
+	fmt.Println(errors.Is(err, locker.ErrNotObtained))
+	// Output: true
+}
+
+func ExampleLease_Context() {
+	lk := locker.New(examplePool())
+	defer lk.Close()
+	ctx := context.Background()
+
+	outer, err := lk.Obtain(ctx, "cart:7", locker.Params{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Code further down gets the lease from the context, and a nested Obtain
+	// with that context re-enters the lock instead of deadlocking.
+	work := func(ctx context.Context) {
+		inner, err := lk.Obtain(ctx, "cart:7", locker.Params{})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		defer inner.Release(ctx)
+		fmt.Println("holds:", inner.Holds(), "same fencing token:", inner.Token() == locker.FromContext(ctx).Token())
+	}
+	work(outer.Context())
+	fmt.Println("released:", outer.Release(ctx) == nil)
+	// Output:
+	// holds: 2 same fencing token: true
+	// released: true
+}
+
+func ExampleFence() {
+	lk := locker.New(examplePool())
+	defer lk.Close()
+	ctx := context.Background()
+	var stock locker.Fence // the storage side remembers the largest token
+
+	first, _ := lk.Obtain(ctx, "sku:9", locker.Params{TTL: 50 * time.Millisecond})
+	<-first.Context().Done() // paused past its lease: the lock is lost
+	second, _ := lk.Obtain(ctx, "sku:9", locker.Params{Wait: time.Second})
+	defer second.Release(ctx)
+
+	fmt.Println("new holder writes:", stock.Admit("sku:9", second.Token()))
+	fmt.Println("old holder writes:", stock.Admit("sku:9", first.Token()))
+	// Output:
+	// new holder writes: <nil>
+	// old holder writes: locker: stale fencing token
+}
