@@ -149,13 +149,13 @@ func compileRule(method, tag string, o *options) (*rule, bool, error) {
 		return nil, false, err
 	}
 	m := methodInfo{fullMethod: method, desc: md, streaming: isStreaming(md)}
-	bopts := []keyexpr.BindOption{keyexpr.WithHashLong(spec.HashLong)}
+	var bopts []keyexpr.BindOption
 	if o.maxValueLen != 0 {
 		bopts = append(bopts, keyexpr.WithMaxValueLen(o.maxValueLen))
 	}
-	key, err := keyexpr.Bind(spec.Key, sourcesFor(m, o.sources), bopts...)
+	key, err := keyexpr.BindSpec(spec, sourcesFor(m, o.sources), bopts...)
 	if err != nil {
-		return nil, false, &keyexpr.TagError{Tag: tag, Field: "key", Pos: keyPos(tag, err), Err: err}
+		return nil, false, err
 	}
 	name := spec.Name
 	if name == "" {
@@ -235,40 +235,4 @@ func ruleTag(lr *locktagv1.LockRule) string {
 	add("name", lr.GetName())
 	add("long", lr.GetLong())
 	return b.String()
-}
-
-// keyPos returns the byte offset in tag of the bind error's placeholder: the
-// key value's opening quote plus one plus the placeholder's offset in the
-// template (exact when the value has no escape sequences), or the opening
-// quote. tag is known to parse.
-func keyPos(tag string, err error) int {
-	for pos := 0; pos < len(tag); {
-		for pos < len(tag) && tag[pos] == ' ' {
-			pos++
-		}
-		colon := strings.IndexByte(tag[pos:], ':')
-		if colon < 0 {
-			break
-		}
-		name := tag[pos : pos+colon]
-		valStart := pos + colon + 1
-		end := valStart + 1
-		escaped := false
-		for end < len(tag) && tag[end] != '"' {
-			if tag[end] == '\\' {
-				escaped = true
-				end++
-			}
-			end++
-		}
-		if name == "key" {
-			var te *keyexpr.TemplateError
-			if errors.As(err, &te) && !escaped {
-				return valStart + 1 + te.Pos
-			}
-			return valStart
-		}
-		pos = end + 1
-	}
-	return 0
 }

@@ -37,6 +37,22 @@ type Key[R any] struct {
 // error (wrapped in a *TemplateError) when a Source rejects a path. Call it at
 // registration time, so that a bad template never reaches a request.
 func Bind[R any](t *Template, src Sources[R], opts ...BindOption) (*Key[R], error) {
+	return bind(t, src, opts)
+}
+
+// BindSpec binds the key template of a parsed tag: Bind with the tag's
+// HashLong setting, and errors reported as a *TagError with the position in
+// the tag (see Spec.KeyError). Options given here come after the tag's.
+func BindSpec[R any](s *Spec, src Sources[R], opts ...BindOption) (*Key[R], error) {
+	all := append([]BindOption{WithHashLong(s.HashLong)}, opts...)
+	k, err := bind(s.Key, src, all)
+	if err != nil {
+		return nil, s.KeyError(err)
+	}
+	return k, nil
+}
+
+func bind[R any](t *Template, src Sources[R], opts []BindOption) (*Key[R], error) {
 	if t == nil {
 		return nil, errors.New("keyexpr: Bind: nil template")
 	}

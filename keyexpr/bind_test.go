@@ -222,3 +222,31 @@ func TestEvalAllocs(t *testing.T) {
 		t.Errorf("Eval allocates %v times, want at most 1", n)
 	}
 }
+
+func TestBindSpecPositions(t *testing.T) {
+	src := Sources[string]{"path": func(string) (Getter[string], error) {
+		return func(r string) (string, error) { return r, nil }, nil
+	}}
+	for _, tc := range []struct {
+		tag string
+		pos int
+	}{
+		{`key:"a:{nope.x}"`, 7},                // exact: at the placeholder's '{'
+		{`wait:"1s" key:"a:{nope.x}"`, 17},     // after another field
+		{`key:"\u0061:{nope.x}" wait:"1s"`, 4}, // escaped value: at the opening quote
+	} {
+		spec := MustParseTag(tc.tag)
+		_, err := BindSpec(spec, src)
+		var te *TagError
+		if !errors.As(err, &te) || te.Pos != tc.pos || te.Field != "key" || !errors.Is(err, ErrUnknownSource) {
+			t.Errorf("%s: err %v (pos %v), want a key TagError at %d", tc.tag, err, te, tc.pos)
+		}
+	}
+	k, err := BindSpec(MustParseTag(`key:"a:{path.x}" long:"hash"`), src, WithMaxValueLen(4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if name, err := k.Eval("too-long-value"); err != nil || !strings.HasPrefix(name, "a:%sha256") {
+		t.Fatalf("BindSpec does not apply the tag's long:\"hash\": %q %v", name, err)
+	}
+}

@@ -15,6 +15,9 @@ type Spec struct {
 	Wait     time.Duration // field `wait`; 0 = fail at once
 	Name     string        // field `name`; "" = adapter default (route / full method)
 	HashLong bool          // field `long:"hash"` (hash over-long values with SHA-256); `long:"reject"` or absent = reject
+
+	keyQuote int  // offset of the key value's opening quote in Tag
+	keyExact bool // the quoted key value has no escapes: offsets inside it match the template's
 }
 
 // ParseTag parses a lock tag such as
@@ -90,10 +93,13 @@ func ParseTag(tag string) (*Spec, error) {
 			return fail(name, nameStart, fmt.Errorf("%w %q: each field may appear once", ErrDuplicateField, name))
 		}
 		seen[name] = true
+		if name == "key" {
+			s.keyQuote, s.keyExact = valStart, quoted[1:len(quoted)-1] == value
+		}
 		if err := s.setField(name, value); err != nil {
 			errPos := valStart
 			if name == "key" {
-				errPos = keyErrPos(err, quoted, value, valStart)
+				errPos = s.keyErrPos(err)
 			}
 			if errors.Is(err, ErrUnknownField) {
 				errPos = nameStart
@@ -179,10 +185,17 @@ func parseDuration(value string) (time.Duration, error) {
 // keyErrPos maps a template error's position into the tag. That is exact when
 // unquoting left the value unchanged (no escape sequences, valid UTF-8);
 // otherwise the error points at the value's opening quote.
-func keyErrPos(err error, quoted, value string, valStart int) int {
+func (s *Spec) keyErrPos(err error) int {
 	var te *TemplateError
-	if errors.As(err, &te) && quoted[1:len(quoted)-1] == value {
-		return valStart + 1 + te.Pos
+	if errors.As(err, &te) && s.keyExact {
+		return s.keyQuote + 1 + te.Pos
 	}
-	return valStart
+	return s.keyQuote
+}
+
+// KeyError wraps an error about the spec's key template — typically from
+// Bind, at registration — in a *TagError that quotes the tag and gives the
+// byte position of the offending placeholder in it, like every ParseTag error.
+func (s *Spec) KeyError(err error) error {
+	return &TagError{Tag: s.Tag, Field: "key", Pos: s.keyErrPos(err), Err: err}
 }

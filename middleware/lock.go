@@ -100,14 +100,13 @@ func (m *middleware) compile(tag string, routeParams []string) (*route, error) {
 	if err != nil {
 		return nil, err
 	}
-	key, err := keyexpr.Bind(spec.Key, m.sources,
-		keyexpr.WithHashLong(spec.HashLong), keyexpr.WithMaxValueLen(m.o.maxValueLen))
+	key, err := keyexpr.BindSpec(spec, m.sources, keyexpr.WithMaxValueLen(m.o.maxValueLen))
 	if err != nil {
-		return nil, keyError(tag, err)
+		return nil, err
 	}
 	if _, custom := m.o.sources["path"]; routeParams != nil && !custom {
 		if err := checkPathParams(spec.Key, routeParams); err != nil {
-			return nil, keyError(tag, err)
+			return nil, spec.KeyError(err)
 		}
 	}
 	return &route{

@@ -135,54 +135,6 @@ func checkPathParams(t *keyexpr.Template, params []string) error {
 	return nil
 }
 
-// keyError turns an error binding the key template of tag (a
-// *keyexpr.TemplateError) into a *keyexpr.TagError, so it names the tag, the
-// field and the byte position in the tag like every other tag error.
-func keyError(tag string, err error) error {
-	pos := 0
-	if te, ok := err.(*keyexpr.TemplateError); ok {
-		if start, escaped, found := keyValue(tag); found {
-			pos = start // the opening quote
-			if !escaped {
-				pos = start + 1 + te.Pos
-			}
-		}
-	}
-	return &keyexpr.TagError{Tag: tag, Field: "key", Pos: pos, Err: err}
-}
-
-// keyValue finds the quoted value of the key field in a tag ParseTag
-// accepted: the offset of its opening quote, and whether it holds a
-// backslash escape (then offsets inside it differ from the template's).
-func keyValue(tag string) (start int, escaped, found bool) {
-	for i := 0; i < len(tag); {
-		for i < len(tag) && tag[i] == ' ' {
-			i++
-		}
-		nameStart := i
-		for i < len(tag) && tag[i] != ':' {
-			i++
-		}
-		name := tag[nameStart:i]
-		i++ // ':'
-		if i >= len(tag) || tag[i] != '"' {
-			return 0, false, false
-		}
-		start, escaped = i, false
-		for i++; i < len(tag) && tag[i] != '"'; i++ {
-			if tag[i] == '\\' {
-				escaped = true
-				i++
-			}
-		}
-		i++ // closing quote
-		if name == "key" {
-			return start, escaped, true
-		}
-	}
-	return 0, false, false
-}
-
 // detailError wraps a sentinel with a message of its own (without the
 // sentinel's "middleware: " prefix, which an enclosing error already says).
 type detailError struct {
