@@ -1,0 +1,406 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+func mustClaim(t *testing.T, lk *locker.Locker, name, fp string, p locker.IdemParams) *locker.Claim {
+	t.Helper()
+	c, err := lk.Idempotent(context.Background(), name, fp, p)
+	if err != nil {
+		t.Fatalf("Idempotent(%q): %v", name, err)
+	}
+	if _, replay := c.Replay(); replay {
+		t.Fatalf("Idempotent(%q): a replay, want a held claim", name)
+	}
+	return c
+}
+
+func wantReplay(t *testing.T, c *locker.Claim, err error, want string) {
+	t.Helper()
+	if err != nil {
+		t.Fatalf("Idempotent: %v, want a replay", err)
+	}
+	out, ok := c.Replay()
+	if !ok || string(out) != want {
+		t.Fatalf("Replay() = %q, %v; want %q, true", out, ok, want)
+	}
+}
+
+func TestIdempotentLifecycle(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	p := locker.IdemParams{TTL: time.Minute}
+
+	c := mustClaim(t, lk, "r1", "fp", p)
+	if _, err := lk.Idempotent(ctx, "r1", "fp", p); !errors.Is(err, locker.ErrInFlight) {
+		t.Fatalf("duplicate in flight: %v, want ErrInFlight", err)
+	}
+	if _, err := lk.Idempotent(ctx, "r1", "other", p); !errors.Is(err, locker.ErrMismatch) {
+		t.Fatalf("other fingerprint in flight: %v, want ErrMismatch", err)
+	}
+	outcome := "\x00binary \xff outcome\r\n"
+	if err := c.Complete(ctx, []byte(outcome)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Abandon(ctx); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("Abandon after Complete: %v, want ErrNotHeld", err)
+	}
+	if cause := context.Cause(c.Context()); !errors.Is(cause, locker.ErrNotHeld) {
+		t.Fatalf("claim context cause after Complete: %v", cause)
+	}
+	r, err := lk.Idempotent(ctx, "r1", "fp", p)
+	wantReplay(t, r, err, outcome)
+	if err := r.Complete(ctx, nil); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("Complete of a replay: %v, want ErrNotHeld", err)
+	}
+	if _, err := lk.Idempotent(ctx, "r1", "other", p); !errors.Is(err, locker.ErrMismatch) {
+		t.Fatalf("other fingerprint when done: %v, want ErrMismatch", err)
+	}
+	// The record expires with the TTL; no waiter set was made.
+	if ttl := intReply(t, srv, "PTTL", "locktag:{r1}:r"); ttl <= 50_000 || ttl > 60_000 {
+		t.Fatalf("record PTTL %d, want about 60000", ttl)
+	}
+	if n := intReply(t, srv, "EXISTS", "locktag:{r1}:rw"); n != 0 {
+		t.Fatal("waiter set exists without waiters")
+	}
+	if _, err := lk.Idempotent(ctx, "", "fp", p); !errors.Is(err, locker.ErrEmptyKey) {
+		t.Fatalf("empty name: %v", err)
+	}
+}
+
+func TestIdempotentDefaultTTL(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	c := mustClaim(t, lk, "d", "fp", locker.IdemParams{})
+	if ttl := intReply(t, srv, "PTTL", "locktag:{d}:r"); ttl <= 0 || ttl > 30_000 {
+		t.Fatalf("in-flight PTTL %d, want the 30s watchdog lease", ttl)
+	}
+	if err := c.Complete(context.Background(), []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := intReply(t, srv, "PTTL", "locktag:{d}:r"); ttl <= int64(23*time.Hour/time.Millisecond) {
+		t.Fatalf("record PTTL %dms, want about 24h", ttl)
+	}
+}
+
+func TestIdempotentAbandonFreesKey(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	c := mustClaim(t, lk, "a", "fp", locker.IdemParams{})
+	if err := c.Abandon(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, []byte("late")); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("Complete after Abandon: %v, want ErrNotHeld", err)
+	}
+	// A retry, even with another fingerprint, starts afresh.
+	mustClaim(t, lk, "a", "fp2", locker.IdemParams{})
+}
+
+// flaky is a Driver whose scripts fail while down is set: a process cut
+// off from Redis, or a crashed one that no longer renews anything.
+type flaky struct {
+	locker.Driver
+	down atomic.Bool
+}
+
+func (f *flaky) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+	if f.down.Load() {
+		return nil, errors.New("flaky: connection refused")
+	}
+	return f.Driver.Eval(ctx, s, keys, args...)
+}
+
+// TestIdempotentLeaseExpiry: a claimer that stops renewing (crashed or cut
+// off) loses the key after one lease; a retry then executes; the first
+// claimer's late Complete is refused and does not overwrite the new claim.
+func TestIdempotentLeaseExpiry(t *testing.T) {
+	srv := redistest.Start(t)
+	f := &flaky{Driver: locker.RedigoDriver(srv.Pool(t))}
+	first := locker.NewWithDriver(f)
+	t.Cleanup(func() { _ = first.Close() })
+	other := newLocker(t, srv)
+	ctx := context.Background()
+	p := locker.IdemParams{Lease: 300 * time.Millisecond}
+
+	old := mustClaim(t, first, "crash", "fp", p)
+	f.down.Store(true)
+	if _, err := other.Idempotent(ctx, "crash", "fp", p); !errors.Is(err, locker.ErrInFlight) {
+		t.Fatalf("while the lease runs: %v, want ErrInFlight", err)
+	}
+	eventually(t, 5*time.Second, "the first claim lost", old.Lost)
+	if cause := context.Cause(old.Context()); !errors.Is(cause, locker.ErrLockLost) {
+		t.Fatalf("lost claim's context cause: %v", cause)
+	}
+	var retry *locker.Claim
+	eventually(t, 5*time.Second, "the retry claims the key", func() bool {
+		c, err := other.Idempotent(ctx, "crash", "fp", p)
+		retry = c
+		return err == nil
+	})
+	f.down.Store(false)
+	if err := old.Complete(ctx, []byte("stale")); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("late Complete: %v, want ErrNotHeld", err)
+	}
+	if err := retry.Complete(ctx, []byte("fresh")); err != nil {
+		t.Fatal(err)
+	}
+	r, err := first.Idempotent(ctx, "crash", "fp", p)
+	wantReplay(t, r, err, "fresh")
+}
+
+// TestIdempotentRenewal: a claim held for several leases keeps the key.
+func TestIdempotentRenewal(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	p := locker.IdemParams{Lease: 150 * time.Millisecond}
+	c := mustClaim(t, lk, "long", "fp", p)
+	start := time.Now()
+	for time.Since(start) < 600*time.Millisecond {
+		if _, err := lk.Idempotent(ctx, "long", "fp", p); !errors.Is(err, locker.ErrInFlight) {
+			t.Fatalf("after %v: %v, want ErrInFlight", time.Since(start), err)
+		}
+		time.Sleep(20 * time.Millisecond) // pacing, not synchronisation
+	}
+	if c.Lost() {
+		t.Fatal("renewed claim lost")
+	}
+	if err := c.Complete(ctx, []byte("ok")); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitingOn polls until n callers are registered as waiters for name.
+func waitingOn(t *testing.T, srv *redistest.Server, name string, n int64) {
+	t.Helper()
+	eventually(t, 5*time.Second, "waiters registered", func() bool {
+		m, _ := redis.Int64(srv.Do("SCARD", "locktag:{"+name+"}:rw"))
+		return m == n
+	})
+}
+
+func TestIdempotentWait(t *testing.T) {
+	for _, end := range []string{"complete", "abandon"} {
+		t.Run(end, func(t *testing.T) {
+			srv := redistest.Start(t)
+			a, b := newLocker(t, srv), newLocker(t, srv)
+			ctx := context.Background()
+			c := mustClaim(t, a, "w", "fp", locker.IdemParams{})
+			type result struct {
+				c   *locker.Claim
+				err error
+			}
+			res := make(chan result, 2)
+			for range 2 {
+				go func() {
+					c, err := b.Idempotent(ctx, "w", "fp", locker.IdemParams{Wait: 10 * time.Second})
+					res <- result{c, err}
+				}()
+			}
+			waitingOn(t, srv, "w", 2)
+			start := time.Now()
+			if end == "complete" {
+				if err := c.Complete(ctx, []byte("done")); err != nil {
+					t.Fatal(err)
+				}
+				for range 2 {
+					r := <-res
+					wantReplay(t, r.c, r.err, "done")
+				}
+			} else {
+				if err := c.Abandon(ctx); err != nil {
+					t.Fatal(err)
+				}
+				// One waiter claims; the other waits for it and replays.
+				r := <-res
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				if _, replay := r.c.Replay(); replay {
+					t.Fatal("first waiter replayed an abandoned key")
+				}
+				if err := r.c.Complete(ctx, []byte("second")); err != nil {
+					t.Fatal(err)
+				}
+				r = <-res
+				wantReplay(t, r.c, r.err, "second")
+			}
+			// Woken by a notice, not by the 30s lease's safety re-check.
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("waiters took %v", d)
+			}
+		})
+	}
+}
+
+func TestIdempotentWaitEnds(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	mustClaim(t, lk, "busy", "fp", locker.IdemParams{})
+	_, err := lk.Idempotent(context.Background(), "busy", "fp", locker.IdemParams{Wait: 50 * time.Millisecond})
+	if !errors.Is(err, locker.ErrInFlight) {
+		t.Fatalf("wait ran out: %v, want ErrInFlight", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = lk.Idempotent(ctx, "busy", "fp", locker.IdemParams{Wait: 10 * time.Second})
+	if !errors.Is(err, locker.ErrInFlight) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("deadline while waiting: %v, want ErrInFlight and DeadlineExceeded", err)
+	}
+}
+
+func TestIdempotentUnavailable(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	srv.Stop()
+	_, err := lk.Idempotent(context.Background(), "x", "fp", locker.IdemParams{})
+	if !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("Redis down: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestIdempotentExactlyOnce: 50 concurrent callers of one key spread over
+// five Lockers (separate pools, as five processes) → one execution; every
+// other caller gets ErrInFlight or the identical replay, or with a wait,
+// the replay. The control runs the same workload with no guard.
+func TestIdempotentExactlyOnce(t *testing.T) {
+	const procs, callers = 5, 50
+	for _, tc := range []struct {
+		name  string
+		guard bool
+		wait  time.Duration
+	}{
+		{"409 or replay", true, 0},
+		{"wait and replay", true, 10 * time.Second},
+		{"control: no guard", false, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			lks := make([]*locker.Locker, procs)
+			for i := range lks {
+				lks[i] = newLocker(t, srv)
+			}
+			var executions, inFlight, replays atomic.Int64
+			var start sync.WaitGroup
+			start.Add(1)
+			var wg sync.WaitGroup
+			for i := range callers {
+				wg.Go(func() {
+					start.Wait()
+					if !tc.guard {
+						executions.Add(1)
+						return
+					}
+					ctx := context.Background()
+					c, err := lks[i%procs].Idempotent(ctx, "pay", "fp", locker.IdemParams{Wait: tc.wait})
+					switch {
+					case errors.Is(err, locker.ErrInFlight):
+						inFlight.Add(1)
+					case err != nil:
+						t.Error(err)
+					default:
+						if out, ok := c.Replay(); ok {
+							if string(out) != "receipt" {
+								t.Errorf("replay %q", out)
+							}
+							replays.Add(1)
+							return
+						}
+						executions.Add(1)
+						time.Sleep(20 * time.Millisecond) // the work; lets duplicates arrive meanwhile
+						if err := c.Complete(ctx, []byte("receipt")); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			start.Done()
+			wg.Wait()
+			t.Logf("%d callers over %d lockers: %d executions, %d in flight, %d replays",
+				callers, procs, executions.Load(), inFlight.Load(), replays.Load())
+			switch {
+			case !tc.guard && executions.Load() <= 1:
+				t.Fatalf("control: %d executions; the counter cannot see a double execution", executions.Load())
+			case tc.guard && executions.Load() != 1:
+				t.Fatalf("%d executions, want exactly 1", executions.Load())
+			case tc.guard && executions.Load()+inFlight.Load()+replays.Load() != callers:
+				t.Fatal("outcomes do not add up")
+			case tc.wait > 0 && replays.Load() != callers-1:
+				t.Fatalf("%d replays with a wait, want %d", replays.Load(), callers-1)
+			}
+		})
+	}
+}
+
+func TestParseIdempotencyKey(t *testing.T) {
+	long := strings.Repeat("k", 255)
+	for _, tc := range []struct {
+		in, want string
+		ok       bool
+	}{
+		{"8e03978e-40d5-43e8-bc93-6894a57f9324", "8e03978e-40d5-43e8-bc93-6894a57f9324", true},
+		{`"8e03978e-40d5"`, "8e03978e-40d5", true},
+		{`"with space and \"quote\" and \\"`, `with space and "quote" and \`, true},
+		{long, long, true},
+		{`"` + long + `"`, long, true},
+		{long + "k", "", false},
+		{"", "", false},
+		{`""`, "", false},
+		{`"`, "", false},
+		{`"open`, "", false},
+		{`"a"b"`, "", false},
+		{`"bad \n escape"`, "", false},
+		{`"trailing\"`, "", false},
+		{"two words", "", false},
+		{"caf\xc3\xa9", "", false},
+		{"tab\there", "", false},
+		{`back\slash`, "", false},
+		{`"ctl` + "\x01" + `"`, "", false},
+	} {
+		got, err := locker.ParseIdempotencyKey(tc.in, 0)
+		if tc.ok && (err != nil || got != tc.want) {
+			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
+		}
+		if !tc.ok && !errors.Is(err, locker.ErrBadIdempotencyKey) {
+			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want ErrBadIdempotencyKey", tc.in, got, err)
+		}
+		if err != nil && strings.Contains(err.Error(), tc.in) && tc.in != "" && tc.in != `"` {
+			t.Errorf("error %q repeats the key", err)
+		}
+	}
+	if _, err := locker.ParseIdempotencyKey("abcd", 3); !errors.Is(err, locker.ErrBadIdempotencyKey) {
+		t.Errorf("cap 3: %v", err)
+	}
+}
+
+func TestIdempotencyName(t *testing.T) {
+	a := locker.IdempotencyName("POST /a", "user:1", "k")
+	for _, other := range []string{
+		locker.IdempotencyName("POST /a", "user:1", "k2"),
+		locker.IdempotencyName("POST /a", "user:2", "k"),
+		locker.IdempotencyName("POST /b", "user:1", "k"),
+		locker.IdempotencyName("POST /a", "user:1k", ""), // separators cannot be forged
+		locker.IdempotencyName("POST /a", "", "user:1k"),
+	} {
+		if other == a {
+			t.Fatalf("names collide: %s", a)
+		}
+	}
+	if a != locker.IdempotencyName("POST /a", "user:1", "k") || !strings.HasPrefix(a, "idem:") || strings.ContainsAny(a, "{}") {
+		t.Fatalf("name %q", a)
+	}
+}
