@@ -1,0 +1,295 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/bsm/redislock"
+	"github.com/go-redsync/redsync/v4"
+	redsyncredis "github.com/go-redsync/redsync/v4/redis"
+	redsyncredigo "github.com/go-redsync/redsync/v4/redis/redigo"
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/locker"
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Lock is the one seam every library is measured through: Lock returns once
+// the lock named key is held, and unlock releases it.
+type Lock interface {
+	Lock(ctx context.Context, key string) (unlock func() error, err error)
+}
+
+// subject is a library under test. open builds a fresh client for one run
+// with c workers on addrs; every client request it sends is added to reqs.
+// close releases what open made.
+type subject struct {
+	name   string
+	isLock bool // false for the SET+DEL reference, which excludes nothing
+	nodes  int  // servers it needs: 1, or 5 for Redlock
+	open   func(addrs []string, c int, reqs *atomic.Int64) (l Lock, close func(), err error)
+}
+
+// lockTTL is the lease every library is given; waits are bounded by the
+// run, not by the libraries' own limits.
+const lockTTL = 10 * time.Second
+
+// Settings of the peers' retry loops (flags).
+var (
+	redislockBackoff = 10 * time.Millisecond
+	seedSleep        = 5 * time.Millisecond
+)
+
+func subjects() []subject {
+	return []subject{
+		{name: "locktag", isLock: true, nodes: 1, open: openLocktag},
+		{name: "redsync", isLock: true, nodes: 1, open: openRedsync},
+		{name: "redislock", isLock: true, nodes: 1, open: openRedislock},
+		{name: "seed", isLock: true, nodes: 1, open: openSeed},
+		{name: "set+del", isLock: false, nodes: 1, open: openSetDel},
+	}
+}
+
+// redlockSubjects are the 5-node Redlock contenders.
+//
+// Hook: when locker gains a Redlock backend, add it here as
+// {name: "locktag-redlock5", isLock: true, nodes: 5, open: ...} with an open
+// that builds it from one pool per address; every Redlock table and chart
+// picks it up.
+func redlockSubjects() []subject {
+	return []subject{
+		{name: "redsync-redlock5", isLock: true, nodes: 5, open: openRedsync},
+	}
+}
+
+func subjectByName(name string) (subject, bool) {
+	for _, s := range append(subjects(), redlockSubjects()...) {
+		if s.name == name {
+			return s, true
+		}
+	}
+	return subject{}, false
+}
+
+// --- redigo plumbing with request counting ---
+
+// countConn counts every command a client sends (Do, Send), including the
+// SUBSCRIBEs of a pub/sub connection.
+type countConn struct {
+	redis.Conn
+	n *atomic.Int64
+}
+
+func (c countConn) Do(cmd string, args ...any) (any, error) {
+	if cmd != "" {
+		c.n.Add(1)
+	}
+	return c.Conn.Do(cmd, args...)
+}
+
+func (c countConn) DoWithTimeout(t time.Duration, cmd string, args ...any) (any, error) {
+	if cmd != "" {
+		c.n.Add(1)
+	}
+	return redis.DoWithTimeout(c.Conn, t, cmd, args...)
+}
+
+func (c countConn) DoContext(ctx context.Context, cmd string, args ...any) (any, error) {
+	if cmd != "" {
+		c.n.Add(1)
+	}
+	return redis.DoContext(c.Conn, ctx, cmd, args...)
+}
+
+func (c countConn) Send(cmd string, args ...any) error {
+	c.n.Add(1)
+	return c.Conn.Send(cmd, args...)
+}
+
+func (c countConn) ReceiveWithTimeout(t time.Duration) (any, error) {
+	return redis.ReceiveWithTimeout(c.Conn, t)
+}
+
+func (c countConn) ReceiveContext(ctx context.Context) (any, error) {
+	return redis.ReceiveContext(c.Conn, ctx)
+}
+
+func redigoPool(addr string, c int, reqs *atomic.Int64) *redis.Pool {
+	return &redis.Pool{
+		MaxIdle:     c + 8,
+		IdleTimeout: time.Minute,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			conn, err := redis.DialContext(ctx, "tcp", addr,
+				redis.DialConnectTimeout(time.Second),
+				redis.DialReadTimeout(10*time.Second),
+				redis.DialWriteTimeout(10*time.Second))
+			if err != nil {
+				return nil, err
+			}
+			return countConn{Conn: conn, n: reqs}, nil
+		},
+	}
+}
+
+// --- locktag ---
+
+type locktagLock struct{ lk *locker.Locker }
+
+func (l locktagLock) Lock(ctx context.Context, key string) (func() error, error) {
+	le, err := l.lk.Obtain(ctx, key, locker.Params{TTL: lockTTL, Wait: time.Minute})
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return le.Release(ctx) }, nil
+}
+
+func openLocktag(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	pool := redigoPool(addrs[0], c, reqs)
+	lk := locker.New(pool)
+	return locktagLock{lk}, func() { lk.Close(); pool.Close() }, nil
+}
+
+// --- go-redsync/redsync v4 (redigo driver); Redlock when given 5 addresses ---
+
+type redsyncLock struct{ rs *redsync.Redsync }
+
+func (l redsyncLock) Lock(ctx context.Context, key string) (func() error, error) {
+	// Defaults except: the lease, and enough tries that a waiter is limited
+	// by the run, not by redsync's 32 tries (its delay stays the default
+	// random 50-250ms).
+	m := l.rs.NewMutex(key, redsync.WithExpiry(lockTTL), redsync.WithTries(1<<30))
+	if err := m.LockContext(ctx); err != nil {
+		return nil, err
+	}
+	return func() error {
+		ok, err := m.UnlockContext(ctx)
+		if err == nil && !ok {
+			err = errors.New("redsync: unlock refused")
+		}
+		return err
+	}, nil
+}
+
+func openRedsync(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	var pools []*redis.Pool
+	sp := make([]redsyncredis.Pool, 0, len(addrs))
+	for _, a := range addrs {
+		p := redigoPool(a, c, reqs)
+		pools = append(pools, p)
+		sp = append(sp, redsyncredigo.NewPool(p))
+	}
+	rs := redsync.New(sp...)
+	return redsyncLock{rs}, func() {
+		for _, p := range pools {
+			p.Close()
+		}
+	}, nil
+}
+
+// --- bsm/redislock (go-redis v9) with a linear backoff retry ---
+
+type redislockLock struct{ c *redislock.Client }
+
+func (l redislockLock) Lock(ctx context.Context, key string) (func() error, error) {
+	lk, err := l.c.Obtain(ctx, key, lockTTL, &redislock.Options{
+		RetryStrategy: redislock.LinearBackoff(redislockBackoff),
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func() error { return lk.Release(ctx) }, nil
+}
+
+type countHook struct{ n *atomic.Int64 }
+
+func (h countHook) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (h countHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
+}
+func (h countHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []goredis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+}
+
+func openRedislock(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	rc := goredis.NewClient(&goredis.Options{
+		Addr:            addrs[0],
+		PoolSize:        c + 8,
+		DisableIdentity: true,
+		ReadTimeout:     10 * time.Second,
+		WriteTimeout:    10 * time.Second,
+	})
+	rc.AddHook(countHook{reqs})
+	return redislockLock{redislock.New(rc)}, func() { rc.Close() }, nil
+}
+
+// --- the seed articles' approach: SET NX PX, 5ms sleep-retry, Lua compare-and-delete ---
+
+var seedUnlock = redis.NewScript(1, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+
+type seedLock struct{ pool *redis.Pool }
+
+func (s seedLock) Lock(ctx context.Context, key string) (func() error, error) {
+	token := randToken()
+	for {
+		c := s.pool.Get()
+		ok, err := redis.String(c.Do("SET", key, token, "NX", "PX", lockTTL.Milliseconds()))
+		c.Close()
+		if err == nil && ok == "OK" {
+			return func() error {
+				c := s.pool.Get()
+				defer c.Close()
+				n, err := redis.Int(seedUnlock.Do(c, key, token))
+				if err == nil && n != 1 {
+					err = errors.New("seed: not held")
+				}
+				return err
+			}, nil
+		}
+		if err != nil && !errors.Is(err, redis.ErrNil) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(seedSleep):
+		}
+	}
+}
+
+func openSeed(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	p := redigoPool(addrs[0], c, reqs)
+	return seedLock{p}, func() { p.Close() }, nil
+}
+
+// --- the reference that is not a lock: one SET and one DEL ---
+
+type setDel struct{ pool *redis.Pool }
+
+func (r setDel) Lock(_ context.Context, key string) (func() error, error) {
+	c := r.pool.Get()
+	_, err := c.Do("SET", key, "x", "PX", lockTTL.Milliseconds())
+	c.Close()
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		c := r.pool.Get()
+		defer c.Close()
+		_, err := c.Do("DEL", key)
+		return err
+	}, nil
+}
+
+func openSetDel(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	p := redigoPool(addrs[0], c, reqs)
+	return setDel{p}, func() { p.Close() }, nil
+}
+
+func randToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,207 @@
+// Command bench is locktag's side-by-side load tool: it measures locktag,
+// go-redsync/redsync v4, bsm/redislock, the seed articles' sleep-retry lock
+// and a SET+DEL pair (not a lock: the two-round-trip floor) on the same
+// redis-server in the same run, and prints markdown tables.
+//
+//	cd bench && go run . [flags]
+//
+// See docs/benchmarks-load.md for the scenarios and how to read the tables.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"time"
+)
+
+type config struct {
+	cs          []int
+	warm, dur   time.Duration
+	hold, think time.Duration
+	libs        map[string]bool // nil: all
+	scenarios   map[string]bool // nil: all
+	addrs       []string        // the single-node server
+	redlock     []string        // the five Redlock masters
+	charts      string
+	procs       int
+	procWorkers int
+	control     bool
+	runID       string
+}
+
+func (c *config) want(scenario string) bool { return c.scenarios == nil || c.scenarios[scenario] }
+func (c *config) wantLib(lib string) bool   { return c.libs == nil || c.libs[lib] }
+
+var allScenarios = []string{"uncontended", "hot", "procs", "redlock", "e2e"}
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "-child" {
+		os.Exit(childMain(os.Args[2:]))
+	}
+	var (
+		cfg        config
+		csFlag     = flag.String("c", "2,16,64", "worker counts (contention levels), comma-separated")
+		quick      = flag.Bool("quick", false, "CI-sized run: 400ms windows, c=2,16")
+		libs       = flag.String("libs", "", "libraries to run, comma-separated (default all): "+libNames())
+		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ","))
+		addr       = flag.String("addr", "", "use this redis-server (host:port) instead of starting one; it must be idle, since INFO commandstats deltas are read")
+		addrs      = flag.String("addrs", "", "five redis-server masters for Redlock (comma-separated) instead of starting them")
+		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of this process to `file`")
+		out        = flag.String("o", "", "also write the markdown report to `file`")
+	)
+	flag.DurationVar(&cfg.dur, "d", 2*time.Second, "measured window per run")
+	flag.DurationVar(&cfg.warm, "warm", 300*time.Millisecond, "warm-up before each window")
+	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "hot key: time the lock is held")
+	flag.DurationVar(&cfg.think, "think", 5*time.Millisecond, "hot key: time between a release and the next lock call")
+	flag.StringVar(&cfg.charts, "charts", "", "write PNG charts into `dir`")
+	flag.IntVar(&cfg.procs, "procs", 4, "many processes: number of OS processes")
+	flag.IntVar(&cfg.procWorkers, "proc-workers", 16, "many processes: workers per process")
+	flag.BoolVar(&cfg.control, "control", false, "control run: show the overlap detector catching the SET+DEL reference (exit 1 if it does not)")
+	flag.DurationVar(&redislockBackoff, "redislock-backoff", redislockBackoff, "bsm/redislock LinearBackoff interval")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, "usage: cd bench && go run . [flags]\n\n")
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *quick {
+		cfg.dur, cfg.warm = 400*time.Millisecond, 150*time.Millisecond
+		if !flagSet("c") {
+			*csFlag = "2,16"
+		}
+	}
+	for _, f := range strings.Split(*csFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fatalf("bad -c %q", *csFlag)
+		}
+		cfg.cs = append(cfg.cs, n)
+	}
+	cfg.libs = set(*libs)
+	cfg.scenarios = set(*scen)
+	cfg.runID = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			fatalf("%v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fatalf("%v", err)
+		}
+		defer pprof.StopCPUProfile()
+	}
+
+	needRedlock := !cfg.control && cfg.want("redlock")
+	var servers []*server
+	defer func() {
+		for _, s := range servers {
+			s.stop()
+		}
+	}()
+	n := 0
+	if *addr == "" {
+		n++
+	}
+	if needRedlock && *addrs == "" {
+		n += 5
+	}
+	if n > 0 {
+		logf("starting %d redis-server(s)", n)
+		var err error
+		if servers, err = startServers(n); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	i := 0
+	if *addr != "" {
+		cfg.addrs = []string{*addr}
+	} else {
+		cfg.addrs = []string{servers[0].addr}
+		i = 1
+	}
+	if needRedlock {
+		if *addrs != "" {
+			cfg.redlock = strings.Split(*addrs, ",")
+			if len(cfg.redlock) != 5 {
+				fatalf("-addrs wants five addresses")
+			}
+		} else {
+			for _, s := range servers[i : i+5] {
+				cfg.redlock = append(cfg.redlock, s.addr)
+			}
+		}
+	}
+
+	var rep report
+	code := 0
+	if cfg.control {
+		code = runControl(&cfg, &rep)
+	} else {
+		runAll(&cfg, &rep)
+	}
+	text := rep.String()
+	fmt.Print(text)
+	if *out != "" {
+		if err := os.WriteFile(*out, []byte(text), 0o644); err != nil {
+			fatalf("%v", err)
+		}
+	}
+	if cfg.charts != "" && !cfg.control {
+		if err := writeCharts(cfg.charts, &rep); err != nil {
+			fatalf("charts: %v", err)
+		}
+		logf("charts written to %s", cfg.charts)
+	}
+	if code != 0 {
+		for _, s := range servers {
+			s.stop()
+		}
+		pprof.StopCPUProfile()
+		os.Exit(code)
+	}
+}
+
+func libNames() string {
+	var n []string
+	for _, s := range subjects() {
+		n = append(n, s.name)
+	}
+	for _, s := range redlockSubjects() {
+		n = append(n, s.name)
+	}
+	return strings.Join(n, ",")
+}
+
+func set(s string) map[string]bool {
+	if s == "" {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		m[strings.TrimSpace(f)] = true
+	}
+	return m
+}
+
+func flagSet(name string) bool {
+	found := false
+	flag.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			found = true
+		}
+	})
+	return found
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(2)
+}

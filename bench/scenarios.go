@@ -1,0 +1,529 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// row is one run: a library at one contention level in one scenario.
+type row struct {
+	scenario  string
+	lib       string
+	c         int
+	st        stats
+	reqPerAcq float64 // client requests per acquired lock
+	cmdPerAcq float64 // server commands (INFO commandstats) per acquired lock
+	// many processes
+	procs       int
+	worstWait99 time.Duration
+	procMin     int
+	procMax     int
+	// PING p50 on a separate connection during the window (hot, procs)
+	loadedRTT time.Duration
+	// end to end
+	allocs float64
+	note   string
+}
+
+// ideal is the first-come-first-served wait bound (c-1)·(hold+hand-over),
+// with the run's own mean hold and hand-over p50.
+func (r row) ideal() time.Duration {
+	return time.Duration(r.c-1) * (r.st.holdMean + r.st.gapP50)
+}
+
+type report struct {
+	rtt  time.Duration // PING p50 on one connection, measured in this run
+	cfg  *config
+	rows []row
+	md   strings.Builder
+}
+
+func (rep *report) find(scenario, lib string, c int) (row, bool) {
+	for _, r := range rep.rows {
+		if r.scenario == scenario && r.lib == lib && r.c == c {
+			return r, true
+		}
+	}
+	return row{}, false
+}
+
+func (rep *report) String() string { return rep.md.String() }
+
+// measure runs one load against a fresh client of s.
+func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
+	var reqs atomic.Int64
+	l, closeFn, err := s.open(addrs, ld.c, &reqs)
+	if err != nil {
+		return row{}, err
+	}
+	defer closeFn()
+	var r0, r1, c0, c1 int64
+	var pg *pinger
+	recs, w, live := drive(l, ld, mono(), func(start bool) {
+		if start {
+			r0, c0 = reqs.Load(), commandCallsAll(addrs)
+			if oneKey {
+				pg = startPinger(addrs[0])
+			}
+		} else {
+			pg.stop()
+			r1, c1 = reqs.Load(), commandCallsAll(addrs)
+		}
+	})
+	ids := make([]int32, ld.c)
+	for i := range ids {
+		ids[i] = ld.workerBase + int32(i)
+	}
+	st := analyse(recs, w, ids, oneKey)
+	st.violations = max(st.violations, live)
+	r := row{lib: s.name, c: ld.c, st: st, loadedRTT: pg.p50()}
+	if st.acq > 0 {
+		r.reqPerAcq = float64(r1-r0) / float64(st.acq)
+		r.cmdPerAcq = float64(c1-c0-int64(len(addrs))-pg.count()) / float64(st.acq)
+	}
+	return r, nil
+}
+
+// pingRTT is the p50 of PING on one connection: the unit of "round trips".
+func pingRTT(addr string, d time.Duration) time.Duration {
+	c, err := redis.Dial("tcp", addr)
+	if err != nil {
+		fatalf("ping: %v", err)
+	}
+	defer c.Close()
+	var lat []time.Duration
+	for end := time.Now().Add(d); time.Now().Before(end); {
+		t := time.Now()
+		if _, err := c.Do("PING"); err != nil {
+			fatalf("ping: %v", err)
+		}
+		lat = append(lat, time.Since(t))
+	}
+	return pct(lat[len(lat)/10:], 50)
+}
+
+func runAll(cfg *config, rep *report) {
+	rep.cfg = cfg
+	rep.rtt = pingRTT(cfg.addrs[0], 300*time.Millisecond)
+	rep.header()
+	if cfg.want("uncontended") {
+		runUncontended(cfg, rep)
+	}
+	if cfg.want("hot") {
+		runHot(cfg, rep)
+	}
+	if cfg.want("procs") {
+		runProcsAll(cfg, rep)
+	}
+	if cfg.want("redlock") {
+		runRedlock(cfg, rep)
+	}
+	if cfg.want("e2e") {
+		runE2E(cfg, rep)
+	}
+	rtt2 := pingRTT(cfg.addrs[0], 300*time.Millisecond)
+	fmt.Fprintf(&rep.md, "PING p50 at the end of the run: %s (start: %s).\n\n", fmtD(rtt2), fmtD(rep.rtt))
+	rep.targets()
+}
+
+func (rep *report) header() {
+	cfg := rep.cfg
+	host, _ := os.Hostname()
+	fmt.Fprintf(&rep.md, "## Load run %s\n\n", time.Now().UTC().Format("2006-01-02 15:04 UTC"))
+	fmt.Fprintf(&rep.md, "Host %s, %d CPUs, %s. Window %s after %s warm-up per run; hot key: hold %s, think %s. PING p50 (one round trip, RTT) = **%s**.\n\n",
+		host, numCPU(), goVersion(), cfg.dur, cfg.warm, cfg.hold, cfg.think, fmtD(rep.rtt))
+}
+
+func (cfg *config) uncontendedLoad(c int, tag string) load {
+	return load{c: c, warm: cfg.warm, dur: cfg.dur, grace: 2 * time.Second,
+		key: func(w int) string { return fmt.Sprintf("bench:%s:u:%s:%d:%d", cfg.runID, tag, c, w) }}
+}
+
+func (cfg *config) hotLoad(c int, tag string) load {
+	key := fmt.Sprintf("bench:%s:h:%s:%d", cfg.runID, tag, c)
+	return load{c: c, warm: cfg.warm, dur: cfg.dur, grace: 3 * time.Second, hold: cfg.hold, think: cfg.think,
+		key: func(int) string { return key }}
+}
+
+func runUncontended(cfg *config, rep *report) {
+	md := &rep.md
+	fmt.Fprintf(md, "### Uncontended: each worker locks and unlocks its own key\n\n")
+	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range cfg.cs {
+		var ref float64
+		for _, s := range subjects() {
+			if !cfg.wantLib(s.name) && s.name != "set+del" {
+				continue
+			}
+			logf("uncontended %s c=%d", s.name, c)
+			r, err := measure(s, cfg.addrs, cfg.uncontendedLoad(c, s.name), false)
+			if err != nil {
+				fatalf("%s: %v", s.name, err)
+			}
+			r.scenario = "uncontended"
+			rep.rows = append(rep.rows, r)
+			if s.name == "set+del" {
+				ref = r.st.rate
+			}
+		}
+		for _, s := range subjects() {
+			r, ok := rep.find("uncontended", s.name, c)
+			if !ok {
+				continue
+			}
+			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f |\n", r.lib, c, r.st.rate, ratio(r.st.rate, ref),
+				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq)
+		}
+	}
+	md.WriteString("\n")
+}
+
+func runHot(cfg *config, rep *report) {
+	md := &rep.md
+	fmt.Fprintf(md, "### Hot key: all workers on one key (hold %s, think %s)\n\n", cfg.hold, cfg.think)
+	md.WriteString("Wait is Lock's call to return; the ideal is first come, first served with the run's own hold and hand-over: (c−1)·(hold + hand-over p50). Hand-over is release → the next (already waiting) holder's Lock returns. Fairness is the fewest / most critical sections of one worker.\n\n")
+	fmt.Fprintf(md, "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, c := range cfg.cs {
+		for _, s := range subjects() {
+			if !s.isLock || !cfg.wantLib(s.name) {
+				continue
+			}
+			logf("hot %s c=%d", s.name, c)
+			r, err := measure(s, cfg.addrs, cfg.hotLoad(c, s.name), true)
+			if err != nil {
+				fatalf("%s: %v", s.name, err)
+			}
+			r.scenario = "hot"
+			rep.rows = append(rep.rows, r)
+			rep.hotLine(r)
+		}
+	}
+	md.WriteString("\n")
+}
+
+func (rep *report) hotLine(r row) {
+	id := r.ideal()
+	fmt.Fprintf(&rep.md, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %d/%d | %d | %d | %.2f | %.2f |\n",
+		r.lib, r.c, r.st.rate, fmtD(r.st.holdMean), fmtD(r.st.waitP50), fmtD(r.st.waitP99), fmtD(id), ratio(float64(r.st.waitP99), float64(id)),
+		fmtD(r.st.gapP50), float64(r.st.gapP50)/float64(rep.rtt), float64(r.st.gapP50)/float64(max(r.loadedRTT, 1)), fmtD(r.st.gapP99),
+		r.st.fairMin, r.st.fairMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+}
+
+// --- many processes ---
+
+// childResult is what a child process hands back through its output file.
+type childResult struct {
+	Recs []rec
+	Reqs int64
+	Live int64
+}
+
+func childMain(args []string) int {
+	fs := newChildFlags()
+	if err := fs.fs.Parse(args); err != nil {
+		return 2
+	}
+	s, ok := subjectByName(*fs.lib)
+	if !ok {
+		fmt.Fprintf(os.Stderr, "child: unknown lib %q\n", *fs.lib)
+		return 2
+	}
+	var reqs atomic.Int64
+	l, closeFn, err := s.open(strings.Split(*fs.addrs, ","), *fs.c, &reqs)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "child: %v\n", err)
+		return 1
+	}
+	defer closeFn()
+	key := *fs.key
+	ld := load{c: *fs.c, warm: *fs.warm, dur: *fs.dur, grace: 3 * time.Second, hold: *fs.hold, think: *fs.think,
+		workerBase: int32(*fs.base), key: func(int) string { return key }}
+	var r0, r1 int64
+	recs, _, live := drive(l, ld, *fs.t0, func(start bool) {
+		if start {
+			r0 = reqs.Load()
+		} else {
+			r1 = reqs.Load()
+		}
+	})
+	b, _ := json.Marshal(childResult{Recs: recs, Reqs: r1 - r0, Live: live})
+	if err := os.WriteFile(*fs.out, b, 0o600); err != nil {
+		fmt.Fprintf(os.Stderr, "child: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func runProcsAll(cfg *config, rep *report) {
+	md := &rep.md
+	fmt.Fprintf(md, "### Many processes: %d OS processes × %d workers on one key (hold %s, think %s)\n\n", cfg.procs, cfg.procWorkers, cfg.hold, cfg.think)
+	md.WriteString("Every child records its critical sections on CLOCK_MONOTONIC; the parent merges them and counts overlaps (violations). Worst wait p99 is the largest of the per-process wait p99s; the ideal uses all workers: (N−1)·(hold + hand-over p50).\n\n")
+	fmt.Fprintf(md, "| library | processes × workers | CS/s | hold mean | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | wait p99 (all) | worst-process wait p99 | ideal wait | worst / ideal | per-process CS min/max | fails | violations | client req/acq | server cmds/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, s := range subjects() {
+		if !s.isLock || !cfg.wantLib(s.name) {
+			continue
+		}
+		r := runProcs(cfg, s)
+		rep.rows = append(rep.rows, r)
+		rep.procsLine(r)
+	}
+	md.WriteString("\n")
+}
+
+func (rep *report) procsLine(r row) {
+	id := r.ideal()
+	fmt.Fprintf(&rep.md, "| %s | %d × %d | %.0f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %d/%d | %d | %d | %.2f | %.2f |\n",
+		r.lib, r.procs, r.c/max(r.procs, 1), r.st.rate, fmtD(r.st.holdMean), fmtD(r.st.gapP50), float64(r.st.gapP50)/float64(rep.rtt),
+		float64(r.st.gapP50)/float64(max(r.loadedRTT, 1)), fmtD(r.st.gapP99), fmtD(r.st.waitP99), fmtD(r.worstWait99), fmtD(id), ratio(float64(r.worstWait99), float64(id)),
+		r.procMin, r.procMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+}
+
+func runProcs(cfg *config, s subject) row {
+	logf("procs %s %d×%d", s.name, cfg.procs, cfg.procWorkers)
+	exe, err := os.Executable()
+	if err != nil {
+		fatalf("%v", err)
+	}
+	dir, err := os.MkdirTemp("", "locktag-bench-procs-")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	defer os.RemoveAll(dir)
+	addrs := cfg.addrs
+	key := fmt.Sprintf("bench:%s:p:%s", cfg.runID, s.name)
+	t0 := mono() + int64(700*time.Millisecond)
+	var cmds []*exec.Cmd
+	for p := range cfg.procs {
+		cmd := exec.Command(exe, "-child",
+			"-lib", s.name, "-addrs", strings.Join(addrs, ","), "-key", key,
+			"-c", strconv.Itoa(cfg.procWorkers), "-t0", strconv.FormatInt(t0, 10),
+			"-warm", cfg.warm.String(), "-dur", cfg.dur.String(),
+			"-hold", cfg.hold.String(), "-think", cfg.think.String(),
+			"-base", strconv.Itoa(p*1000), "-out", filepath.Join(dir, strconv.Itoa(p)+".json"))
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			fatalf("start child: %v", err)
+		}
+		cmds = append(cmds, cmd)
+	}
+	w := window{start: t0 + int64(cfg.warm), end: t0 + int64(cfg.warm+cfg.dur)}
+	time.Sleep(time.Duration(w.start - mono()))
+	c0 := commandCallsAll(addrs)
+	pg := startPinger(addrs[0])
+	time.Sleep(time.Duration(w.end - mono()))
+	pg.stop()
+	c1 := commandCallsAll(addrs)
+	for _, cmd := range cmds {
+		if err := cmd.Wait(); err != nil {
+			fatalf("child of %s: %v", s.name, err)
+		}
+	}
+	var all []rec
+	var reqs, live int64
+	var ids []int32
+	r := row{scenario: "procs", lib: s.name, c: cfg.procs * cfg.procWorkers, procs: cfg.procs, procMin: -1, loadedRTT: pg.p50()}
+	for p := range cfg.procs {
+		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(p)+".json"))
+		if err != nil {
+			fatalf("child output: %v", err)
+		}
+		var cr childResult
+		if err := json.Unmarshal(b, &cr); err != nil {
+			fatalf("child output: %v", err)
+		}
+		all = append(all, cr.Recs...)
+		reqs += cr.Reqs
+		live += cr.Live
+		var pids []int32
+		for i := range cfg.procWorkers {
+			pids = append(pids, int32(p*1000+i))
+		}
+		ids = append(ids, pids...)
+		ps := analyse(cr.Recs, w, pids, false)
+		r.worstWait99 = max(r.worstWait99, ps.waitP99)
+		if r.procMin < 0 || ps.acq < r.procMin {
+			r.procMin = ps.acq
+		}
+		r.procMax = max(r.procMax, ps.acq)
+	}
+	r.st = analyse(all, w, ids, true)
+	r.st.violations = max(r.st.violations, live)
+	if r.st.acq > 0 {
+		r.reqPerAcq = float64(reqs) / float64(r.st.acq)
+		r.cmdPerAcq = float64(c1-c0-int64(len(addrs))-pg.count()) / float64(r.st.acq)
+	}
+	return r
+}
+
+// pinger measures PING on its own connection every 2ms while a load runs:
+// the round trip as the load sees it, next to the idle one.
+type pinger struct {
+	done chan struct{}
+	out  chan []time.Duration
+	lat  []time.Duration
+}
+
+func startPinger(addr string) *pinger {
+	p := &pinger{done: make(chan struct{}), out: make(chan []time.Duration, 1)}
+	go func() {
+		var lat []time.Duration
+		defer func() { p.out <- lat }()
+		c, err := redis.Dial("tcp", addr)
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-p.done:
+				return
+			case <-t.C:
+			}
+			t0 := time.Now()
+			if _, err := c.Do("PING"); err != nil {
+				return
+			}
+			lat = append(lat, time.Since(t0))
+		}
+	}()
+	return p
+}
+
+func (p *pinger) stop() {
+	if p == nil {
+		return
+	}
+	close(p.done)
+	p.lat = <-p.out
+}
+
+func (p *pinger) p50() time.Duration {
+	if p == nil {
+		return 0
+	}
+	return pct(p.lat, 50)
+}
+
+func (p *pinger) count() int64 {
+	if p == nil {
+		return 0
+	}
+	return int64(len(p.lat))
+}
+
+// --- Redlock ---
+
+func runRedlock(cfg *config, rep *report) {
+	md := &rep.md
+	fmt.Fprintf(md, "### Redlock: 5 independent masters\n\n")
+	md.WriteString("locktag has no Redlock backend yet; its single-node numbers run beside redsync's 5-node Redlock for orientation (see redlockSubjects in bench/adapters.go for the hook).\n\n")
+	fmt.Fprintf(md, "| library | nodes | scenario | c | ops/s | p50 | p99 | hand-over p50 | wait p99 | violations | client req/acq | server cmds/acq |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	type cand struct {
+		s     subject
+		addrs []string
+	}
+	var cands []cand
+	for _, s := range redlockSubjects() {
+		if cfg.wantLib(s.name) {
+			cands = append(cands, cand{s, cfg.redlock})
+		}
+	}
+	if s, ok := subjectByName("locktag"); ok && cfg.wantLib("locktag") {
+		cands = append(cands, cand{s, cfg.addrs})
+	}
+	ucs := append([]int{1}, cfg.cs...)
+	for _, c := range ucs {
+		for _, cd := range cands {
+			logf("redlock uncontended %s c=%d", cd.s.name, c)
+			r, err := measure(cd.s, cd.addrs, cfg.uncontendedLoad(c, "rl"+cd.s.name), false)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			r.scenario = "redlock-uncontended"
+			rep.rows = append(rep.rows, r)
+			fmt.Fprintf(md, "| %s | %d | uncontended | %d | %.0f | %s | %s | – | – | %d | %.2f | %.2f |\n",
+				r.lib, len(cd.addrs), c, r.st.rate, fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+		}
+	}
+	for _, c := range cfg.cs {
+		for _, cd := range cands {
+			logf("redlock hot %s c=%d", cd.s.name, c)
+			r, err := measure(cd.s, cd.addrs, cfg.hotLoad(c, "rl"+cd.s.name), true)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			r.scenario = "redlock-hot"
+			rep.rows = append(rep.rows, r)
+			fmt.Fprintf(md, "| %s | %d | hot | %d | %.0f | %s | %s | %s | %s | %d | %.2f | %.2f |\n",
+				r.lib, len(cd.addrs), c, r.st.rate, fmtD(r.st.waitP50), fmtD(r.st.pairP99), fmtD(r.st.gapP50), fmtD(r.st.waitP99), r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+		}
+	}
+	md.WriteString("\n")
+}
+
+// --- control ---
+
+// runControl runs the SET+DEL reference, which excludes nothing, through the
+// hot-key and many-processes detectors: both must report violations.
+func runControl(cfg *config, rep *report) int {
+	rep.cfg = cfg
+	rep.rtt = pingRTT(cfg.addrs[0], 200*time.Millisecond)
+	rep.header()
+	s, _ := subjectByName("set+del")
+	c := 16
+	rep.md.WriteString("### Control: the overlap detectors against SET+DEL (not a lock)\n\n")
+	fmt.Fprintf(&rep.md, "| scenario | c | CS/s | violations | detector |\n|---|---:|---:|---:|---|\n")
+	logf("control hot set+del c=%d", c)
+	r, err := measure(s, cfg.addrs, cfg.hotLoad(c, "control"), true)
+	if err != nil {
+		fatalf("%v", err)
+	}
+	code := 0
+	verdict := func(v int64) string {
+		if v > 0 {
+			return "caught it"
+		}
+		code = 1
+		return "**MISSED** (detector broken)"
+	}
+	fmt.Fprintf(&rep.md, "| hot key, one process | %d | %.0f | %d | %s |\n", c, r.st.rate, r.st.violations, verdict(r.st.violations))
+	p := runProcs(cfg, s)
+	fmt.Fprintf(&rep.md, "| hot key, %d processes × %d | %d | %.0f | %d | %s |\n", p.procs, cfg.procWorkers, p.c, p.st.rate, p.st.violations, verdict(p.st.violations))
+	rep.md.WriteString("\n")
+	return code
+}
+
+// --- formatting ---
+
+func fmtD(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "–"
+	case d < time.Millisecond:
+		return fmt.Sprintf("%dµs", d.Microseconds())
+	case d < 10*time.Millisecond:
+		return fmt.Sprintf("%.2fms", float64(d)/1e6)
+	case d < time.Second:
+		return fmt.Sprintf("%.0fms", float64(d)/1e6)
+	default:
+		return fmt.Sprintf("%.2fs", d.Seconds())
+	}
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.2f×", a/b)
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// server is one redis-server child started by the tool: loopback only, on a
+// free port, no persistence, killed when the tool ends (and by the kernel if
+// the tool dies first).
+type server struct {
+	addr string
+	dir  string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// startServers starts n redis-servers in parallel.
+func startServers(n int) ([]*server, error) {
+	out := make([]*server, n)
+	errs := make([]error, n)
+	ch := make(chan int, n)
+	for i := range n {
+		go func() { out[i], errs[i] = startServer(); ch <- i }()
+	}
+	for range n {
+		<-ch
+	}
+	if err := errors.Join(errs...); err != nil {
+		for _, s := range out {
+			if s != nil {
+				s.stop()
+			}
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+func startServer() (*server, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, errors.New("redis-server not found on PATH (apt-get install -y redis-server), or pass -addr")
+	}
+	dir, err := os.MkdirTemp("", "locktag-bench-")
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for range 5 {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			last = err
+			continue
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, done: make(chan struct{})}
+		s.cmd = exec.Command("redis-server",
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir,
+			"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning")
+		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := s.cmd.Start(); err != nil {
+			last = err
+			continue
+		}
+		go func() { _ = s.cmd.Wait(); close(s.done) }()
+		if last = waitPing(s.addr, s.done); last == nil {
+			return s, nil
+		}
+		s.stop()
+	}
+	os.RemoveAll(dir)
+	return nil, fmt.Errorf("cannot start redis-server: %w", last)
+}
+
+func waitPing(addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(200*time.Millisecond), redis.DialReadTimeout(200*time.Millisecond))
+		if err == nil {
+			_, err = c.Do("PING")
+			c.Close()
+			if err == nil {
+				return nil
+			}
+		}
+		select {
+		case <-exited:
+			return errors.New("redis-server exited early")
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redis-server on %s did not answer: %w", addr, err)
+		}
+	}
+}
+
+func (s *server) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Kill()
+		select {
+		case <-s.done:
+		case <-time.After(5 * time.Second):
+		}
+	}
+	os.RemoveAll(s.dir)
+}
+
+// commandCalls returns the total of calls= in INFO commandstats: every
+// command the server ran, including those run by Lua scripts.
+func commandCalls(addr string) (int64, error) {
+	c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second), redis.DialReadTimeout(5*time.Second))
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	info, err := redis.String(c.Do("INFO", "commandstats"))
+	if err != nil {
+		return 0, err
+	}
+	var total int64
+	for _, line := range strings.Split(info, "\n") {
+		_, rest, ok := strings.Cut(line, ":calls=")
+		if !ok {
+			continue
+		}
+		n, _, _ := strings.Cut(rest, ",")
+		v, _ := strconv.ParseInt(n, 10, 64)
+		total += v
+	}
+	return total, nil
+}
+
+// commandCallsAll sums commandCalls over addrs (minus our own INFO calls).
+func commandCallsAll(addrs []string) int64 {
+	var t int64
+	for _, a := range addrs {
+		n, _ := commandCalls(a)
+		t += n
+	}
+	return t
+}

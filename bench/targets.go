@@ -1,0 +1,95 @@
+package main
+
+import (
+	"fmt"
+	"runtime"
+	"time"
+)
+
+func numCPU() int       { return runtime.NumCPU() }
+func goVersion() string { return runtime.Version() }
+
+// targets prints issue 11's targets next to what this run measured.
+func (rep *report) targets() {
+	md := &rep.md
+	md.WriteString("### Targets (issue 11), measured in this run\n\n| target | measured | met |\n|---|---|---|\n")
+	line := func(target, measured string, ok bool) {
+		m := "yes"
+		if !ok {
+			m = "**no**"
+		}
+		fmt.Fprintf(md, "| %s | %s | %s |\n", target, measured, m)
+	}
+	peers := []string{"redsync", "redislock", "seed"}
+	for _, c := range rep.cfg.cs {
+		lt, ok1 := rep.find("uncontended", "locktag", c)
+		ref, ok2 := rep.find("uncontended", "set+del", c)
+		if ok1 && ok2 && ref.st.rate > 0 {
+			x := lt.st.rate / ref.st.rate
+			line(fmt.Sprintf("uncontended c=%d: ≥ 0.9× set+del pairs/s", c), fmt.Sprintf("%.2f×", x), x >= 0.9)
+		}
+	}
+	for _, c := range rep.cfg.cs {
+		lt, ok := rep.find("hot", "locktag", c)
+		if !ok {
+			continue
+		}
+		if c >= 16 {
+			best, bn := 0.0, ""
+			for _, p := range peers {
+				if r, ok := rep.find("hot", p, c); ok && r.st.rate > best {
+					best, bn = r.st.rate, p
+				}
+			}
+			if best > 0 {
+				x := lt.st.rate / best
+				line(fmt.Sprintf("hot c=%d: CS/s ≥ 1.5× best peer", c), fmt.Sprintf("%.2f× (%.0f vs %s %.0f)", x, lt.st.rate, bn, best), x >= 1.5)
+			}
+			id := lt.ideal()
+			x := float64(lt.st.waitP99) / float64(id)
+			line(fmt.Sprintf("hot c=%d: wait p99 ≤ 1.5× ideal FCFS", c), fmt.Sprintf("%.2f× (%s vs %s)", x, fmtD(lt.st.waitP99), fmtD(id)), x <= 1.5)
+		}
+		x := float64(lt.st.gapP50) / float64(rep.rtt)
+		line(fmt.Sprintf("hot c=%d: hand-over p50 ≤ 3 RTT", c), fmt.Sprintf("%.1f RTT (%s)", x, fmtD(lt.st.gapP50)), x <= 3)
+		if c == 64 || c == rep.cfg.cs[len(rep.cfg.cs)-1] {
+			line(fmt.Sprintf("hot c=%d: client requests per acquisition ≤ 3", c), fmt.Sprintf("%.2f (server commands %.1f)", lt.reqPerAcq, lt.cmdPerAcq), lt.reqPerAcq <= 3)
+		}
+	}
+	if lt, ok := rep.find("procs", "locktag", rep.cfg.procs*rep.cfg.procWorkers); ok {
+		best, bn := 0.0, ""
+		for _, p := range peers {
+			if r, ok := rep.find("procs", p, lt.c); ok && r.st.rate > best {
+				best, bn = r.st.rate, p
+			}
+		}
+		if best > 0 {
+			x := lt.st.rate / best
+			line("processes: CS/s ≥ 1.5× best peer", fmt.Sprintf("%.2f× (%.0f vs %s %.0f)", x, lt.st.rate, bn, best), x >= 1.5)
+		}
+		id := lt.ideal()
+		x := float64(lt.worstWait99) / float64(id)
+		line("processes: worst-process wait p99 ≤ 1.5× ideal FCFS", fmt.Sprintf("%.2f× (%s vs %s)", x, fmtD(lt.worstWait99), fmtD(id)), x <= 1.5)
+	}
+	if rs, ok := rep.find("redlock-uncontended", "redsync-redlock5", 1); ok {
+		if lt, ok := rep.find("redlock-uncontended", "locktag", 1); ok {
+			fmt.Fprintf(md, "| Redlock 5 nodes: ≥ 1.5× redsync's 5-node pairs/s; p50 c=1 ≤ 2× locktag single-node | no locktag Redlock yet (redsync-redlock5 c=1: %.0f pairs/s, p50 %s = %.1f× locktag single-node p50 %s) | n/a |\n",
+				rs.st.rate, fmtD(rs.st.pairP50), float64(rs.st.pairP50)/float64(lt.st.pairP50), fmtD(lt.st.pairP50))
+		}
+	}
+	for _, c := range rep.cfg.cs {
+		base, ok1 := rep.find("e2e", "no tag", c)
+		tag, ok2 := rep.find("e2e", "lock tag", c)
+		if ok1 && ok2 && base.st.pairP50 > 0 {
+			extra := tag.st.pairP50 - base.st.pairP50 - 2*rep.rtt
+			x := float64(extra) / float64(base.st.pairP50)
+			hand := ""
+			if bh, ok := rep.find("e2e", "by hand", c); ok {
+				hand = fmt.Sprintf("; by-hand Obtain/Release p50 %s, so the middleware itself adds %s", fmtD(bh.st.pairP50), fmtSigned(tag.st.pairP50-bh.st.pairP50))
+			}
+			line(fmt.Sprintf("end to end c=%d: tag adds ≤ 10%% to p50 beyond 2 RTT", c),
+				fmt.Sprintf("%+.1f%% (p50 %s vs no tag %s, 2 RTT = %s; allocs/req %.0f vs %.0f%s)", 100*x, fmtD(tag.st.pairP50), fmtD(base.st.pairP50), fmtD(2*rep.rtt), tag.allocs, base.allocs, hand), x <= 0.10)
+		}
+	}
+	md.WriteString("\n")
+	_ = time.Second
+}
