@@ -14,7 +14,8 @@ import (
 // message "token fence server_ms" is routed to the one waiter whose token
 // it names. Messages for tokens of other processes are ignored.
 type hub struct {
-	l *Locker
+	drv Driver
+	o   *options
 
 	dialMu sync.Mutex // serialises opening the listener
 
@@ -36,6 +37,7 @@ type subscription struct {
 	readyAt time.Time
 	linger  *time.Timer
 	lis     Listener
+	free    []*waiter // Redlock waiters, first come first served: a free notice wakes the first
 }
 
 // waiter is one waiting Obtain call.
@@ -43,6 +45,7 @@ type waiter struct {
 	token string
 	grant chan grant    // the hand-over, at most one
 	kick  chan struct{} // the listener broke: re-subscribe and re-check
+	free  chan struct{} // a free notice: try again (Redlock)
 }
 
 type grant struct {
@@ -50,16 +53,24 @@ type grant struct {
 	server int64 // ms, server clock
 }
 
-func newHub(l *Locker) *hub {
-	return &hub{l: l, chans: make(map[string]*subscription), waiters: make(map[string]*waiter)}
+func newHub(drv Driver, o *options) *hub {
+	return &hub{drv: drv, o: o, chans: make(map[string]*subscription), waiters: make(map[string]*waiter)}
+}
+
+func newWaiter(token string) *waiter {
+	return &waiter{token: token, grant: make(chan grant, 1), kick: make(chan struct{}, 1), free: make(chan struct{}, 1)}
 }
 
 func (h *hub) register(token string) *waiter {
-	w := &waiter{token: token, grant: make(chan grant, 1), kick: make(chan struct{}, 1)}
-	h.mu.Lock()
-	h.waiters[token] = w
-	h.mu.Unlock()
+	w := newWaiter(token)
+	h.register1(w)
 	return w
+}
+
+func (h *hub) register1(w *waiter) {
+	h.mu.Lock()
+	h.waiters[w.token] = w
+	h.mu.Unlock()
 }
 
 func (h *hub) unregister(w *waiter) {
@@ -69,7 +80,15 @@ func (h *hub) unregister(w *waiter) {
 }
 
 // deliver runs on the listener's goroutine.
-func (h *hub) deliver(_, payload string) {
+func (h *hub) deliver(channel, payload string) {
+	if payload == "-" {
+		h.mu.Lock()
+		if s := h.chans[channel]; s != nil && len(s.free) > 0 {
+			notify(s.free[0].free)
+		}
+		h.mu.Unlock()
+		return
+	}
 	token, rest, ok := strings.Cut(payload, " ")
 	if !ok {
 		return
@@ -109,10 +128,7 @@ func (h *hub) broken(lis Listener) func(error) {
 			delete(h.chans, ch)
 		}
 		for _, w := range h.waiters {
-			select {
-			case w.kick <- struct{}{}:
-			default:
-			}
+			notify(w.kick)
 		}
 	}
 }
@@ -135,7 +151,7 @@ func (h *hub) listener(ctx context.Context) (Listener, error) {
 		lis Listener
 	}
 	bl.Lock() // broken may not look at bl.lis before it is set
-	lis, err := h.l.drv.Listen(ctx, h.deliver, func(err error) {
+	lis, err := h.drv.Listen(ctx, h.deliver, func(err error) {
 		bl.Lock()
 		l := bl.lis
 		bl.Unlock()
@@ -187,7 +203,7 @@ func (h *hub) join(ctx context.Context, channel string, since time.Time) (s *sub
 // subscribe performs the SUBSCRIBE for a new subscription on its own
 // context, so one waiter's cancellation does not fail the others.
 func (h *hub) subscribe(s *subscription) {
-	ctx, cancel := context.WithTimeout(context.Background(), h.l.o.callTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), h.o.callTimeout)
 	defer cancel()
 	lis, err := h.listener(ctx)
 	if err == nil {
@@ -213,17 +229,47 @@ func (h *hub) leave(s *subscription) {
 	if s.refs > 0 || h.chans[s.channel] != s {
 		return
 	}
-	if h.l.o.linger <= 0 {
+	if h.o.linger <= 0 {
 		h.dropLocked(s)
 		return
 	}
-	s.linger = time.AfterFunc(h.l.o.linger, func() {
+	s.linger = time.AfterFunc(h.o.linger, func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		if s.refs == 0 && h.chans[s.channel] == s {
 			h.dropLocked(s)
 		}
 	})
+}
+
+// queueFree adds w to the waiters woken by s's free notices.
+func (h *hub) queueFree(s *subscription, w *waiter) {
+	h.mu.Lock()
+	s.free = append(s.free, w)
+	h.mu.Unlock()
+}
+
+// unqueueFree removes w; if w was first, the next waiter inherits any
+// notice w did not use.
+func (h *hub) unqueueFree(s *subscription, w *waiter) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, x := range s.free {
+		if x == w {
+			s.free = append(s.free[:i], s.free[i+1:]...)
+			if i == 0 && len(s.free) > 0 && len(w.free) > 0 {
+				notify(s.free[0].free)
+			}
+			return
+		}
+	}
+}
+
+func notify(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // dropLocked unsubscribes s; h.mu is held, which orders the UNSUBSCRIBE

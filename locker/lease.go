@@ -84,7 +84,13 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 	if ttl <= 0 {
 		ttl = root.t.ttl
 	}
-	r, err := l.acquire(ctx, root.n, root.token, ttl, 0, modeAcquire)
+	var r reply
+	var err error
+	if l.redlock() {
+		r, err = l.reenterQuorum(ctx, root, ttl)
+	} else {
+		r, err = l.acquire(ctx, root.n, root.token, ttl, 0, modeAcquire)
+	}
 	if err != nil {
 		return nil, obtainFailed(ctx, err)
 	}
@@ -92,7 +98,7 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 		// The outer hold is gone: it was lost.
 		return nil, errors.Join(ErrNotObtained, ErrLockLost)
 	}
-	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: r.fence, holds: int(r.holds), root: root, parent: FromContext(ctx)}
+	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: root.fence, holds: int(r.holds), root: root, parent: FromContext(ctx)}
 	le.ctx = context.WithValue(ctx, ctxKey{}, le)
 	root.mu.Lock()
 	root.live++
@@ -141,6 +147,9 @@ func (le *Lease) Lost() bool {
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
 func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
+	if le.l.redlock() {
+		return le.l.pttlQuorum(ctx, le)
+	}
 	cctx, cancel := le.l.callCtx(ctx)
 	defer cancel()
 	v, err := le.l.drv.Eval(cctx, scriptPTTL, le.n.keys[:1], le.token)
@@ -172,11 +181,14 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrNotHeld
 	}
 	root.t.ttl = ttl
-	root.setDeadlineLocked(sent.Add(ttl))
+	root.setDeadlineLocked(root.l.validUntil(sent, ttl))
 	return nil
 }
 
 func (root *Lease) extend(ctx context.Context, ttl time.Duration) (bool, error) {
+	if root.l.redlock() {
+		return root.l.extendQuorum(ctx, root, ttl)
+	}
 	cctx, cancel := root.l.callCtx(ctx)
 	defer cancel()
 	v, err := root.l.drv.Eval(cctx, scriptExtend, root.n.keys[:1], root.token, ms(ttl))
@@ -209,7 +221,14 @@ func (le *Lease) Release(ctx context.Context) error {
 
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), le.l.o.callTimeout)
 	defer cancel()
-	v, err := le.l.drv.Eval(cctx, scriptRelease, le.n.keys, le.token, le.n.channel)
+	if le.l.redlock() {
+		err := le.l.releaseQuorum(cctx, le, root.t.ttl)
+		if last {
+			root.finish(ErrNotHeld)
+		}
+		return err
+	}
+	v, err := le.l.drv.Eval(cctx, scriptRelease, le.n.keys, le.token, le.n.channel, handoffGrant)
 	if last {
 		root.finish(ErrNotHeld)
 	}
@@ -287,7 +306,7 @@ func (root *Lease) renew() {
 		retry := min(root.l.o.renewEvery/4, time.Second)
 		root.renewal.Reset(max(retry, 10*time.Millisecond))
 	} else {
-		root.setDeadlineLocked(sent.Add(ttl))
+		root.setDeadlineLocked(root.l.validUntil(sent, ttl))
 		root.renewal.Reset(root.l.o.renewEvery)
 	}
 	root.mu.Unlock()

@@ -10,11 +10,22 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// Locker obtains locks on one Redis deployment. It is safe for concurrent
+// Locker obtains locks on one Redis deployment, or on N independent
+// masters with the Redlock algorithm (NewRedlock). It is safe for concurrent
 // use; create one per process and share it. Close it at shutdown.
 type Locker struct {
+	o      options
+	nodes  []*node // one, or Redlock's N masters
+	quorum int     // len(nodes)/2 + 1
+
+	// The single node's driver and hub (nodes[0]), for the one-node paths.
 	drv Driver
-	o   options
+	hub *hub
+}
+
+// node is one Redis master with its shared subscriber connection.
+type node struct {
+	drv Driver
 	hub *hub
 }
 
@@ -26,15 +37,34 @@ func New(pool *redis.Pool, opts ...Option) *Locker {
 
 // NewWithDriver returns a Locker on any Driver.
 func NewWithDriver(d Driver, opts ...Option) *Locker {
-	l := &Locker{drv: d, o: evaluateOptions(opts)}
-	l.hub = newHub(l)
+	return newLocker([]Driver{d}, opts)
+}
+
+func newLocker(ds []Driver, opts []Option) *Locker {
+	if len(ds) == 0 {
+		panic("locker: no Redis nodes")
+	}
+	l := &Locker{o: evaluateOptions(opts), quorum: len(ds)/2 + 1}
+	for _, d := range ds {
+		l.nodes = append(l.nodes, &node{drv: d, hub: newHub(d, &l.o)})
+	}
+	l.drv, l.hub = l.nodes[0].drv, l.nodes[0].hub
 	return l
 }
 
-// Close closes the shared subscriber connection. Leases already obtained
+// redlock reports whether l spans several masters.
+func (l *Locker) redlock() bool { return len(l.nodes) > 1 }
+
+// Close closes the shared subscriber connections. Leases already obtained
 // keep working until released; waiting Obtain calls fall back to re-checking
 // at the holder's remaining lease.
-func (l *Locker) Close() error { return l.hub.close() }
+func (l *Locker) Close() error {
+	var errs []error
+	for _, nd := range l.nodes {
+		errs = append(errs, nd.hub.close())
+	}
+	return errors.Join(errs...)
+}
 
 // Params are the terms of one Obtain call. The zero value asks for a
 // watchdog lease and does not wait.
@@ -75,6 +105,9 @@ func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	t := terms{ttl: p.TTL, wait: p.Wait}
 	if t.ttl <= 0 {
 		t.ttl, t.watchdog = l.o.lease, true
+	}
+	if l.redlock() {
+		return l.obtainQuorum(ctx, key, t)
 	}
 	n := l.names(key)
 	token := newToken()
@@ -122,7 +155,7 @@ func (l *Locker) acquire(ctx context.Context, n names, token string, ttl, wait t
 func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.o.callTimeout)
 	defer cancel()
-	v, err := l.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel)
+	v, err := l.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant)
 	if err != nil {
 		return reply{}, err
 	}

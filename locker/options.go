@@ -11,6 +11,8 @@ type options struct {
 	renewEvery  time.Duration
 	callTimeout time.Duration
 	linger      time.Duration
+	drift       float64
+	nodeTimeout time.Duration
 }
 
 var defaultOptions = options{
@@ -19,6 +21,7 @@ var defaultOptions = options{
 	renewEvery:  10 * time.Second,
 	callTimeout: 2 * time.Second,
 	linger:      time.Second,
+	drift:       0.01,
 }
 
 func evaluateOptions(opts []Option) options {
@@ -70,6 +73,30 @@ func WithUnsubscribeDelay(d time.Duration) Option {
 	return func(o *options) {
 		if d >= 0 {
 			o.linger = d
+		}
+	}
+}
+
+// WithDriftFactor sets the share of a Redlock lease assumed lost to clock
+// drift between the masters: a Redlock lease is valid for
+// TTL - elapsed - TTL*factor - 2ms. The default is 0.01 (the Redlock paper's).
+// It has no effect on a single-node Locker.
+func WithDriftFactor(f float64) Option {
+	return func(o *options) {
+		if f >= 0 && f < 0.5 {
+			o.drift = f
+		}
+	}
+}
+
+// WithNodeTimeout bounds each Redlock call to one master, so a slow or dead
+// master is skipped quickly instead of eating the lease. The default is a
+// tenth of the lease, at least 50ms and at most 500ms. It has no effect on a
+// single-node Locker.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.nodeTimeout = d
 		}
 	}
 }

@@ -34,8 +34,15 @@ var (
 const (
 	modeAcquire = "a" // acquire.lua: take, re-enter or queue
 	modeRecheck = "r" // acquire.lua: a queued waiter asks whether it holds the lock
+	modeNotify  = "n" // acquire.lua: try without queueing; a busy lock publishes a free notice on release
 	modeKeep    = "k" // leave.lua: keep the lock if it was handed over
 	modeDrop    = "r" // leave.lua: release the lock if it was handed over
+)
+
+// Hand-over on release (see free in common.lua).
+const (
+	handoffGrant  = "g" // one node: the queue's head becomes the owner
+	handoffNotify = "n" // Redlock: publish a free notice, waiters try again
 )
 
 // Reply statuses of acquire.lua and leave.lua.

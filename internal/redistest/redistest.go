@@ -31,6 +31,7 @@ type Server struct {
 	dir  string
 	port int
 	args []string
+	conf string // config file passed first (sentinels need one)
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -43,12 +44,19 @@ type Option func(*config)
 
 type config struct {
 	args []string
+	conf string
 }
 
 // WithArgs appends redis-server command-line arguments, e.g.
 // WithArgs("--requirepass", "secret") or WithArgs("--appendonly", "yes").
 func WithArgs(args ...string) Option {
 	return func(c *config) { c.args = append(c.args, args...) }
+}
+
+// WithConfigFile passes path to redis-server as its config file, before
+// every command-line argument. Sentinels need one they can rewrite.
+func WithConfigFile(path string) Option {
+	return func(c *config) { c.conf = path }
 }
 
 // Start starts one redis-server on a free loopback port and waits until it
@@ -81,7 +89,7 @@ func Launch(opts ...Option) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{dir: dir, args: c.args}
+	s := &Server{dir: dir, args: c.args, conf: c.conf}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		if s.port, lastErr = freePort(); lastErr != nil {
@@ -95,23 +103,25 @@ func Launch(opts ...Option) (*Server, error) {
 	return nil, fmt.Errorf("redistest: cannot start redis-server: %w", lastErr)
 }
 
-// StartN starts n independent servers (for Redlock and fault tests).
+// StartN starts n independent servers (for Redlock and fault tests), in
+// parallel.
 func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	t.Helper()
 	out := make([]*Server, n)
+	errs := make([]error, n)
 	var wg sync.WaitGroup
-	errs := make([]any, n)
 	for i := range out {
-		wg.Go(func() {
-			defer func() { errs[i] = recover() }()
-			out[i] = Start(t, opts...)
-		})
+		wg.Go(func() { out[i], errs[i] = Launch(opts...) })
 	}
 	wg.Wait()
-	for _, e := range errs {
-		if e != nil {
-			panic(e)
+	for _, s := range out {
+		if s != nil {
+			s.t = t
+			t.Cleanup(s.Close)
 		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -136,6 +146,9 @@ func (s *Server) start() error {
 		"--protected-mode", "no",
 	}
 	args = append(args, s.args...)
+	if s.conf != "" {
+		args = append([]string{s.conf}, args...)
+	}
 	logf, err := os.OpenFile(filepath.Join(s.dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err

@@ -1,7 +1,9 @@
 -- acquire: take a free lock, re-enter an owned one, or join the queue.
 -- ARGV: token, ttl_ms, wait_ms (0 = do not queue), mode ('a' acquire | 'r'
 -- re-check by a queued waiter: report ownership without adding a hold, and
--- hand a free lock to the head of the queue), channel.
+-- hand a free lock to the head of the queue | 'n' Redlock's waiters: never
+-- handed the lock, but registered in the queue so that releases publish a
+-- free notice while they wait), channel.
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
 local token, ttl, wait, mode, channel = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
@@ -34,6 +36,14 @@ if mode == 'a' then
   -- Free. Waiters left queued (their holder's lease ran out) re-check when
   -- that lease would have ended and queue behind this holder then.
   return {1, take(token, ttl, '0'), 1, ttl, 0}
+end
+if mode == 'n' then
+  -- Redlock: free here; leave the queue and keep releases notifying the rest.
+  redis.call('ZREM', KEYS[3], token)
+  redis.call('HDEL', KEYS[4], token)
+  local waiting = '0'
+  if redis.call('ZCARD', KEYS[3]) > 0 then waiting = '1' end
+  return {1, take(token, ttl, waiting), 1, ttl, 0}
 end
 -- A waiter re-checks a free lock: the head of the queue gets it.
 local t = redis.call('TIME')

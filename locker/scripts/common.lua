@@ -84,3 +84,16 @@ local function enqueue(token, t, wait, ttl)
   end
   return nowms
 end
+
+-- free runs after the lock was deleted with its waiting flag set. handoff
+-- 'g' hands it to the queue's head; 'n' (Redlock, whose masters must not
+-- pick a holder each on their own) publishes the free notice "-" when live
+-- waiters are queued, and they try again.
+local function free(channel, handoff)
+  local nowms = now_ms(redis.call('TIME'))
+  if handoff == 'n' then
+    if head(nowms) then redis.call('PUBLISH', channel, '-') end
+    return
+  end
+  grant(channel, nil, nowms)
+end

@@ -1,7 +1,8 @@
 -- leave: a queued waiter gives up. If the lock was handed to it meanwhile,
 -- mode 'k' keeps it (reply as acquire's) and mode 'r' releases it to the next
--- waiter. ARGV: token, mode, channel. Reply: {status, fence, holds, pttl_ms, 0}.
-local token, mode, channel = ARGV[1], ARGV[2], ARGV[3]
+-- waiter. ARGV: token, mode, channel, handoff ('g' | 'n', see free).
+-- Reply: {status, fence, holds, pttl_ms, 0}.
+local token, mode, channel, handoff = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
@@ -10,7 +11,7 @@ if v then
       return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
     redis.call('DEL', KEYS[1])
-    grant(channel, nil, now_ms(redis.call('TIME')))
+    free(channel, handoff)
     return {0, 0, 0, -2, 0}
   end
 end

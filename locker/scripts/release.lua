@@ -2,7 +2,7 @@
 -- queued, hand it to the first live one. ARGV: token, channel.
 -- Reply: holds left (>= 0), or -1 when the caller does not hold the lock
 -- (nothing is touched then).
-local token, channel = ARGV[1], ARGV[2]
+local token, channel, handoff = ARGV[1], ARGV[2], ARGV[3]
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
 local o, f, n, w = parse(v)
@@ -13,6 +13,6 @@ if n > 1 then
 end
 redis.call('DEL', KEYS[1])
 if w == '1' then
-  grant(channel, nil, now_ms(redis.call('TIME')))
+  free(channel, handoff)
 end
 return 0

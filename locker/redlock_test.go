@@ -1,0 +1,270 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+func newRedlock(t *testing.T, srvs []*redistest.Server, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	pools := make([]*redis.Pool, len(srvs))
+	for i, s := range srvs {
+		pools[i] = s.Pool(t)
+	}
+	lk := locker.NewRedlock(pools, opts...)
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
+
+// keyOn counts the masters that hold the lock key.
+func keyOn(t *testing.T, srvs []*redistest.Server, key string) int {
+	t.Helper()
+	n := 0
+	for _, s := range srvs {
+		if !s.Running() {
+			continue
+		}
+		if v, _ := redis.Int(s.Do("EXISTS", "locktag:{"+key+"}")); v == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRedlockBasics(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	a, b := newRedlock(t, srvs), newRedlock(t, srvs)
+	ctx := context.Background()
+
+	le := mustObtain(t, a, ctx, "r", locker.Params{TTL: 10 * time.Second})
+	if got := keyOn(t, srvs, "r"); got != 5 {
+		t.Fatalf("lock on %d of 5 masters", got)
+	}
+	if _, err := b.Obtain(ctx, "r", locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("busy: %v", err)
+	}
+	if ttl, err := le.TTL(ctx); err != nil || ttl < 9*time.Second {
+		t.Fatalf("TTL %v %v", ttl, err)
+	}
+	inner := mustObtain(t, a, le.Context(), "r", locker.Params{})
+	if inner.Holds() != 2 || inner.Token() != le.Token() {
+		t.Fatalf("re-entry: holds %d token %d/%d", inner.Holds(), inner.Token(), le.Token())
+	}
+	for _, l := range []*locker.Lease{inner, le} {
+		if err := l.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := keyOn(t, srvs, "r"); got != 0 {
+		t.Fatalf("lock left on %d masters after release", got)
+	}
+	if err := le.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("second release: %v", err)
+	}
+}
+
+func TestRedlockQuorum(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	lk := newRedlock(t, srvs)
+	ctx := context.Background()
+	for down := 1; down <= 3; down++ {
+		srvs[down-1].Stop()
+		key := fmt.Sprintf("q%d", down)
+		start := time.Now()
+		le, err := lk.Obtain(ctx, key, locker.Params{TTL: 10 * time.Second, Wait: 5 * time.Second})
+		if down < 3 {
+			if err != nil {
+				t.Fatalf("%d of 5 down: %v", down, err)
+			}
+			if err := le.Release(ctx); err != nil {
+				t.Fatalf("%d of 5 down: release: %v", down, err)
+			}
+			continue
+		}
+		var qe *locker.QuorumError
+		if !errors.As(err, &qe) || !errors.Is(err, locker.ErrQuorum) || !errors.Is(err, locker.ErrUnavailable) {
+			t.Fatalf("3 of 5 down: %v, want a QuorumError", err)
+		}
+		failed := 0
+		for _, e := range qe.Errs {
+			if e != nil {
+				failed++
+			}
+		}
+		if failed != 3 || qe.OK != 2 || qe.Need != 3 {
+			t.Fatalf("quorum error %+v", qe)
+		}
+		if d := time.Since(start); d > time.Second {
+			t.Fatalf("quorum failure took %v; it must not wait", d)
+		}
+		if got := keyOn(t, srvs, key); got != 0 {
+			t.Fatalf("failed obtain left the key on %d live masters", got)
+		}
+	}
+}
+
+func TestRedlockMasterKilledWhileHeld(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	lk := newRedlock(t, srvs, locker.WithWatchdog(time.Second, 100*time.Millisecond))
+	other := newRedlock(t, srvs)
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "k", locker.Params{})
+	srvs[4].Stop()
+	hold := time.After(2500 * time.Millisecond) // renewals on 4 of 5 keep it
+	for done := false; !done; {
+		select {
+		case <-hold:
+			done = true
+		case <-le.Context().Done():
+			t.Fatalf("lost with 4 of 5 masters up: %v", context.Cause(le.Context()))
+		default:
+			if _, err := other.Obtain(ctx, "k", locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+				t.Fatalf("contender: %v", err)
+			}
+			time.Sleep(20 * time.Millisecond) // contender pacing
+		}
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRedlockLosesMajority(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	lk := newRedlock(t, srvs, locker.WithWatchdog(2*time.Second, 100*time.Millisecond))
+	le := mustObtain(t, lk, context.Background(), "m", locker.Params{})
+	for _, s := range srvs[:3] {
+		if _, err := s.Do("DEL", "locktag:{m}"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case <-le.Context().Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("not lost after the majority dropped the key")
+	}
+	if !errors.Is(context.Cause(le.Context()), locker.ErrLockLost) {
+		t.Fatalf("cause %v", context.Cause(le.Context()))
+	}
+}
+
+func TestRedlockSlowMasterSkipped(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	lk := newRedlock(t, srvs, locker.WithNodeTimeout(100*time.Millisecond))
+	ctx := context.Background()
+	mustObtain(t, lk, ctx, "warm", locker.Params{}).Release(ctx) // connections and scripts ready
+	if _, err := srvs[0].Do("CLIENT", "PAUSE", 3000, "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	le := mustObtain(t, lk, ctx, "slow", locker.Params{TTL: 10 * time.Second})
+	if d := time.Since(start); d > time.Second {
+		t.Fatalf("obtain with a paused master took %v; per-master timeout 100ms", d)
+	}
+	_ = le.Release(ctx)
+}
+
+// TestRedlockFencing: tokens keep increasing when the majority changes and
+// masters restart without persistence.
+func TestRedlockFencing(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	lk := newRedlock(t, srvs)
+	ctx := context.Background()
+	var last int64
+	step := func(what string) {
+		t.Helper()
+		le := mustObtain(t, lk, ctx, "f", locker.Params{TTL: time.Minute, Wait: 5 * time.Second})
+		if le.Token() <= last {
+			t.Fatalf("%s: token %d after %d", what, le.Token(), last)
+		}
+		last = le.Token()
+		if err := le.Release(ctx); err != nil {
+			t.Fatalf("%s: release: %v", what, err)
+		}
+	}
+	step("all up")
+	step("all up again")
+	srvs[0].Stop()
+	srvs[1].Stop()
+	step("majority 2,3,4")
+	srvs[0].Restart()
+	srvs[1].Restart()
+	srvs[2].Stop()
+	srvs[3].Stop()
+	step("majority 0,1,4 after 0,1 lost their data")
+}
+
+func TestRedlockWaitsByNotice(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	holder, waiter := newRedlock(t, srvs), newRedlock(t, srvs)
+	ctx := context.Background()
+	le := mustObtain(t, holder, ctx, "n", locker.Params{TTL: 30 * time.Second})
+	got := make(chan time.Time, 1)
+	go func() {
+		w, err := waiter.Obtain(ctx, "n", locker.Params{Wait: 20 * time.Second})
+		if err != nil {
+			t.Error(err)
+			close(got)
+			return
+		}
+		got <- time.Now()
+		_ = w.Release(ctx)
+	}()
+	// The waiter is subscribed on every master and has flagged the lock.
+	eventually(t, 5*time.Second, "waiter flagged the lock", func() bool {
+		for _, s := range srvs {
+			v, _ := redis.String(s.Do("GET", "locktag:{n}"))
+			if len(v) == 0 || v[len(v)-1] != '1' {
+				return false
+			}
+			subs, _ := redis.Values(s.Do("PUBSUB", "NUMSUB", "locktag:{n}:c"))
+			if c, _ := redis.Int(subs[1], nil); c != 1 {
+				return false
+			}
+		}
+		return true
+	})
+	released := time.Now()
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	at, ok := <-got
+	if !ok {
+		t.FailNow()
+	}
+	// Woken by the notice, not by the 30s lease running out.
+	if d := at.Sub(released); d > 5*time.Second {
+		t.Fatalf("waiter took %v after the release", d)
+	}
+}
+
+func TestRedlockMutualExclusion(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	var lockers []*locker.Locker
+	for range 3 {
+		lockers = append(lockers, newRedlock(t, srvs))
+	}
+	peak, lost := workload(t, lockers, 24, 8)
+	if peak != 1 || lost != 0 {
+		t.Fatalf("Redlock mutual exclusion broken: %d holders at once, %d lost updates", peak, lost)
+	}
+}
+
+func TestRedlockMutualExclusionControl(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	var lockers []*locker.Locker
+	for i := range 3 {
+		lockers = append(lockers, newRedlock(t, srvs, locker.WithKeyPrefix(fmt.Sprintf("broken%d:", i))))
+	}
+	peak, lost := workload(t, lockers, 24, 8)
+	if peak < 2 || lost == 0 {
+		t.Fatalf("detector missed a broken Redlock: %d holders at once, %d lost updates", peak, lost)
+	}
+}
