@@ -1,0 +1,476 @@
+package middleware_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/middleware"
+)
+
+// userScope scopes keys by the X-User header (a stand-in for real auth).
+var userScope = middleware.WithScope(func(c *gin.Context) (string, error) {
+	return c.GetHeader("X-User"), nil
+})
+
+// payments is a guarded service: POST /pay/:id answers 201 with a receipt
+// that names the execution, so a replay is told from a second execution.
+type payments struct {
+	executions atomic.Int64
+	work       func(c *gin.Context) // runs before the answer; may block or panic
+}
+
+func (p *payments) handler(c *gin.Context) {
+	n := p.executions.Add(1)
+	if p.work != nil {
+		p.work(c)
+	}
+	c.Header("Location", "/receipts/"+c.Param("id"))
+	c.Header("X-Trace", fmt.Sprint(time.Now().UnixNano())) // not replayed
+	c.JSON(http.StatusCreated, gin.H{"receipt": n, "order": c.Param("id")})
+}
+
+// engine serves p behind the guard built with lk and opts.
+func (p *payments) engine(lk *locker.Locker, opts ...middleware.IdempotencyOption) *gin.Engine {
+	r := gin.New()
+	r.Use(gin.RecoveryWithWriter(io.Discard))
+	r.POST("/pay/:id", middleware.Idempotency(lk, append([]middleware.IdempotencyOption{userScope}, opts...)...), p.handler)
+	return r
+}
+
+func pay(h http.Handler, key, user, body string) *httptest.ResponseRecorder {
+	return pay2(h, "/pay/1", key, user, body)
+}
+
+func pay2(h http.Handler, target, key, user, body string) *httptest.ResponseRecorder {
+	hdr := []string{"X-User", user}
+	if key != "" {
+		hdr = append(hdr, "Idempotency-Key", key)
+	}
+	return do(h, http.MethodPost, target, body, hdr...)
+}
+
+func wantStatus(t *testing.T, rec *httptest.ResponseRecorder, status int, kind string) {
+	t.Helper()
+	if rec.Code != status {
+		t.Fatalf("status %d, want %d; body %s", rec.Code, status, rec.Body)
+	}
+	if kind != "" && !problemType(t, rec.Body.Bytes(), kind) {
+		t.Fatalf("body %s, want problem %s", rec.Body, kind)
+	}
+}
+
+// sameResponse fails unless replay repeats first byte for byte, with the
+// marker, the allow-listed headers and without the others.
+func sameResponse(t *testing.T, first, replay *httptest.ResponseRecorder) {
+	t.Helper()
+	if replay.Code != first.Code || replay.Body.String() != first.Body.String() {
+		t.Fatalf("replay %d %q, first %d %q", replay.Code, replay.Body, first.Code, first.Body)
+	}
+	if replay.Header().Get(middleware.ReplayedHeader) != "true" {
+		t.Fatalf("replay without %s: %v", middleware.ReplayedHeader, replay.Header())
+	}
+	for _, h := range []string{"Content-Type", "Location"} {
+		if replay.Header().Get(h) != first.Header().Get(h) {
+			t.Fatalf("replayed %s %q, first %q", h, replay.Header().Get(h), first.Header().Get(h))
+		}
+	}
+	if replay.Header().Get("X-Trace") != "" {
+		t.Fatal("a header outside the allow list was replayed")
+	}
+}
+
+func TestIdempotencyReplay(t *testing.T) {
+	_, lk := setup(t)
+	p := &payments{}
+	h := p.engine(lk)
+	first := pay(h, "k-1", "alice", `{"amount":10}`)
+	wantStatus(t, first, http.StatusCreated, "")
+	if first.Header().Get(middleware.ReplayedHeader) != "" {
+		t.Fatal("first response marked as a replay")
+	}
+	for _, key := range []string{"k-1", `"k-1"`} { // bare or sf-string: the same key
+		sameResponse(t, first, pay(h, key, "alice", `{"amount":10}`))
+	}
+	if n := p.executions.Load(); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
+}
+
+func TestIdempotencyMismatch(t *testing.T) {
+	_, lk := setup(t)
+	p := &payments{}
+	h := p.engine(lk)
+	wantStatus(t, pay(h, "k", "alice", `{"amount":10}`), http.StatusCreated, "")
+	wantStatus(t, pay(h, "k", "alice", `{"amount":99}`), http.StatusUnprocessableEntity, "idempotency-key-reused")
+	wantStatus(t, pay2(h, "/pay/2", "k", "alice", `{"amount":10}`), http.StatusUnprocessableEntity, "idempotency-key-reused")
+	wantStatus(t, pay2(h, "/pay/1?x=1", "k", "alice", `{"amount":10}`), http.StatusUnprocessableEntity, "idempotency-key-reused")
+	if n := p.executions.Load(); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
+}
+
+func TestIdempotencyScope(t *testing.T) {
+	_, lk := setup(t)
+	p := &payments{}
+	h := p.engine(lk)
+	a := pay(h, "shared", "alice", "{}")
+	b := pay(h, "shared", "bob", "{}")
+	wantStatus(t, b, http.StatusCreated, "")
+	if b.Header().Get(middleware.ReplayedHeader) != "" || b.Body.String() == a.Body.String() {
+		t.Fatalf("bob got alice's response: %s", b.Body)
+	}
+	sameResponse(t, a, pay(h, "shared", "alice", "{}"))
+	sameResponse(t, b, pay(h, "shared", "bob", "{}"))
+	wantStatus(t, pay(h, "shared", "", "{}"), http.StatusUnauthorized, "idempotency-scope-unresolved")
+	if n := p.executions.Load(); n != 2 {
+		t.Fatalf("%d executions, want 2 (one per scope)", n)
+	}
+}
+
+func TestIdempotencyBadKeys(t *testing.T) {
+	srv, lk := setup(t)
+	p := &payments{}
+	h := p.engine(lk, middleware.WithMaxKeyLen(8))
+	before := evalCalls(t, srv)
+	wantStatus(t, pay(h, "", "alice", "{}"), http.StatusBadRequest, "idempotency-key-missing")
+	for _, key := range []string{"123456789", `"12345678x"`, `"open`, "two words", `"a"b"`, "caf\xc3\xa9"} {
+		wantStatus(t, pay(h, key, "alice", "{}"), http.StatusBadRequest, "idempotency-key-invalid")
+	}
+	req := request(http.MethodPost, "/pay/1", "{}", "X-User", "alice")
+	req.Header.Add("Idempotency-Key", "a")
+	req.Header.Add("Idempotency-Key", "b")
+	wantStatus(t, serve(h, req), http.StatusBadRequest, "idempotency-key-invalid")
+	if after := evalCalls(t, srv); after != before {
+		t.Fatalf("bad keys reached Redis: %d scripts", after-before)
+	}
+	if p.executions.Load() != 0 {
+		t.Fatal("a handler ran for a bad key")
+	}
+}
+
+func TestIdempotencyOptionalKey(t *testing.T) {
+	_, lk := setup(t)
+	p := &payments{}
+	h := p.engine(lk, middleware.WithOptionalKey())
+	wantStatus(t, pay(h, "", "alice", "{}"), http.StatusCreated, "")
+	wantStatus(t, pay(h, "", "alice", "{}"), http.StatusCreated, "")
+	if n := p.executions.Load(); n != 2 {
+		t.Fatalf("%d executions without a key, want 2 (unguarded)", n)
+	}
+}
+
+func TestNewIdempotencyErrors(t *testing.T) {
+	_, lk := setup(t)
+	for _, tc := range []struct {
+		name string
+		lk   *locker.Locker
+		opts []middleware.IdempotencyOption
+		want error
+	}{
+		{"no scope", lk, nil, middleware.ErrNoScope},
+		{"nil locker", nil, []middleware.IdempotencyOption{middleware.WithPublicScope()}, middleware.ErrNilLocker},
+		{"scope and public", lk, []middleware.IdempotencyOption{userScope, middleware.WithPublicScope()}, middleware.ErrBadOption},
+		{"nil scope", lk, []middleware.IdempotencyOption{middleware.WithScope(nil)}, middleware.ErrBadOption},
+		{"bad key len", lk, []middleware.IdempotencyOption{userScope, middleware.WithMaxKeyLen(0)}, middleware.ErrBadOption},
+		{"bad lease", lk, []middleware.IdempotencyOption{userScope, middleware.WithInFlightLease(time.Microsecond)}, middleware.ErrBadOption},
+	} {
+		if _, err := middleware.NewIdempotency(tc.lk, tc.opts...); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if _, err := middleware.NewIdempotency(lk, middleware.WithPublicScope()); err != nil {
+		t.Errorf("public: %v", err)
+	}
+}
+
+func TestIdempotencyPanicFreesKey(t *testing.T) {
+	_, lk := setup(t)
+	var fail atomic.Bool
+	fail.Store(true)
+	p := &payments{work: func(*gin.Context) {
+		if fail.Load() {
+			panic("boom")
+		}
+	}}
+	h := p.engine(lk)
+	wantStatus(t, pay(h, "k", "alice", "{}"), http.StatusInternalServerError, "")
+	fail.Store(false)
+	retry := pay(h, "k", "alice", "{}")
+	wantStatus(t, retry, http.StatusCreated, "")
+	if retry.Header().Get(middleware.ReplayedHeader) != "" {
+		t.Fatal("the panic's response was replayed")
+	}
+	sameResponse(t, retry, pay(h, "k", "alice", "{}"))
+	if n := p.executions.Load(); n != 2 {
+		t.Fatalf("%d executions, want 2 (the panic and the retry)", n)
+	}
+}
+
+// flakyDriver fails every script while down is set: its process is cut off
+// from Redis (or dead), so it can neither renew nor complete.
+type flakyDriver struct {
+	locker.Driver
+	down atomic.Bool
+}
+
+func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+	if f.down.Load() {
+		return nil, errors.New("flaky: connection refused")
+	}
+	return f.Driver.Eval(ctx, s, keys, args...)
+}
+
+// TestIdempotencyCrash: the first request's process stops reaching Redis
+// mid-request (neither completing nor abandoning); after the in-flight
+// lease a retry on another process executes and its response is the one
+// replayed; the first process's late response is not stored.
+func TestIdempotencyCrash(t *testing.T) {
+	srv, lk := setup(t)
+	f := &flakyDriver{Driver: locker.RedigoDriver(srv.Pool(t))}
+	crashing := locker.NewWithDriver(f)
+	t.Cleanup(func() { _ = crashing.Close() })
+	lease := middleware.WithInFlightLease(300 * time.Millisecond)
+	entered, resume := make(chan struct{}), make(chan struct{})
+	p1 := &payments{work: func(*gin.Context) { close(entered); <-resume }}
+	p2 := &payments{}
+	h1, h2 := p1.engine(crashing, lease), p2.engine(lk, lease)
+
+	done := make(chan *httptest.ResponseRecorder, 1)
+	go func() { done <- pay(h1, "k", "alice", "{}") }()
+	recv(t, entered, "the first handler")
+	f.down.Store(true)
+	wantStatus(t, pay(h2, "k", "alice", "{}"), http.StatusConflict, "idempotency-key-in-flight")
+	var retry *httptest.ResponseRecorder
+	eventually(t, 5*time.Second, "the retry executes after the lease", func() bool {
+		retry = pay(h2, "k", "alice", "{}")
+		return retry.Code != http.StatusConflict
+	})
+	wantStatus(t, retry, http.StatusCreated, "")
+	close(resume)
+	recv(t, done, "the first response")
+	f.down.Store(false)
+	sameResponse(t, retry, pay(h1, "k", "alice", "{}"))
+	if p1.executions.Load() != 1 || p2.executions.Load() != 1 {
+		t.Fatalf("executions %d + %d, want 1 + 1", p1.executions.Load(), p2.executions.Load())
+	}
+}
+
+func TestIdempotencyOversize(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy middleware.OversizePolicy
+	}{{"keep key", middleware.OversizeKeepKey}, {"release key", middleware.OversizeReleaseKey}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, lk := setup(t)
+			p := &payments{}
+			h := p.engine(lk, middleware.WithMaxResponseBytes(10), middleware.WithOversizePolicy(tc.policy))
+			first := pay(h, "k", "alice", "{}")
+			wantStatus(t, first, http.StatusCreated, "")
+			if !strings.Contains(first.Body.String(), `"receipt":1`) {
+				t.Fatalf("first client did not get the whole response: %s", first.Body)
+			}
+			retry := pay(h, "k", "alice", "{}")
+			if tc.policy == middleware.OversizeKeepKey {
+				wantStatus(t, retry, http.StatusUnprocessableEntity, "idempotency-response-not-stored")
+				if !strings.Contains(retry.Body.String(), "status 201") {
+					t.Fatalf("detail does not name the first status: %s", retry.Body)
+				}
+				if p.executions.Load() != 1 {
+					t.Fatal("the handler ran again")
+				}
+				return
+			}
+			wantStatus(t, retry, http.StatusCreated, "")
+			if p.executions.Load() != 2 {
+				t.Fatal("the released key did not run again")
+			}
+		})
+	}
+}
+
+func TestIdempotencyServerErrors(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		policy middleware.ServerErrorPolicy
+	}{{"store", middleware.StoreServerErrors}, {"release", middleware.ReleaseServerErrors}} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, lk := setup(t)
+			var calls atomic.Int64
+			r := gin.New()
+			r.POST("/pay/:id", middleware.Idempotency(lk, userScope, middleware.WithServerErrorPolicy(tc.policy)),
+				func(c *gin.Context) {
+					if calls.Add(1) == 1 {
+						c.String(http.StatusBadGateway, "upstream failed")
+						return
+					}
+					c.String(http.StatusOK, "paid")
+				})
+			first := pay(r, "k", "alice", "{}")
+			wantStatus(t, first, http.StatusBadGateway, "")
+			retry := pay(r, "k", "alice", "{}")
+			if tc.policy == middleware.StoreServerErrors {
+				sameResponse(t, first, retry)
+			} else if retry.Code != http.StatusOK || retry.Header().Get(middleware.ReplayedHeader) != "" {
+				t.Fatalf("retry %d %s, want a fresh 200", retry.Code, retry.Body)
+			}
+		})
+	}
+}
+
+// idemWaiters is the number of requests waiting for an in-flight key.
+func idemWaiters(t *testing.T, srv *redistest.Server) int64 {
+	keys, err := redis.Strings(srv.Do("KEYS", "locktag:*:rw"))
+	if err != nil || len(keys) == 0 {
+		return 0
+	}
+	n, _ := redis.Int64(srv.Do("SCARD", keys[0]))
+	return n
+}
+
+func TestIdempotencyReplayWait(t *testing.T) {
+	srv, lk := setup(t)
+	entered, resume := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	p := &payments{work: func(*gin.Context) {
+		once.Do(func() { close(entered); <-resume })
+	}}
+	h := p.engine(lk, middleware.WithReplayWait(10*time.Second))
+	first := make(chan *httptest.ResponseRecorder, 1)
+	go func() { first <- pay(h, "k", "alice", "{}") }()
+	recv(t, entered, "the first handler")
+	second := make(chan *httptest.ResponseRecorder, 1)
+	go func() { second <- pay(h, "k", "alice", "{}") }()
+	eventually(t, 5*time.Second, "the second request waiting", func() bool { return idemWaiters(t, srv) == 1 })
+	close(resume)
+	f := recv(t, first, "the first response")
+	sameResponse(t, f, recv(t, second, "the replay"))
+	if n := p.executions.Load(); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
+}
+
+// TestIdempotencyWithLock: Idempotency before Lock. A lock refusal is not
+// stored as the key's outcome: once the lock is free, the retry executes.
+func TestIdempotencyWithLock(t *testing.T) {
+	_, lk := setup(t)
+	p := &payments{}
+	r := gin.New()
+	r.POST("/pay/:id", middleware.Idempotency(lk, userScope), middleware.Lock(lk, `key:"order:{path.id}"`), p.handler)
+	held, err := lk.Obtain(context.Background(), "order:1", locker.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, pay(r, "k", "alice", "{}"), http.StatusConflict, "lock-busy")
+	if err := held.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := pay(r, "k", "alice", "{}")
+	wantStatus(t, first, http.StatusCreated, "")
+	sameResponse(t, first, pay(r, "k", "alice", "{}"))
+	if n := p.executions.Load(); n != 1 {
+		t.Fatalf("%d executions, want 1", n)
+	}
+}
+
+func TestIdempotencyUnavailable(t *testing.T) {
+	srv, lk := setup(t)
+	p := &payments{}
+	h := p.engine(lk)
+	srv.Stop()
+	wantStatus(t, pay(h, "k", "alice", "{}"), http.StatusServiceUnavailable, "idempotency-unavailable")
+	if p.executions.Load() != 0 {
+		t.Fatal("the handler ran without the guard")
+	}
+}
+
+// TestIdempotencyExactlyOnce: 50 identical concurrent requests spread over
+// five processes (a Locker, pool and engine each) run the handler once;
+// every other response is 409 or the identical replay (with a replay wait:
+// the replay). The control sends the same workload with no guard.
+func TestIdempotencyExactlyOnce(t *testing.T) {
+	const procs, requests = 5, 50
+	for _, tc := range []struct {
+		name string
+		opts []middleware.IdempotencyOption
+		bare bool
+	}{
+		{"409 or replay", nil, false},
+		{"wait and replay", []middleware.IdempotencyOption{middleware.WithReplayWait(10 * time.Second)}, false},
+		{"control: no guard", nil, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			p := &payments{work: func(*gin.Context) { time.Sleep(20 * time.Millisecond) }} // the work
+			engines := make([]http.Handler, procs)
+			for i := range engines {
+				lk := locker.New(srv.Pool(t))
+				t.Cleanup(func() { _ = lk.Close() })
+				if tc.bare {
+					r := gin.New()
+					r.POST("/pay/:id", p.handler)
+					engines[i] = r
+				} else {
+					engines[i] = p.engine(lk, tc.opts...)
+				}
+			}
+			recs := make([]*httptest.ResponseRecorder, requests)
+			var start sync.WaitGroup
+			start.Add(1)
+			var wg sync.WaitGroup
+			for i := range requests {
+				wg.Go(func() {
+					start.Wait()
+					recs[i] = pay(engines[i%procs], "same-key", "alice", `{"amount":10}`)
+				})
+			}
+			start.Done()
+			wg.Wait()
+			var executed *httptest.ResponseRecorder
+			codes := map[string]int{}
+			for _, rec := range recs {
+				switch {
+				case rec.Code == http.StatusConflict:
+					codes["409"]++
+				case rec.Header().Get(middleware.ReplayedHeader) == "true":
+					codes["replay"]++
+				default:
+					codes[fmt.Sprint(rec.Code)]++
+					executed = rec
+				}
+			}
+			n := p.executions.Load()
+			t.Logf("%d requests over %d processes: %d executions; responses %v", requests, procs, n, codes)
+			if tc.bare {
+				if n <= 1 {
+					t.Fatalf("control: %d executions; the counter cannot see a double execution", n)
+				}
+				return
+			}
+			if n != 1 || executed == nil || codes["201"] != 1 || codes["409"]+codes["replay"] != requests-1 {
+				t.Fatalf("%d executions, responses %v; want 1 execution, the rest 409 or replay", n, codes)
+			}
+			for _, rec := range recs {
+				if rec.Header().Get(middleware.ReplayedHeader) == "true" {
+					sameResponse(t, executed, rec)
+				}
+			}
+			if len(tc.opts) > 0 && codes["replay"] != requests-1 {
+				t.Fatalf("with a replay wait: responses %v, want %d replays", codes, requests-1)
+			}
+		})
+	}
+}
