@@ -53,15 +53,13 @@ func subjects() []subject {
 	}
 }
 
-// redlockSubjects are the 5-node Redlock contenders.
-//
-// Hook: when locker gains a Redlock backend, add it here as
-// {name: "locktag-redlock5", isLock: true, nodes: 5, open: ...} with an open
-// that builds it from one pool per address; every Redlock table and chart
-// picks it up.
+// redlockSubjects are the 5-node Redlock contenders; the Redlock scenario
+// runs each on the five masters, with locktag single-node beside them. A new
+// Redlock implementation joins every Redlock table by being added here.
 func redlockSubjects() []subject {
 	return []subject{
 		{name: "redsync-redlock5", isLock: true, nodes: 5, open: openRedsync},
+		{name: "locktag-redlock5", isLock: true, nodes: 5, open: openLocktag},
 	}
 }
 
@@ -146,10 +144,25 @@ func (l locktagLock) Lock(ctx context.Context, key string) (func() error, error)
 	return func() error { return le.Release(ctx) }, nil
 }
 
+// openLocktag opens locker.New on one address, or locker.NewRedlock on
+// several.
 func openLocktag(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
-	pool := redigoPool(addrs[0], c, reqs)
-	lk := locker.New(pool)
-	return locktagLock{lk}, func() { lk.Close(); pool.Close() }, nil
+	var pools []*redis.Pool
+	for _, a := range addrs {
+		pools = append(pools, redigoPool(a, c, reqs))
+	}
+	var lk *locker.Locker
+	if len(pools) == 1 {
+		lk = locker.New(pools[0])
+	} else {
+		lk = locker.NewRedlock(pools)
+	}
+	return locktagLock{lk}, func() {
+		lk.Close()
+		for _, p := range pools {
+			p.Close()
+		}
+	}, nil
 }
 
 // --- go-redsync/redsync v4 (redigo driver); Redlock when given 5 addresses ---

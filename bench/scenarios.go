@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -20,8 +21,10 @@ type row struct {
 	lib       string
 	c         int
 	st        stats
-	reqPerAcq float64 // client requests per acquired lock
-	cmdPerAcq float64 // server commands (INFO commandstats) per acquired lock
+	reqPerAcq float64       // client requests per acquired lock
+	cmdPerAcq float64       // server commands (INFO commandstats) per acquired lock
+	cpuPerAcq time.Duration // redis-server CPU (INFO cpu) per acquired lock
+	cliPerAcq time.Duration // this process's CPU (getrusage) per acquired lock, tool overhead included
 	// many processes
 	procs       int
 	worstWait99 time.Duration
@@ -66,17 +69,19 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 		return row{}, err
 	}
 	defer closeFn()
-	var r0, r1, c0, c1 int64
+	var r0, r1 int64
+	var c0, c1 serverStat
+	var u0, u1 time.Duration
 	var pg *pinger
 	recs, w, live := drive(l, ld, mono(), func(start bool) {
 		if start {
-			r0, c0 = reqs.Load(), commandCallsAll(addrs)
+			r0, c0, u0 = reqs.Load(), serverStatsAll(addrs), selfCPU()
 			if oneKey {
 				pg = startPinger(addrs[0])
 			}
 		} else {
 			pg.stop()
-			r1, c1 = reqs.Load(), commandCallsAll(addrs)
+			r1, c1, u1 = reqs.Load(), serverStatsAll(addrs), selfCPU()
 		}
 	})
 	ids := make([]int32, ld.c)
@@ -88,7 +93,8 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 	r := row{lib: s.name, c: ld.c, st: st, loadedRTT: pg.p50()}
 	if st.acq > 0 {
 		r.reqPerAcq = float64(r1-r0) / float64(st.acq)
-		r.cmdPerAcq = float64(c1-c0-int64(len(addrs))-pg.count()) / float64(st.acq)
+		r.setServer(c1.sub(c0), len(addrs), pg.count())
+		r.cliPerAcq = (u1 - u0) / time.Duration(st.acq)
 	}
 	return r, nil
 }
@@ -157,7 +163,7 @@ func (cfg *config) hotLoad(c int, tag string) load {
 func runUncontended(cfg *config, rep *report) {
 	md := &rep.md
 	fmt.Fprintf(md, "### Uncontended: each worker locks and unlocks its own key\n\n")
-	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range cfg.cs {
 		var ref float64
 		for _, s := range subjects() {
@@ -180,8 +186,8 @@ func runUncontended(cfg *config, rep *report) {
 			if !ok {
 				continue
 			}
-			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f |\n", r.lib, c, r.st.rate, ratio(r.st.rate, ref),
-				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq)
+			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s |\n", r.lib, c, r.st.rate, ratio(r.st.rate, ref),
+				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq))
 		}
 	}
 	md.WriteString("\n")
@@ -191,7 +197,7 @@ func runHot(cfg *config, rep *report) {
 	md := &rep.md
 	fmt.Fprintf(md, "### Hot key: all workers on one key (hold %s, think %s)\n\n", cfg.hold, cfg.think)
 	md.WriteString("Wait is Lock's call to return; the ideal is first come, first served with the run's own hold and hand-over: (c−1)·(hold + hand-over p50). Hand-over is release → the next (already waiting) holder's Lock returns. Fairness is the fewest / most critical sections of one worker.\n\n")
-	fmt.Fprintf(md, "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(md, "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range cfg.cs {
 		for _, s := range subjects() {
 			if !s.isLock || !cfg.wantLib(s.name) {
@@ -212,10 +218,10 @@ func runHot(cfg *config, rep *report) {
 
 func (rep *report) hotLine(r row) {
 	id := r.ideal()
-	fmt.Fprintf(&rep.md, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %d/%d | %d | %d | %.2f | %.2f |\n",
+	fmt.Fprintf(&rep.md, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %d/%d | %d | %d | %.2f | %.2f | %s | %s |\n",
 		r.lib, r.c, r.st.rate, fmtD(r.st.holdMean), fmtD(r.st.waitP50), fmtD(r.st.waitP99), fmtD(id), ratio(float64(r.st.waitP99), float64(id)),
 		fmtD(r.st.gapP50), float64(r.st.gapP50)/float64(rep.rtt), float64(r.st.gapP50)/float64(max(r.loadedRTT, 1)), fmtD(r.st.gapP99),
-		r.st.fairMin, r.st.fairMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+		r.st.fairMin, r.st.fairMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq))
 }
 
 // --- many processes ---
@@ -267,7 +273,7 @@ func runProcsAll(cfg *config, rep *report) {
 	md := &rep.md
 	fmt.Fprintf(md, "### Many processes: %d OS processes × %d workers on one key (hold %s, think %s)\n\n", cfg.procs, cfg.procWorkers, cfg.hold, cfg.think)
 	md.WriteString("Every child records its critical sections on CLOCK_MONOTONIC; the parent merges them and counts overlaps (violations). Worst wait p99 is the largest of the per-process wait p99s; the ideal uses all workers: (N−1)·(hold + hand-over p50).\n\n")
-	fmt.Fprintf(md, "| library | processes × workers | CS/s | hold mean | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | wait p99 (all) | worst-process wait p99 | ideal wait | worst / ideal | per-process CS min/max | fails | violations | client req/acq | server cmds/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(md, "| library | processes × workers | CS/s | hold mean | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | wait p99 (all) | worst-process wait p99 | ideal wait | worst / ideal | per-process CS min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range subjects() {
 		if !s.isLock || !cfg.wantLib(s.name) {
 			continue
@@ -281,10 +287,10 @@ func runProcsAll(cfg *config, rep *report) {
 
 func (rep *report) procsLine(r row) {
 	id := r.ideal()
-	fmt.Fprintf(&rep.md, "| %s | %d × %d | %.0f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %d/%d | %d | %d | %.2f | %.2f |\n",
+	fmt.Fprintf(&rep.md, "| %s | %d × %d | %.0f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %d/%d | %d | %d | %.2f | %.2f | %s |\n",
 		r.lib, r.procs, r.c/max(r.procs, 1), r.st.rate, fmtD(r.st.holdMean), fmtD(r.st.gapP50), float64(r.st.gapP50)/float64(rep.rtt),
 		float64(r.st.gapP50)/float64(max(r.loadedRTT, 1)), fmtD(r.st.gapP99), fmtD(r.st.waitP99), fmtD(r.worstWait99), fmtD(id), ratio(float64(r.worstWait99), float64(id)),
-		r.procMin, r.procMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+		r.procMin, r.procMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq))
 }
 
 func runProcs(cfg *config, s subject) row {
@@ -317,11 +323,11 @@ func runProcs(cfg *config, s subject) row {
 	}
 	w := window{start: t0 + int64(cfg.warm), end: t0 + int64(cfg.warm+cfg.dur)}
 	time.Sleep(time.Duration(w.start - mono()))
-	c0 := commandCallsAll(addrs)
+	c0 := serverStatsAll(addrs)
 	pg := startPinger(addrs[0])
 	time.Sleep(time.Duration(w.end - mono()))
 	pg.stop()
-	c1 := commandCallsAll(addrs)
+	c1 := serverStatsAll(addrs)
 	for _, cmd := range cmds {
 		if err := cmd.Wait(); err != nil {
 			fatalf("child of %s: %v", s.name, err)
@@ -359,9 +365,23 @@ func runProcs(cfg *config, s subject) row {
 	r.st.violations = max(r.st.violations, live)
 	if r.st.acq > 0 {
 		r.reqPerAcq = float64(reqs) / float64(r.st.acq)
-		r.cmdPerAcq = float64(c1-c0-int64(len(addrs))-pg.count()) / float64(r.st.acq)
+		r.setServer(c1.sub(c0), len(addrs), pg.count())
 	}
 	return r
+}
+
+// selfCPU is this process's user+system CPU time so far.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// setServer sets the per-acquisition server columns from a window's delta
+// on nodes servers, less the tool's own INFO and PING commands.
+func (r *row) setServer(d serverStat, nodes int, pings int64) {
+	r.cmdPerAcq = float64(d.calls-2*int64(nodes)-pings) / float64(r.st.acq)
+	r.cpuPerAcq = time.Duration(d.cpu * 1e9 / float64(r.st.acq))
 }
 
 // pinger measures PING on its own connection every 2ms while a load runs:
@@ -427,8 +447,8 @@ func (p *pinger) count() int64 {
 func runRedlock(cfg *config, rep *report) {
 	md := &rep.md
 	fmt.Fprintf(md, "### Redlock: 5 independent masters\n\n")
-	md.WriteString("locktag has no Redlock backend yet; its single-node numbers run beside redsync's 5-node Redlock for orientation (see redlockSubjects in bench/adapters.go for the hook).\n\n")
-	fmt.Fprintf(md, "| library | nodes | scenario | c | ops/s | p50 | p99 | hand-over p50 | wait p99 | violations | client req/acq | server cmds/acq |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	md.WriteString("Uncontended p50/p99 are lock+unlock pairs; hot p50/p99 are waits. locktag single-node runs beside the two 5-node Redlocks for orientation (redlockSubjects in bench/adapters.go lists the contenders).\n\n")
+	fmt.Fprintf(md, "| library | nodes | scenario | c | ops/s | p50 | p99 | hand-over p50 | fairness min/max | violations | client req/acq | server cmds/acq | server CPU/acq |\n|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	type cand struct {
 		s     subject
 		addrs []string
@@ -452,8 +472,8 @@ func runRedlock(cfg *config, rep *report) {
 			}
 			r.scenario = "redlock-uncontended"
 			rep.rows = append(rep.rows, r)
-			fmt.Fprintf(md, "| %s | %d | uncontended | %d | %.0f | %s | %s | – | – | %d | %.2f | %.2f |\n",
-				r.lib, len(cd.addrs), c, r.st.rate, fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+			fmt.Fprintf(md, "| %s | %d | uncontended | %d | %.0f | %s | %s | – | – | %d | %.2f | %.2f | %s |\n",
+				r.lib, len(cd.addrs), c, r.st.rate, fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq))
 		}
 	}
 	for _, c := range cfg.cs {
@@ -465,8 +485,8 @@ func runRedlock(cfg *config, rep *report) {
 			}
 			r.scenario = "redlock-hot"
 			rep.rows = append(rep.rows, r)
-			fmt.Fprintf(md, "| %s | %d | hot | %d | %.0f | %s | %s | %s | %s | %d | %.2f | %.2f |\n",
-				r.lib, len(cd.addrs), c, r.st.rate, fmtD(r.st.waitP50), fmtD(r.st.pairP99), fmtD(r.st.gapP50), fmtD(r.st.waitP99), r.st.violations, r.reqPerAcq, r.cmdPerAcq)
+			fmt.Fprintf(md, "| %s | %d | hot | %d | %.0f | %s | %s | %s | %d/%d | %d | %.2f | %.2f | %s |\n",
+				r.lib, len(cd.addrs), c, r.st.rate, fmtD(r.st.waitP50), fmtD(r.st.waitP99), fmtD(r.st.gapP50), r.st.fairMin, r.st.fairMax, r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq))
 		}
 	}
 	md.WriteString("\n")

@@ -116,19 +116,25 @@ func (s *server) stop() {
 	os.RemoveAll(s.dir)
 }
 
-// commandCalls returns the total of calls= in INFO commandstats: every
-// command the server ran, including those run by Lua scripts.
-func commandCalls(addr string) (int64, error) {
+// serverStat is a snapshot of a server's work counters.
+type serverStat struct {
+	calls int64   // total of calls= in INFO commandstats: every command run, including those run by Lua scripts
+	cpu   float64 // used_cpu_user + used_cpu_sys, seconds
+}
+
+func (a serverStat) sub(b serverStat) serverStat { return serverStat{a.calls - b.calls, a.cpu - b.cpu} }
+
+func serverStats(addr string) (serverStat, error) {
+	var st serverStat
 	c, err := redis.Dial("tcp", addr, redis.DialConnectTimeout(time.Second), redis.DialReadTimeout(5*time.Second))
 	if err != nil {
-		return 0, err
+		return st, err
 	}
 	defer c.Close()
 	info, err := redis.String(c.Do("INFO", "commandstats"))
 	if err != nil {
-		return 0, err
+		return st, err
 	}
-	var total int64
 	for _, line := range strings.Split(info, "\n") {
 		_, rest, ok := strings.Cut(line, ":calls=")
 		if !ok {
@@ -136,17 +142,30 @@ func commandCalls(addr string) (int64, error) {
 		}
 		n, _, _ := strings.Cut(rest, ",")
 		v, _ := strconv.ParseInt(n, 10, 64)
-		total += v
+		st.calls += v
 	}
-	return total, nil
+	cpu, err := redis.String(c.Do("INFO", "cpu"))
+	if err != nil {
+		return st, err
+	}
+	for _, line := range strings.Split(cpu, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_user" || k == "used_cpu_sys" {
+			f, _ := strconv.ParseFloat(v, 64)
+			st.cpu += f
+		}
+	}
+	return st, nil
 }
 
-// commandCallsAll sums commandCalls over addrs (minus our own INFO calls).
-func commandCallsAll(addrs []string) int64 {
-	var t int64
+// serverStatsAll sums serverStats over addrs. Each snapshot itself runs two
+// INFO commands per server; callers subtract them.
+func serverStatsAll(addrs []string) serverStat {
+	var t serverStat
 	for _, a := range addrs {
-		n, _ := commandCalls(a)
-		t += n
+		s, _ := serverStats(a)
+		t.calls += s.calls
+		t.cpu += s.cpu
 	}
 	return t
 }

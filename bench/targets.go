@@ -70,10 +70,26 @@ func (rep *report) targets() {
 		x := float64(lt.worstWait99) / float64(id)
 		line("processes: worst-process wait p99 ≤ 1.5× ideal FCFS", fmt.Sprintf("%.2f× (%s vs %s)", x, fmtD(lt.worstWait99), fmtD(id)), x <= 1.5)
 	}
-	if rs, ok := rep.find("redlock-uncontended", "redsync-redlock5", 1); ok {
-		if lt, ok := rep.find("redlock-uncontended", "locktag", 1); ok {
-			fmt.Fprintf(md, "| Redlock 5 nodes: ≥ 1.5× redsync's 5-node pairs/s; p50 c=1 ≤ 2× locktag single-node | no locktag Redlock yet (redsync-redlock5 c=1: %.0f pairs/s, p50 %s = %.1f× locktag single-node p50 %s) | n/a |\n",
-				rs.st.rate, fmtD(rs.st.pairP50), float64(rs.st.pairP50)/float64(lt.st.pairP50), fmtD(lt.st.pairP50))
+	for _, c := range append([]int{1}, rep.cfg.cs...) {
+		rs, ok1 := rep.find("redlock-uncontended", "redsync-redlock5", c)
+		lr, ok2 := rep.find("redlock-uncontended", "locktag-redlock5", c)
+		if ok1 && ok2 && rs.st.rate > 0 {
+			x := lr.st.rate / rs.st.rate
+			line(fmt.Sprintf("Redlock 5 nodes c=%d: pairs/s ≥ 1.5× redsync's", c), fmt.Sprintf("%.2f× (%.0f vs %.0f)", x, lr.st.rate, rs.st.rate), x >= 1.5)
+		}
+		if c != 1 || !ok2 {
+			continue
+		}
+		if one, ok := rep.find("redlock-uncontended", "locktag", 1); ok && one.st.pairP50 > 0 {
+			x := float64(lr.st.pairP50) / float64(one.st.pairP50)
+			line("Redlock 5 nodes c=1: p50 ≤ 2× locktag single-node p50", fmt.Sprintf("%.2f× (%s vs %s)", x, fmtD(lr.st.pairP50), fmtD(one.st.pairP50)), x <= 2)
+		}
+	}
+	for _, c := range rep.cfg.cs {
+		rs, ok1 := rep.find("redlock-hot", "redsync-redlock5", c)
+		lr, ok2 := rep.find("redlock-hot", "locktag-redlock5", c)
+		if ok1 && ok2 && rs.st.rate > 0 {
+			line(fmt.Sprintf("Redlock 5 nodes hot c=%d: CS/s (orientation)", c), fmt.Sprintf("%.2f× redsync (%.0f vs %.0f)", lr.st.rate/rs.st.rate, lr.st.rate, rs.st.rate), true)
 		}
 	}
 	for _, c := range rep.cfg.cs {
