@@ -1,0 +1,102 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktag/locktag/locker"
+)
+
+// driver is a locker.Driver on a go-redis client.
+type driver struct {
+	c redis.UniversalClient
+	// ctxAware is true when the client applies ctx deadlines to its socket
+	// reads and writes itself (ContextTimeoutEnabled); otherwise Eval
+	// enforces ctx on its own.
+	ctxAware bool
+}
+
+// New returns a [locker.Driver] on c: a [redis.Client] (also one made by
+// [redis.NewFailoverClient] for Sentinel), a [redis.ClusterClient], or
+// whatever [redis.NewUniversalClient] returns. Pass it to
+// [locker.NewWithDriver]. The Locker does not close c.
+func New(c redis.UniversalClient) locker.Driver {
+	d := &driver{c: c}
+	switch c := c.(type) {
+	case *redis.Client:
+		d.ctxAware = c.Options().ContextTimeoutEnabled
+	case *redis.ClusterClient:
+		d.ctxAware = c.Options().ContextTimeoutEnabled
+	}
+	return d
+}
+
+func (d *driver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if d.ctxAware || ctx.Done() == nil {
+		return d.eval(ctx, s, keys, args)
+	}
+	// The client would wait for its own ReadTimeout, not for ctx: wait for
+	// the reply here and give up when ctx ends. The command itself stays
+	// bounded by the client's timeouts.
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := d.eval(ctx, s, keys, args)
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (d *driver) eval(ctx context.Context, s *locker.Script, keys []string, args []any) (any, error) {
+	v, err := d.c.EvalSha(ctx, s.Hash(), keys, args...).Result()
+	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
+		// In a Cluster the script cache is per node: this is the first
+		// call on the master that owns keys' slot (or it restarted).
+		v, err = d.c.Eval(ctx, s.Source(), keys, args...).Result()
+	}
+	switch {
+	case err == nil:
+		return normalize(v), nil
+	case errors.Is(err, redis.Nil):
+		return nil, nil
+	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
+		return nil, fmt.Errorf("%w (go-redis: %w)", locker.ErrPoolExhausted, err)
+	}
+	return nil, err
+}
+
+// normalize converts go-redis replies to the Driver contract's types. A
+// script's reply to a RESP3 connection can carry booleans where RESP2 has
+// 1 and nil; they are mapped the RESP2 way.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case bool:
+		if x {
+			return int64(1)
+		}
+		return nil
+	case []any:
+		for i := range x {
+			x[i] = normalize(x[i])
+		}
+		return x
+	default:
+		return v
+	}
+}

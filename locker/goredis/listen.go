@@ -1,0 +1,227 @@
+package goredis
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/locktag/locktag/locker"
+)
+
+// keepalivePrefix names the channel every listener stays subscribed to for
+// its whole life; nothing is published on it. A random suffix puts the
+// listener on a random node of a Cluster (go-redis opens a PubSub on the
+// master of its first channel's slot).
+const keepalivePrefix = "locktag:listener:"
+
+// pingEvery is how often the subscriber connection is checked; a
+// connection that answers nothing (no message, no PONG) for three periods
+// is broken.
+const pingEvery = 10 * time.Second
+
+// dialTimeout bounds Listen when ctx has no deadline.
+const dialTimeout = 10 * time.Second
+
+var errListenerClosed = errors.New("goredis: subscriber connection closed")
+
+// listener is one go-redis PubSub. Its read goroutine is the only reader;
+// Subscribe, Unsubscribe and the pings write through the PubSub, which
+// serialises writes itself.
+type listener struct {
+	ps      *redis.PubSub
+	deliver func(channel, payload string)
+	broken  func(error)
+	done    chan struct{} // closed when the listener is dead (broken or closed)
+
+	mu      sync.Mutex
+	pending map[string][]chan struct{} // channel -> Subscribe calls awaiting confirmation
+	dead    bool                       // broken or closed: broken is not called (again)
+	cause   error                      // a write's error that made abort close the PubSub
+}
+
+func (d *driver) Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (locker.Listener, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, dialTimeout)
+		defer cancel()
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	keepalive := keepalivePrefix + hex.EncodeToString(b[:])
+
+	// Subscribe to the keep-alive channel and wait for its confirmation
+	// before anything else, so a connection that cannot be opened fails
+	// Listen instead of the first waiter.
+	ps := d.c.Subscribe(ctx)
+	if err := ps.Subscribe(ctx, keepalive); err != nil {
+		_ = ps.Close()
+		return nil, err
+	}
+	for {
+		m, err := ps.Receive(ctx)
+		if err != nil {
+			_ = ps.Close()
+			return nil, err
+		}
+		if s, ok := m.(*redis.Subscription); ok && s.Kind == "subscribe" && s.Channel == keepalive {
+			break
+		}
+	}
+	l := &listener{
+		ps:      ps,
+		deliver: deliver,
+		broken:  broken,
+		done:    make(chan struct{}),
+		pending: make(map[string][]chan struct{}),
+	}
+	go l.read()
+	go l.ping()
+	return l, nil
+}
+
+func (l *listener) read() {
+	for {
+		m, err := l.ps.ReceiveTimeout(context.Background(), 3*pingEvery)
+		if err != nil {
+			l.fail(err)
+			return
+		}
+		switch m := m.(type) {
+		case *redis.Message:
+			l.deliver(m.Channel, m.Payload)
+		case *redis.Subscription:
+			if m.Kind == "subscribe" {
+				l.confirm(m.Channel)
+			}
+		case *redis.Pong:
+		}
+	}
+}
+
+// confirm wakes the oldest Subscribe call waiting for channel.
+func (l *listener) confirm(channel string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w := l.pending[channel]
+	if len(w) == 0 {
+		return
+	}
+	close(w[0])
+	if len(w) == 1 {
+		delete(l.pending, channel)
+	} else {
+		l.pending[channel] = w[1:]
+	}
+}
+
+// fail ends the listener after an error on its connection; only the read
+// goroutine calls it. go-redis may already have reconnected and
+// re-subscribed underneath, but messages sent in between are lost: the
+// PubSub is closed and the locker is told, once.
+func (l *listener) fail(err error) {
+	l.mu.Lock()
+	dead := l.dead
+	l.dead = true
+	if l.cause != nil {
+		err = l.cause
+	}
+	l.mu.Unlock()
+	if dead {
+		return // closed by Close
+	}
+	close(l.done)
+	_ = l.ps.Close()
+	l.broken(err)
+}
+
+// abort closes the PubSub after a failed write (SUBSCRIBE, UNSUBSCRIBE,
+// PING); the read goroutine's Receive then fails and reports err through
+// fail. broken is never called from a write: Unsubscribe runs with the
+// locker's own lock held, which broken takes too.
+func (l *listener) abort(err error) {
+	l.mu.Lock()
+	if l.cause == nil {
+		l.cause = err
+	}
+	l.mu.Unlock()
+	_ = l.ps.Close()
+}
+
+func (l *listener) ping() {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
+			err := l.ps.Ping(ctx)
+			cancel()
+			if err != nil {
+				l.abort(fmt.Errorf("goredis: ping: %w", err))
+				return
+			}
+		}
+	}
+}
+
+func (l *listener) Subscribe(ctx context.Context, channel string) error {
+	ch := make(chan struct{})
+	l.mu.Lock()
+	if l.dead {
+		l.mu.Unlock()
+		return errListenerClosed
+	}
+	l.pending[channel] = append(l.pending[channel], ch)
+	l.mu.Unlock()
+	if err := l.ps.Subscribe(ctx, channel); err != nil {
+		// The connection may have been replaced underneath: see fail.
+		l.abort(err)
+		return err
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-l.done:
+		return errListenerClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *listener) Unsubscribe(channel string) error {
+	l.mu.Lock()
+	dead := l.dead
+	l.mu.Unlock()
+	if dead {
+		return errListenerClosed
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
+	defer cancel()
+	if err := l.ps.Unsubscribe(ctx, channel); err != nil {
+		l.abort(err)
+		return err
+	}
+	return nil
+}
+
+func (l *listener) Close() error {
+	l.mu.Lock()
+	if l.dead {
+		l.mu.Unlock()
+		return nil
+	}
+	l.dead = true
+	l.mu.Unlock()
+	close(l.done)
+	// The reader's Receive fails with ErrClosed and returns; broken is not
+	// called for it.
+	return l.ps.Close()
+}
