@@ -1,0 +1,273 @@
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+)
+
+// Cluster is a local Redis Cluster: redis-server processes with
+// cluster-enabled on loopback ports, joined by `redis-cli --cluster
+// create`. Each node's cluster bus has its own free port (cluster-port),
+// so client ports need no room above them.
+type Cluster struct {
+	// Nodes are every node of the cluster, masters and replicas, in the
+	// order given to redis-cli (which makes the first ones masters).
+	Nodes []*Server
+}
+
+// StartCluster starts a Redis Cluster of masters masters, each with
+// replicas replicas, and waits until every node reports cluster_state:ok and
+// knows every other node. Every node is stopped when the test ends. The
+// test is skipped when redis-cli is missing and LOCKTAG_SKIP_REDIS=1;
+// otherwise it fails (redis-cli is in Debian's redis-tools package, a
+// dependency of redis-server).
+func StartCluster(t testing.TB, masters, replicas int) *Cluster {
+	t.Helper()
+	if masters < 3 {
+		t.Fatal("redistest: a Redis Cluster needs at least 3 masters")
+	}
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		if os.Getenv("LOCKTAG_SKIP_REDIS") == "1" {
+			t.Skip("redis-cli not installed (LOCKTAG_SKIP_REDIS=1)")
+		}
+		t.Fatal("redistest: redis-cli not found on PATH: install it (apt-get install -y redis-tools)")
+	}
+	n := masters * (1 + replicas)
+	c := &Cluster{Nodes: make([]*Server, n)}
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range c.Nodes {
+		wg.Go(func() { c.Nodes[i], errs[i] = launchClusterNode() })
+	}
+	wg.Wait()
+	for _, s := range c.Nodes {
+		if s != nil {
+			s.t = t
+			t.Cleanup(s.Close)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"--cluster", "create"}
+	args = append(args, c.Addrs()...)
+	args = append(args, "--cluster-replicas", strconv.Itoa(replicas), "--cluster-yes")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "redis-cli", args...).CombinedOutput(); err != nil {
+		t.Fatalf("redistest: redis-cli --cluster create: %v\n%s", err, out)
+	}
+	if err := c.waitReady(30 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// launchClusterNode starts one cluster-enabled node; a bus port taken
+// between choosing and binding it costs another attempt.
+func launchClusterNode() (*Server, error) {
+	var lastErr error
+	for attempt := 0; attempt < 3; attempt++ {
+		bus, err := freePort()
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		s, err := Launch(WithArgs(
+			"--cluster-enabled", "yes",
+			"--cluster-config-file", "nodes.conf", // in the server's own directory
+			"--cluster-node-timeout", "2000",
+			"--cluster-port", strconv.Itoa(bus),
+		))
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+	}
+	return nil, lastErr
+}
+
+// Addrs are the host:port of every node, for a go-redis ClusterClient's
+// Addrs or redis-cli.
+func (c *Cluster) Addrs() []string {
+	out := make([]string, len(c.Nodes))
+	for i, s := range c.Nodes {
+		out[i] = s.Addr()
+	}
+	return out
+}
+
+// waitReady polls every running node until it reports cluster_state:ok
+// with all slots assigned and knows every node of the cluster.
+func (c *Cluster) waitReady(within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		err := c.ready()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("redistest: cluster not ready within %v: %w", within, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a server, not synchronising goroutines
+	}
+}
+
+func (c *Cluster) ready() error {
+	for _, s := range c.Nodes {
+		if !s.Running() {
+			continue
+		}
+		info, err := redis.String(s.Do("CLUSTER", "INFO"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Addr(), err)
+		}
+		f := infoFields(info)
+		if f["cluster_state"] != "ok" || f["cluster_slots_ok"] != "16384" ||
+			f["cluster_known_nodes"] != strconv.Itoa(len(c.Nodes)) {
+			return fmt.Errorf("%s: state %s, slots ok %s, known nodes %s", s.Addr(),
+				f["cluster_state"], f["cluster_slots_ok"], f["cluster_known_nodes"])
+		}
+	}
+	return nil
+}
+
+// WaitReady waits until every running node reports cluster_state:ok again
+// (after a failover, say) and fails the test otherwise.
+func (c *Cluster) WaitReady(t testing.TB, within time.Duration) {
+	t.Helper()
+	if err := c.waitReady(within); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// infoFields parses "name:value" lines of INFO or CLUSTER INFO.
+func infoFields(info string) map[string]string {
+	f := make(map[string]string)
+	for _, line := range strings.Split(info, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			f[k] = v
+		}
+	}
+	return f
+}
+
+// Masters returns the nodes that are masters now, as the first running
+// node's CLUSTER NODES sees them.
+func (c *Cluster) Masters(t testing.TB) []*Server {
+	t.Helper()
+	var out []*Server
+	for _, n := range c.clusterNodes(t) {
+		if n.master && !n.failed {
+			out = append(out, c.byAddr(n.addr))
+		}
+	}
+	return out
+}
+
+// KeySlot returns the hash slot of key (CLUSTER KEYSLOT).
+func (c *Cluster) KeySlot(t testing.TB, key string) int {
+	t.Helper()
+	slot, err := redis.Int(c.running(t).Do("CLUSTER", "KEYSLOT", key))
+	if err != nil {
+		t.Fatalf("redistest: CLUSTER KEYSLOT %q: %v", key, err)
+	}
+	return slot
+}
+
+// MasterOf returns the master that serves slot now.
+func (c *Cluster) MasterOf(t testing.TB, slot int) *Server {
+	t.Helper()
+	for _, n := range c.clusterNodes(t) {
+		if !n.master || n.failed {
+			continue
+		}
+		for _, r := range n.slots {
+			if slot >= r[0] && slot <= r[1] {
+				return c.byAddr(n.addr)
+			}
+		}
+	}
+	t.Fatalf("redistest: no master serves slot %d", slot)
+	return nil
+}
+
+type clusterNode struct {
+	addr   string
+	master bool
+	failed bool
+	slots  [][2]int
+}
+
+// clusterNodes parses CLUSTER NODES of the first running node:
+// "<id> <ip:port@bus> <flags> <master> <ping> <pong> <epoch> <link> <slot>...".
+func (c *Cluster) clusterNodes(t testing.TB) []clusterNode {
+	t.Helper()
+	out, err := redis.String(c.running(t).Do("CLUSTER", "NODES"))
+	if err != nil {
+		t.Fatalf("redistest: CLUSTER NODES: %v", err)
+	}
+	var nodes []clusterNode
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		addr, _, _ := strings.Cut(f[1], "@")
+		n := clusterNode{addr: addr}
+		for _, flag := range strings.Split(f[2], ",") {
+			switch flag {
+			case "master":
+				n.master = true
+			case "fail", "fail?":
+				n.failed = true
+			}
+		}
+		for _, r := range f[8:] {
+			if strings.HasPrefix(r, "[") {
+				continue // a slot being migrated
+			}
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 == nil && err2 == nil {
+				n.slots = append(n.slots, [2]int{a, b})
+			}
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes
+}
+
+func (c *Cluster) running(t testing.TB) *Server {
+	t.Helper()
+	for _, s := range c.Nodes {
+		if s.Running() {
+			return s
+		}
+	}
+	t.Fatal("redistest: no cluster node is running")
+	return nil
+}
+
+func (c *Cluster) byAddr(addr string) *Server {
+	for _, s := range c.Nodes {
+		if s.Addr() == addr {
+			return s
+		}
+	}
+	return nil
+}
