@@ -1,0 +1,466 @@
+package interceptor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+	"google.golang.org/genproto/googleapis/rpc/errdetails"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+)
+
+// userScope scopes keys by x-user metadata (a stand-in for real auth).
+var userScope = WithScope(func(ctx context.Context) (string, error) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get("x-user"); len(v) == 1 {
+		return v[0], nil
+	}
+	return "", nil
+})
+
+// recoverPanics turns a handler panic into Internal, as a recovery
+// interceptor would (grpc-go itself does not recover).
+func recoverPanics(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, status.Errorf(codes.Internal, "panic: %v", r)
+		}
+	}()
+	return h(ctx, req)
+}
+
+// idemServe serves impl behind the guard on Reserve built with lk, after
+// extra interceptors... and returns a client.
+func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...IdempotencyOption) testpb.InventoryClient {
+	t.Helper()
+	g, err := NewIdempotency(lk, []string{methodReserve}, append([]IdempotencyOption{userScope}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := append([]grpc.UnaryServerInterceptor{recoverPanics, g.Unary()}, after...)
+	return startServer(t, impl, grpc.ChainUnaryInterceptor(chain...))
+}
+
+// counting answers with the number of its execution.
+func counting(impl *inventory) func(context.Context, *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+	return func(ctx context.Context, req *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+		return &testpb.ReserveResponse{Token: impl.calls.Load()}, nil
+	}
+}
+
+type callResult struct {
+	resp            *testpb.ReserveResponse
+	err             error
+	header, trailer metadata.MD
+}
+
+func (r callResult) replayed() bool {
+	return len(r.header.Get(ReplayedMetadata)) == 1 && len(r.trailer.Get(ReplayedMetadata)) == 1
+}
+
+func reserve(t testing.TB, c testpb.InventoryClient, key, user string, req *testpb.ReserveRequest) callResult {
+	kv := []string{"x-user", user}
+	if key != "" {
+		kv = append(kv, IdempotencyKeyMetadata, key)
+	}
+	ctx, cancel := context.WithTimeout(metadataCtx(context.Background(), kv...), 20*time.Second)
+	defer cancel()
+	var r callResult
+	r.resp, r.err = c.Reserve(ctx, req, grpc.Header(&r.header), grpc.Trailer(&r.trailer))
+	return r
+}
+
+func sku(s string) *testpb.ReserveRequest { return &testpb.ReserveRequest{Sku: s, Qty: 1} }
+
+// sameOutcome fails unless replay repeats first, marked as a replay.
+func sameOutcome(t *testing.T, first, replay callResult) {
+	t.Helper()
+	if !replay.replayed() {
+		t.Fatalf("replay without %s: header %v trailer %v", ReplayedMetadata, replay.header, replay.trailer)
+	}
+	if first.replayed() {
+		t.Fatal("the first call is marked as a replay")
+	}
+	if !proto.Equal(first.resp, replay.resp) || !proto.Equal(status.Convert(first.err).Proto(), status.Convert(replay.err).Proto()) {
+		t.Fatalf("replay %v %v, first %v %v", replay.resp, replay.err, first.resp, first.err)
+	}
+}
+
+func wantReason(t *testing.T, err error, c codes.Code, reason string) {
+	t.Helper()
+	st := wantCode(t, err, c)
+	if ei := errorInfo(st); ei == nil || ei.Reason != reason || ei.Domain != ErrorDomain {
+		t.Fatalf("status %v: ErrorInfo %v, want reason %s", st, ei, reason)
+	}
+}
+
+func TestIdempotencyUnaryReplay(t *testing.T) {
+	e := newEnv(t)
+	impl := &inventory{}
+	impl.reserve = counting(impl)
+	c := idemServe(t, e.lk, impl, nil)
+	first := reserve(t, c, "k1", "alice", sku("a"))
+	if first.err != nil || first.resp.Token != 1 {
+		t.Fatalf("first: %v %v", first.resp, first.err)
+	}
+	sameOutcome(t, first, reserve(t, c, "k1", "alice", sku("a")))
+	sameOutcome(t, first, reserve(t, c, `"k1"`, "alice", sku("a")))
+	wantReason(t, reserve(t, c, "k1", "alice", sku("b")).err, codes.FailedPrecondition, ReasonKeyReused)
+
+	// An error status with details is an outcome too, replayed as it was.
+	impl.reserve = func(context.Context, *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+		return nil, withDetails(codes.NotFound, "no such sku", &errdetails.ResourceInfo{ResourceName: "sku"})
+	}
+	nf := reserve(t, c, "k2", "alice", sku("x"))
+	wantCode(t, nf.err, codes.NotFound)
+	sameOutcome(t, nf, reserve(t, c, "k2", "alice", sku("x")))
+	if n := impl.calls.Load(); n != 2 {
+		t.Fatalf("%d executions, want 2", n)
+	}
+}
+
+func TestIdempotencyUnaryScope(t *testing.T) {
+	e := newEnv(t)
+	impl := &inventory{}
+	impl.reserve = counting(impl)
+	c := idemServe(t, e.lk, impl, nil)
+	a := reserve(t, c, "shared", "alice", sku("a"))
+	b := reserve(t, c, "shared", "bob", sku("a"))
+	if b.err != nil || b.replayed() || b.resp.Token == a.resp.Token {
+		t.Fatalf("bob got alice's outcome: %v %v", b.resp, b.err)
+	}
+	sameOutcome(t, a, reserve(t, c, "shared", "alice", sku("a")))
+	wantReason(t, reserve(t, c, "shared", "", sku("a")).err, codes.Unauthenticated, ReasonScopeUnresolved)
+}
+
+// scripts counts the scripts Redis has run.
+func scripts(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	s, err := redis.String(srv.Do("INFO", "commandstats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for line := range strings.Lines(s) {
+		if _, rest, ok := strings.Cut(line, "cmdstat_eval"); ok {
+			var calls int
+			_, _ = fmt.Sscanf(rest[strings.Index(rest, "calls=")+6:], "%d", &calls)
+			n += calls
+		}
+	}
+	return n
+}
+
+func TestIdempotencyUnaryBadKeys(t *testing.T) {
+	e := newEnv(t)
+	impl := &inventory{}
+	c := idemServe(t, e.lk, impl, nil, WithMaxKeyLen(8))
+	before := scripts(t, e.redis)
+	wantReason(t, reserve(t, c, "", "alice", sku("a")).err, codes.InvalidArgument, ReasonKeyMissing)
+	for _, key := range []string{"123456789", `"open`, "two words", `"bad\x"`} {
+		wantReason(t, reserve(t, c, key, "alice", sku("a")).err, codes.InvalidArgument, ReasonKeyInvalid)
+	}
+	ctx := metadataCtx(context.Background(), "x-user", "alice", IdempotencyKeyMetadata, "a", IdempotencyKeyMetadata, "b")
+	_, err := c.Reserve(ctx, sku("a"))
+	wantReason(t, err, codes.InvalidArgument, ReasonKeyInvalid)
+	if after := scripts(t, e.redis); after != before || impl.calls.Load() != 0 {
+		t.Fatalf("bad keys reached Redis (%d scripts) or the handler (%d)", after-before, impl.calls.Load())
+	}
+}
+
+func TestIdempotencyUnaryOptionalKey(t *testing.T) {
+	e := newEnv(t)
+	impl := &inventory{}
+	c := idemServe(t, e.lk, impl, nil, WithOptionalKey())
+	for range 2 {
+		if r := reserve(t, c, "", "alice", sku("a")); r.err != nil {
+			t.Fatal(r.err)
+		}
+	}
+	if impl.calls.Load() != 2 {
+		t.Fatal("calls without a key were not run unguarded")
+	}
+}
+
+func TestNewIdempotencyErrors(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name    string
+		methods []string
+		opts    []IdempotencyOption
+		want    error
+	}{
+		{"no scope", []string{methodReserve}, nil, ErrNoScope},
+		{"scope and public", []string{methodReserve}, []IdempotencyOption{userScope, WithPublicScope()}, ErrBadOption},
+		{"stream", []string{methodWatch}, []IdempotencyOption{userScope}, ErrUnknownMethod},
+		{"unknown", []string{"/x.Y/Z"}, []IdempotencyOption{userScope}, ErrUnknownMethod},
+		{"bad lease", []string{methodReserve}, []IdempotencyOption{userScope, WithInFlightLease(0)}, ErrBadOption},
+	} {
+		if _, err := NewIdempotency(e.lk, tc.methods, tc.opts...); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+}
+
+func TestIdempotencyUnaryPanicFreesKey(t *testing.T) {
+	e := newEnv(t)
+	impl := &inventory{}
+	var fail atomic.Bool
+	fail.Store(true)
+	impl.reserve = func(ctx context.Context, req *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+		if fail.Load() {
+			panic("boom")
+		}
+		return counting(impl)(ctx, req)
+	}
+	c := idemServe(t, e.lk, impl, nil)
+	wantCode(t, reserve(t, c, "k", "alice", sku("a")).err, codes.Internal)
+	fail.Store(false)
+	retry := reserve(t, c, "k", "alice", sku("a"))
+	if retry.err != nil || retry.replayed() {
+		t.Fatalf("retry after a panic: %v, replayed %v", retry.err, retry.replayed())
+	}
+	sameOutcome(t, retry, reserve(t, c, "k", "alice", sku("a")))
+}
+
+// flakyDriver fails every script while down is set (a process cut off
+// from Redis, or dead).
+type flakyDriver struct {
+	locker.Driver
+	down atomic.Bool
+}
+
+func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+	if f.down.Load() {
+		return nil, errors.New("flaky: connection refused")
+	}
+	return f.Driver.Eval(ctx, s, keys, args...)
+}
+
+func TestIdempotencyUnaryCrash(t *testing.T) {
+	e := newEnv(t)
+	f := &flakyDriver{Driver: locker.RedigoDriver(e.redis.Pool(t))}
+	crashing := locker.NewWithDriver(f)
+	t.Cleanup(func() { _ = crashing.Close() })
+	lease := WithInFlightLease(300 * time.Millisecond)
+	entered, resume := make(chan struct{}), make(chan struct{})
+	impl1, impl2 := &inventory{}, &inventory{}
+	impl1.reserve = func(context.Context, *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+		close(entered)
+		<-resume
+		return &testpb.ReserveResponse{Token: 111}, nil
+	}
+	impl2.reserve = func(context.Context, *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+		return &testpb.ReserveResponse{Token: 222}, nil
+	}
+	c1, c2 := idemServe(t, crashing, impl1, nil, lease), idemServe(t, e.lk, impl2, nil, lease)
+	done := make(chan callResult, 1)
+	go func() { done <- reserve(t, c1, "k", "alice", sku("a")) }()
+	recv(t, entered, "the first handler")
+	f.down.Store(true)
+	wantReason(t, reserve(t, c2, "k", "alice", sku("a")).err, codes.Aborted, ReasonInFlight)
+	var retry callResult
+	waitFor(t, "the retry to run after the lease", func() bool {
+		retry = reserve(t, c2, "k", "alice", sku("a"))
+		return status.Code(retry.err) != codes.Aborted
+	})
+	if retry.err != nil || retry.resp.Token != 222 {
+		t.Fatalf("retry: %v %v", retry.resp, retry.err)
+	}
+	close(resume)
+	recv(t, done, "the first call")
+	f.down.Store(false)
+	sameOutcome(t, retry, reserve(t, c1, "k", "alice", sku("a")))
+}
+
+func TestIdempotencyUnaryPolicies(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		opts    []IdempotencyOption
+		fail    bool // the first call fails with Internal
+		replays bool // the retry replays (else runs again)
+	}{
+		{"oversize keep", []IdempotencyOption{WithMaxResponseBytes(4)}, false, false},
+		{"oversize release", []IdempotencyOption{WithMaxResponseBytes(4), WithOversizePolicy(OversizeReleaseKey)}, false, false},
+		{"server error stored", nil, true, true},
+		{"server error released", []IdempotencyOption{WithServerErrorPolicy(ReleaseServerErrors)}, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			impl := &inventory{}
+			impl.reserve = func(ctx context.Context, req *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+				if tc.fail && impl.calls.Load() == 1 {
+					return nil, status.Error(codes.Internal, "database failed")
+				}
+				return &testpb.ReserveResponse{Token: 1 << 40}, nil // more than 4 bytes marshalled
+			}
+			c := idemServe(t, e.lk, impl, nil, tc.opts...)
+			first := reserve(t, c, "k", "alice", sku("a"))
+			if (first.err != nil) != tc.fail {
+				t.Fatalf("first: %v", first.err)
+			}
+			retry := reserve(t, c, "k", "alice", sku("a"))
+			switch {
+			case tc.replays:
+				sameOutcome(t, first, retry)
+			case tc.name == "oversize keep":
+				st := wantCode(t, retry.err, codes.FailedPrecondition)
+				if ei := errorInfo(st); ei == nil || ei.Reason != ReasonResponseNotStored || ei.Metadata["firstCode"] != "OK" {
+					t.Fatalf("not-stored status %v", st)
+				}
+			default:
+				if retry.err != nil || retry.replayed() || impl.calls.Load() != 2 {
+					t.Fatalf("retry %v, replayed %v, %d calls; want a fresh run", retry.err, retry.replayed(), impl.calls.Load())
+				}
+			}
+		})
+	}
+}
+
+func TestIdempotencyUnaryReplayWait(t *testing.T) {
+	e := newEnv(t)
+	entered, resume := make(chan struct{}), make(chan struct{})
+	impl := &inventory{}
+	impl.reserve = func(ctx context.Context, req *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+		if impl.calls.Load() == 1 {
+			close(entered)
+			<-resume
+		}
+		return counting(impl)(ctx, req)
+	}
+	c := idemServe(t, e.lk, impl, nil, WithReplayWait(10*time.Second))
+	first, second := make(chan callResult, 1), make(chan callResult, 1)
+	go func() { first <- reserve(t, c, "k", "alice", sku("a")) }()
+	recv(t, entered, "the first handler")
+	go func() { second <- reserve(t, c, "k", "alice", sku("a")) }()
+	waitFor(t, "the second call waiting", func() bool {
+		keys, _ := redis.Strings(e.redis.Do("KEYS", "locktag:*:rw"))
+		return len(keys) == 1
+	})
+	close(resume)
+	f := recv(t, first, "the first call")
+	sameOutcome(t, f, recv(t, second, "the replay"))
+	if impl.calls.Load() != 1 {
+		t.Fatalf("%d executions, want 1", impl.calls.Load())
+	}
+}
+
+// TestIdempotencyUnaryWithLock: the guard before the lock interceptor; a
+// busy lock is not stored as the key's outcome.
+func TestIdempotencyUnaryWithLock(t *testing.T) {
+	e := newEnv(t)
+	impl := &inventory{}
+	impl.reserve = counting(impl)
+	ic, err := New(e.lk, Rules{methodReserve: `key:"sku:{req.sku}"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := idemServe(t, e.lk, impl, []grpc.UnaryServerInterceptor{ic.Unary()})
+	held := e.hold(t, "sku:a")
+	wantReason(t, reserve(t, c, "k", "alice", sku("a")).err, codes.Aborted, ReasonBusy)
+	if err := held.Release(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	first := reserve(t, c, "k", "alice", sku("a"))
+	if first.err != nil || first.replayed() {
+		t.Fatalf("after the lock is free: %v", first.err)
+	}
+	sameOutcome(t, first, reserve(t, c, "k", "alice", sku("a")))
+	if impl.calls.Load() != 1 {
+		t.Fatalf("%d executions, want 1", impl.calls.Load())
+	}
+}
+
+// TestIdempotencyUnaryExactlyOnce: 50 identical concurrent calls over five
+// servers, each with its own Locker and pool → one execution; the others
+// Aborted or the identical replay (with a replay wait: the replay). The
+// control sends the same workload to unguarded servers.
+func TestIdempotencyUnaryExactlyOnce(t *testing.T) {
+	const procs, calls = 5, 50
+	for _, tc := range []struct {
+		name  string
+		opts  []IdempotencyOption
+		guard bool
+	}{
+		{"aborted or replay", nil, true},
+		{"wait and replay", []IdempotencyOption{WithReplayWait(10 * time.Second)}, true},
+		{"control: no guard", nil, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			var executions atomic.Int64
+			clients := make([]testpb.InventoryClient, procs)
+			for i := range clients {
+				impl := &inventory{}
+				impl.reserve = func(context.Context, *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+					n := executions.Add(1)
+					time.Sleep(20 * time.Millisecond) // the work
+					return &testpb.ReserveResponse{Token: n}, nil
+				}
+				if !tc.guard {
+					clients[i] = startServer(t, impl)
+					continue
+				}
+				lk := locker.New(srv.Pool(t))
+				t.Cleanup(func() { _ = lk.Close() })
+				clients[i] = idemServe(t, lk, impl, nil, tc.opts...)
+			}
+			res := make([]callResult, calls)
+			var start, wg sync.WaitGroup
+			start.Add(1)
+			for i := range calls {
+				wg.Go(func() {
+					start.Wait()
+					res[i] = reserve(t, clients[i%procs], "same-key", "alice", sku("a"))
+				})
+			}
+			start.Done()
+			wg.Wait()
+			var executed *callResult
+			seen := map[string]int{}
+			for i, r := range res {
+				switch {
+				case status.Code(r.err) == codes.Aborted:
+					seen["aborted"]++
+				case r.replayed():
+					seen["replay"]++
+				default:
+					seen[status.Code(r.err).String()]++
+					executed = &res[i]
+				}
+			}
+			n := executions.Load()
+			t.Logf("%d calls over %d servers: %d executions; outcomes %v", calls, procs, n, seen)
+			if !tc.guard {
+				if n <= 1 {
+					t.Fatalf("control: %d executions; the counter cannot see a double execution", n)
+				}
+				return
+			}
+			if n != 1 || seen["OK"] != 1 || seen["aborted"]+seen["replay"] != calls-1 {
+				t.Fatalf("%d executions, outcomes %v; want 1 execution, the rest Aborted or replay", n, seen)
+			}
+			for _, r := range res {
+				if r.replayed() {
+					sameOutcome(t, *executed, r)
+				}
+			}
+			if len(tc.opts) > 0 && seen["replay"] != calls-1 {
+				t.Fatalf("with a replay wait: %v, want %d replays", seen, calls-1)
+			}
+		})
+	}
+}
