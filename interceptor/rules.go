@@ -165,7 +165,7 @@ func compileRule(method, tag string, o *options) (*rule, bool, error) {
 		method:   method,
 		name:     name,
 		key:      key,
-		params:   locker.Params{TTL: spec.Expire, Wait: spec.Wait},
+		params:   locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: name, Template: spec.Key.String()},
 		failOpen: o.failOpenAll,
 	}
 	return r, m.streaming, nil

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"sync"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Lease is a held lock. Its Context is cancelled with cause ErrLockLost when
@@ -35,6 +37,8 @@ type Lease struct {
 	deadline time.Time // local, conservative end of the lease
 	expiry   *time.Timer
 	renewal  *time.Timer
+	span     trace.Span // locktag.hold
+	since    time.Time  // obtained
 }
 
 type ctxKey struct{}
@@ -66,7 +70,10 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 	le := &Lease{l: l, key: key, n: n, token: token, fence: fence, holds: 1, t: t, live: 1, deadline: until}
 	le.root = le
 	le.parent = FromContext(ctx)
-	cctx, cancel := context.WithCancelCause(ctx)
+	le.since = time.Now()
+	hctx, span := l.tel.startHold(ctx, key, t.params, fence)
+	le.span = span
+	cctx, cancel := context.WithCancelCause(hctx)
 	le.cancel = cancel
 	le.ctx = context.WithValue(cctx, ctxKey{}, le)
 	le.mu.Lock()
@@ -205,6 +212,13 @@ func (root *Lease) extend(ctx context.Context, ttl time.Duration) (bool, error) 
 // timeout. It returns ErrNotHeld, touching nothing, when the lock is no
 // longer held by this lease (lost, expired, or released before).
 func (le *Lease) Release(ctx context.Context) error {
+	span := le.l.tel.startRelease(ctx)
+	err := le.release(ctx)
+	le.l.tel.endRelease(span, le, err)
+	return err
+}
+
+func (le *Lease) release(ctx context.Context) error {
 	root := le.root
 	root.mu.Lock()
 	if le.released {
@@ -262,6 +276,7 @@ func (root *Lease) finish(cause error) {
 	root.stopLocked()
 	root.mu.Unlock()
 	root.cancel(cause)
+	root.l.tel.endHold(root.span, root.since, root.t.params, cause)
 }
 
 // lose marks the lock lost.
@@ -291,6 +306,7 @@ func (root *Lease) renew() {
 	sent := time.Now()
 	ok, err := root.extend(ctx, ttl)
 	cancel()
+	root.l.tel.renewed(root.span, root.t.params, ok, err)
 
 	root.mu.Lock()
 	if root.done {

@@ -21,6 +21,7 @@ type Locker struct {
 	// The single node's driver and hub (nodes[0]), for the one-node paths.
 	drv Driver
 	hub *hub
+	tel *telemetry
 }
 
 // node is one Redis master with its shared subscriber connection.
@@ -49,6 +50,7 @@ func newLocker(ds []Driver, opts []Option) *Locker {
 		l.nodes = append(l.nodes, &node{drv: d, hub: newHub(d, &l.o)})
 	}
 	l.drv, l.hub = l.nodes[0].drv, l.nodes[0].hub
+	l.tel = newTelemetry(&l.o)
 	return l
 }
 
@@ -77,6 +79,13 @@ type Params struct {
 	// Wait is how long to wait for a busy lock. Zero fails at once with
 	// ErrNotObtained. The wait never outlasts ctx.
 	Wait time.Duration
+	// Name is the low-cardinality name spans and metrics carry (attribute
+	// locktag.lock.name): the route or full method for the adapters. It
+	// defaults to Template, or "locker".
+	Name string
+	// Template is the key template the name was made from, for spans
+	// (attribute locktag.key.template). Optional.
+	Template string
 }
 
 // Obtain takes the lock named key. It returns a Lease, or an error matching
@@ -93,6 +102,14 @@ type Params struct {
 // waiter also re-checks when the holder's lease would run out, so a lost
 // notification costs at most one lease.
 func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, error) {
+	start := time.Now()
+	span := l.tel.startObtain(ctx, key, p)
+	le, err := l.obtain(ctx, key, p)
+	l.tel.endObtain(span, start, p, le, err)
+	return le, err
+}
+
+func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, error) {
 	if key == "" {
 		return nil, ErrEmptyKey
 	}
@@ -102,7 +119,7 @@ func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if held := heldIn(ctx, l, key); held != nil {
 		return l.reenter(ctx, held, p)
 	}
-	t := terms{ttl: p.TTL, wait: p.Wait}
+	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
 	if t.ttl <= 0 {
 		t.ttl, t.watchdog = l.o.lease, true
 	}
@@ -138,6 +155,7 @@ type terms struct {
 	ttl      time.Duration
 	wait     time.Duration
 	watchdog bool
+	params   Params // as given, for telemetry
 }
 
 func (l *Locker) acquire(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string) (reply, error) {
@@ -185,6 +203,7 @@ func (l *Locker) callCtx(ctx context.Context) (context.Context, context.CancelFu
 // wait waits for a hand-over after a busy first try (r, sent when sent).
 func (l *Locker) wait(ctx context.Context, key string, n names, token string, t terms, w *waiter, sent time.Time, r reply) (*Lease, error) {
 	waitUntil := sent.Add(t.wait)
+	defer l.tel.waiting(t.params)()
 	var sub *subscription
 	defer func() { l.hub.leave(sub) }()
 	safety := time.NewTimer(time.Hour)

@@ -1,6 +1,11 @@
 package locker
 
-import "time"
+import (
+	"time"
+
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
 
 // Option configures a Locker.
 type Option func(*options)
@@ -13,6 +18,10 @@ type options struct {
 	linger      time.Duration
 	drift       float64
 	nodeTimeout time.Duration
+
+	tracerProvider trace.TracerProvider
+	meterProvider  metric.MeterProvider
+	keyAttribute   bool
 }
 
 var defaultOptions = options{
@@ -99,4 +108,23 @@ func WithNodeTimeout(d time.Duration) Option {
 			o.nodeTimeout = d
 		}
 	}
+}
+
+// WithTracerProvider sets where spans go. The default is the global
+// provider (otel.GetTracerProvider) at the time New is called.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) { o.tracerProvider = tp }
+}
+
+// WithMeterProvider sets where metrics go. The default is the global
+// provider (otel.GetMeterProvider) at the time New is called.
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(o *options) { o.meterProvider = mp }
+}
+
+// WithKeyAttribute adds the resolved lock name (attribute locktag.key) to
+// spans. It is off by default: names often hold user or order ids, which
+// have no place in traces unless you decide so. Metrics never carry it.
+func WithKeyAttribute(on bool) Option {
+	return func(o *options) { o.keyAttribute = on }
 }

@@ -246,6 +246,7 @@ func (l *Locker) obtainQuorum(ctx context.Context, key string, t terms) (*Lease,
 		}
 		left := time.Until(waitUntil)
 		if w == nil {
+			defer l.tel.waiting(t.params)()
 			w = newWaiter(token)
 			missed := false
 			for i, nd := range l.nodes {

@@ -3,6 +3,7 @@ package locker
 import (
 	_ "embed"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -86,10 +87,21 @@ type names struct {
 }
 
 func (l *Locker) names(key string) names {
-	base := l.o.prefix + "{" + key + "}"
+	// One allocation for all five names: they are slices of one string.
+	var b strings.Builder
+	n := len(l.o.prefix) + len(key) + 2
+	b.Grow(5*n + 8)
+	for _, suffix := range [...]string{"", ":f", ":q", ":w", ":c"} {
+		b.WriteString(l.o.prefix)
+		b.WriteByte('{')
+		b.WriteString(key)
+		b.WriteByte('}')
+		b.WriteString(suffix)
+	}
+	all := b.String()
 	return names{
-		keys:    []string{base, base + ":f", base + ":q", base + ":w"},
-		channel: base + ":c",
+		keys:    []string{all[:n], all[n : 2*n+2], all[2*n+2 : 3*n+4], all[3*n+4 : 4*n+6]},
+		channel: all[4*n+6:],
 	}
 }
 

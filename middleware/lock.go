@@ -111,7 +111,7 @@ func (m *middleware) compile(tag string, routeParams []string) (*route, error) {
 	}
 	return &route{
 		key:        key,
-		params:     locker.Params{TTL: spec.Expire, Wait: spec.Wait},
+		params:     locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: spec.Name, Template: spec.Key.String()},
 		retryAfter: retryAfter(spec.Wait),
 	}, nil
 }
@@ -131,7 +131,11 @@ func (m *middleware) serve(c *gin.Context, rt *route) {
 		return
 	}
 	orig := c.Request
-	lease, err := m.l.Obtain(orig.Context(), name, rt.params)
+	p := rt.params
+	if p.Name == "" {
+		p.Name = c.FullPath() // the route: low cardinality, for spans and metrics
+	}
+	lease, err := m.l.Obtain(orig.Context(), name, p)
 	if err != nil {
 		if m.o.failOpen && errors.Is(err, locker.ErrUnavailable) {
 			c.Set(failedOpenKey{}, err)

@@ -1,0 +1,248 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// ScopeName is the instrumentation scope of every span and metric locktag
+// records.
+const ScopeName = "github.com/locktag/locktag"
+
+// Attribute keys, in locktag's own namespace.
+const (
+	AttrLockName    = attribute.Key("locktag.lock.name")      // low-cardinality name: Params.Name, the route or full method
+	AttrKeyTemplate = attribute.Key("locktag.key.template")   // the tag's key template, e.g. "order:{path.id}"
+	AttrKey         = attribute.Key("locktag.key")            // the resolved lock name; only with WithKeyAttribute
+	AttrOutcome     = attribute.Key("locktag.outcome")        // see the Outcome constants
+	AttrMode        = attribute.Key("locktag.lock.mode")      // "watchdog" or "fixed"
+	AttrWait        = attribute.Key("locktag.lock.wait_ms")   // the wait asked for
+	AttrWaited      = attribute.Key("locktag.lock.waited_ms") // the time spent waiting
+	AttrFence       = attribute.Key("locktag.lock.fence")     // fencing token
+	AttrHolds       = attribute.Key("locktag.lock.holds")     // hold count reached
+	AttrRenewal     = attribute.Key("locktag.renewal.result") // "ok", "error" or "refused"
+)
+
+// Outcomes of an Obtain (attribute locktag.outcome), and "lost" for a held
+// lock that was lost.
+const (
+	OutcomeAcquired  = "acquired"
+	OutcomeReentered = "reentered"
+	OutcomeBusy      = "busy"     // ErrNotObtained after the wait
+	OutcomeCanceled  = "canceled" // the caller's context ended first
+	OutcomeError     = "error"    // Redis unavailable, quorum not reached
+	OutcomeLost      = "lost"
+)
+
+// telemetry holds a Locker's instruments. With the default (no-op) global
+// providers every call is a few no-op method calls and no allocation.
+type telemetry struct {
+	tracer    trace.Tracer
+	keys      bool
+	acquire   metric.Float64Histogram
+	wait      metric.Float64Histogram
+	hold      metric.Float64Histogram
+	outcomes  metric.Int64Counter
+	renewals  metric.Int64Counter
+	waiters   metric.Int64UpDownCounter
+	attrCache sync.Map // name -> *nameAttrs
+}
+
+// nameAttrs are a lock name's attribute sets, built once.
+type nameAttrs struct {
+	name     metric.MeasurementOption
+	outcomes map[string]metric.MeasurementOption
+	renewals map[string]metric.MeasurementOption
+}
+
+func newTelemetry(o *options) *telemetry {
+	tp, mp := o.tracerProvider, o.meterProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(ScopeName)
+	t := &telemetry{tracer: tp.Tracer(ScopeName), keys: o.keyAttribute}
+	buckets := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
+	// Instrument creation errors leave no-op instruments; nothing to do.
+	t.acquire, _ = m.Float64Histogram("locktag.lock.acquire.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time an Obtain call took, waiting included, by outcome."), buckets)
+	t.wait, _ = m.Float64Histogram("locktag.lock.wait.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time Obtain calls spent waiting for a busy lock."), buckets)
+	t.hold, _ = m.Float64Histogram("locktag.lock.hold.duration", metric.WithUnit("s"),
+		metric.WithDescription("Time locks were held, from obtained to released or lost."), buckets)
+	t.outcomes, _ = m.Int64Counter("locktag.lock.outcomes", metric.WithUnit("{outcome}"),
+		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error) and locks lost."))
+	t.renewals, _ = m.Int64Counter("locktag.lock.renewals", metric.WithUnit("{renewal}"),
+		metric.WithDescription("Watchdog renewals by result (ok, error, refused)."))
+	t.waiters, _ = m.Int64UpDownCounter("locktag.lock.waiters", metric.WithUnit("{waiter}"),
+		metric.WithDescription("Obtain calls waiting for a busy lock now."))
+	return t
+}
+
+func (t *telemetry) attrs(name string) *nameAttrs {
+	if a, ok := t.attrCache.Load(name); ok {
+		return a.(*nameAttrs)
+	}
+	a := &nameAttrs{
+		name:     metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name))),
+		outcomes: make(map[string]metric.MeasurementOption),
+		renewals: make(map[string]metric.MeasurementOption),
+	}
+	for _, o := range []string{OutcomeAcquired, OutcomeReentered, OutcomeBusy, OutcomeCanceled, OutcomeError, OutcomeLost} {
+		a.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name), AttrOutcome.String(o)))
+	}
+	for _, r := range []string{"ok", "error", "refused"} {
+		a.renewals[r] = metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name), AttrRenewal.String(r)))
+	}
+	v, _ := t.attrCache.LoadOrStore(name, a)
+	return v.(*nameAttrs)
+}
+
+// lockName is the name spans and metrics use for a lock.
+func lockName(p Params) string {
+	if p.Name != "" {
+		return p.Name
+	}
+	if p.Template != "" {
+		return p.Template
+	}
+	return "locker"
+}
+
+// startObtain opens the obtain span.
+func (t *telemetry) startObtain(ctx context.Context, key string, p Params) trace.Span {
+	_, span := t.tracer.Start(ctx, "locktag.obtain")
+	if span.IsRecording() {
+		span.SetAttributes(t.base(key, p)...)
+		span.SetAttributes(AttrWait.Int64(p.Wait.Milliseconds()))
+	}
+	return span
+}
+
+func (t *telemetry) base(key string, p Params) []attribute.KeyValue {
+	mode := "watchdog"
+	if p.TTL > 0 {
+		mode = "fixed"
+	}
+	kv := []attribute.KeyValue{AttrLockName.String(lockName(p)), AttrMode.String(mode)}
+	if p.Template != "" {
+		kv = append(kv, AttrKeyTemplate.String(p.Template))
+	}
+	if t.keys {
+		kv = append(kv, AttrKey.String(key))
+	}
+	return kv
+}
+
+// endObtain closes the obtain span and records the outcome.
+func (t *telemetry) endObtain(span trace.Span, start time.Time, p Params, le *Lease, err error) {
+	outcome := obtainOutcome(le, err)
+	a := t.attrs(lockName(p))
+	t.acquire.Record(context.Background(), time.Since(start).Seconds(), a.outcomes[outcome])
+	t.outcomes.Add(context.Background(), 1, a.outcomes[outcome])
+	if span.IsRecording() {
+		span.SetAttributes(AttrOutcome.String(outcome))
+		if le != nil {
+			span.SetAttributes(AttrFence.Int64(le.fence), AttrHolds.Int(le.holds))
+		}
+		if outcome == OutcomeError {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
+		}
+	}
+	span.End()
+}
+
+func obtainOutcome(le *Lease, err error) string {
+	switch {
+	case err == nil && le.holds > 1:
+		return OutcomeReentered
+	case err == nil:
+		return OutcomeAcquired
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		return OutcomeCanceled
+	case errors.Is(err, ErrNotObtained):
+		return OutcomeBusy
+	}
+	return OutcomeError
+}
+
+// waiting counts a waiting Obtain and returns the function that ends it.
+func (t *telemetry) waiting(p Params) func() {
+	a := t.attrs(lockName(p))
+	t.waiters.Add(context.Background(), 1, a.name)
+	start := time.Now()
+	return func() {
+		t.waiters.Add(context.Background(), -1, a.name)
+		t.wait.Record(context.Background(), time.Since(start).Seconds(), a.name)
+	}
+}
+
+// startHold opens the span that lasts while the lock is held; the lease's
+// context carries it, so the protected work is traced under it.
+func (t *telemetry) startHold(ctx context.Context, key string, p Params, fence int64) (context.Context, trace.Span) {
+	ctx, span := t.tracer.Start(ctx, "locktag.hold")
+	if span.IsRecording() {
+		span.SetAttributes(t.base(key, p)...)
+		span.SetAttributes(AttrFence.Int64(fence))
+	}
+	return ctx, span
+}
+
+// endHold closes the hold span; lost records the loss.
+func (t *telemetry) endHold(span trace.Span, start time.Time, p Params, cause error) {
+	a := t.attrs(lockName(p))
+	t.hold.Record(context.Background(), time.Since(start).Seconds(), a.name)
+	if errors.Is(cause, ErrLockLost) {
+		t.outcomes.Add(context.Background(), 1, a.outcomes[OutcomeLost])
+		span.AddEvent("locktag.lock_lost")
+		span.SetStatus(codes.Error, ErrLockLost.Error())
+	}
+	span.End()
+}
+
+// renewed records one watchdog renewal.
+func (t *telemetry) renewed(span trace.Span, p Params, ok bool, err error) {
+	result := "ok"
+	switch {
+	case err != nil:
+		result = "error"
+		span.AddEvent("locktag.renewal_failed", trace.WithAttributes(attribute.String("error", err.Error())))
+	case !ok:
+		result = "refused"
+		span.AddEvent("locktag.renewal_refused")
+	}
+	t.renewals.Add(context.Background(), 1, t.attrs(lockName(p)).renewals[result])
+}
+
+// startRelease opens the span of one Release call.
+func (t *telemetry) startRelease(ctx context.Context) trace.Span {
+	_, span := t.tracer.Start(ctx, "locktag.release")
+	return span
+}
+
+// endRelease closes it.
+func (t *telemetry) endRelease(span trace.Span, le *Lease, err error) {
+	if span.IsRecording() {
+		span.SetAttributes(t.base(le.key, le.root.t.params)...)
+		span.SetAttributes(AttrHolds.Int(le.holds))
+		if err != nil {
+			span.RecordError(err)
+			if !errors.Is(err, ErrNotHeld) {
+				span.SetStatus(codes.Error, err.Error())
+			}
+		}
+	}
+	span.End()
+}
