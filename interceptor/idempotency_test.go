@@ -42,8 +42,8 @@ func recoverPanics(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc
 	return h(ctx, req)
 }
 
-// idemServe serves impl behind the guard on Reserve built with lk, after
-// extra interceptors... and returns a client.
+// idemServe serves impl behind a panic recovery, the guard on Reserve built
+// with lk and opts, and the interceptors in after; it returns a client.
 func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...IdempotencyOption) testpb.InventoryClient {
 	t.Helper()
 	g, err := NewIdempotency(lk, []string{methodReserve}, append([]IdempotencyOption{userScope}, opts...)...)
