@@ -231,6 +231,7 @@ type childResult struct {
 	Recs []rec
 	Reqs int64
 	Live int64
+	CPU  time.Duration // the child's CPU in the window
 }
 
 func childMain(args []string) int {
@@ -254,14 +255,15 @@ func childMain(args []string) int {
 	ld := load{c: *fs.c, warm: *fs.warm, dur: *fs.dur, grace: 3 * time.Second, hold: *fs.hold, think: *fs.think,
 		workerBase: int32(*fs.base), key: func(int) string { return key }}
 	var r0, r1 int64
+	var u0, u1 time.Duration
 	recs, _, live := drive(l, ld, *fs.t0, func(start bool) {
 		if start {
-			r0 = reqs.Load()
+			r0, u0 = reqs.Load(), selfCPU()
 		} else {
-			r1 = reqs.Load()
+			r1, u1 = reqs.Load(), selfCPU()
 		}
 	})
-	b, _ := json.Marshal(childResult{Recs: recs, Reqs: r1 - r0, Live: live})
+	b, _ := json.Marshal(childResult{Recs: recs, Reqs: r1 - r0, Live: live, CPU: u1 - u0})
 	if err := os.WriteFile(*fs.out, b, 0o600); err != nil {
 		fmt.Fprintf(os.Stderr, "child: %v\n", err)
 		return 1
@@ -273,7 +275,7 @@ func runProcsAll(cfg *config, rep *report) {
 	md := &rep.md
 	fmt.Fprintf(md, "### Many processes: %d OS processes × %d workers on one key (hold %s, think %s)\n\n", cfg.procs, cfg.procWorkers, cfg.hold, cfg.think)
 	md.WriteString("Every child records its critical sections on CLOCK_MONOTONIC; the parent merges them and counts overlaps (violations). Worst wait p99 is the largest of the per-process wait p99s; the ideal uses all workers: (N−1)·(hold + hand-over p50).\n\n")
-	fmt.Fprintf(md, "| library | processes × workers | CS/s | hold mean | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | wait p99 (all) | worst-process wait p99 | ideal wait | worst / ideal | per-process CS min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(md, "| library | processes × workers | CS/s | hold mean | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | wait p50 (all) | wait p99 (all) | worst-process wait p99 | ideal wait | worst / ideal | per-process CS min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, s := range subjects() {
 		if !s.isLock || !cfg.wantLib(s.name) {
 			continue
@@ -287,10 +289,10 @@ func runProcsAll(cfg *config, rep *report) {
 
 func (rep *report) procsLine(r row) {
 	id := r.ideal()
-	fmt.Fprintf(&rep.md, "| %s | %d × %d | %.0f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %d/%d | %d | %d | %.2f | %.2f | %s |\n",
+	fmt.Fprintf(&rep.md, "| %s | %d × %d | %.0f | %s | %s | %.1f | %.1f | %s | %s | %s | %s | %s | %s | %d/%d | %d | %d | %.2f | %.2f | %s | %s |\n",
 		r.lib, r.procs, r.c/max(r.procs, 1), r.st.rate, fmtD(r.st.holdMean), fmtD(r.st.gapP50), float64(r.st.gapP50)/float64(rep.rtt),
-		float64(r.st.gapP50)/float64(max(r.loadedRTT, 1)), fmtD(r.st.gapP99), fmtD(r.st.waitP99), fmtD(r.worstWait99), fmtD(id), ratio(float64(r.worstWait99), float64(id)),
-		r.procMin, r.procMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq))
+		float64(r.st.gapP50)/float64(max(r.loadedRTT, 1)), fmtD(r.st.gapP99), fmtD(r.st.waitP50), fmtD(r.st.waitP99), fmtD(r.worstWait99), fmtD(id), ratio(float64(r.worstWait99), float64(id)),
+		r.procMin, r.procMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq))
 }
 
 func runProcs(cfg *config, s subject) row {
@@ -335,6 +337,7 @@ func runProcs(cfg *config, s subject) row {
 	}
 	var all []rec
 	var reqs, live int64
+	var cpu time.Duration
 	var ids []int32
 	r := row{scenario: "procs", lib: s.name, c: cfg.procs * cfg.procWorkers, procs: cfg.procs, procMin: -1, loadedRTT: pg.p50()}
 	for p := range cfg.procs {
@@ -349,6 +352,7 @@ func runProcs(cfg *config, s subject) row {
 		all = append(all, cr.Recs...)
 		reqs += cr.Reqs
 		live += cr.Live
+		cpu += cr.CPU
 		var pids []int32
 		for i := range cfg.procWorkers {
 			pids = append(pids, int32(p*1000+i))
@@ -366,6 +370,7 @@ func runProcs(cfg *config, s subject) row {
 	if r.st.acq > 0 {
 		r.reqPerAcq = float64(reqs) / float64(r.st.acq)
 		r.setServer(c1.sub(c0), len(addrs), pg.count())
+		r.cliPerAcq = cpu / time.Duration(r.st.acq)
 	}
 	return r
 }
