@@ -125,7 +125,9 @@ func (g *Idempotency) Unary() grpc.UnaryServerInterceptor {
 			return nil, status.Errorf(codes.Internal, "idempotency: cannot marshal the request")
 		}
 		name := locker.IdempotencyName(info.FullMethod, scope, key)
-		claim, err := g.l.Idempotent(ctx, name, info.FullMethod+"\x00"+string(b), g.o.params)
+		params := g.o.params
+		params.Name = info.FullMethod // low cardinality, for spans and metrics
+		claim, err := g.l.Idempotent(ctx, name, info.FullMethod+"\x00"+string(b), params)
 		if err != nil {
 			return nil, g.fail(ctx, err)
 		}

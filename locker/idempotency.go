@@ -78,6 +78,10 @@ type IdemParams struct {
 	// wait never outlasts ctx and uses no polling: the ending execution
 	// notifies the waiters.
 	Wait time.Duration
+	// Name is the low-cardinality name spans and metrics carry (attribute
+	// locktag.lock.name): the route or full method for the adapters. It
+	// defaults to "idempotency".
+	Name string
 }
 
 // idemKeys are the Redis keys and the channel of one record.
@@ -125,6 +129,13 @@ func IdempotencyName(route, scope, key string) string {
 // out unrenewed, and the former owner's Complete then fails with ErrNotHeld
 // and stores nothing.
 func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
+	span := l.tel.startIdem(ctx, p.Name)
+	c, err := l.idempotent(ctx, name, fingerprint, p)
+	l.tel.endIdem(span, p.Name, c, err)
+	return c, err
+}
+
+func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
 	if name == "" {
 		return nil, ErrEmptyKey
 	}

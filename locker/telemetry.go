@@ -31,6 +31,16 @@ const (
 	AttrRenewal     = attribute.Key("locktag.renewal.result") // "ok", "error" or "refused"
 )
 
+// Outcomes of an idempotency check (attribute locktag.outcome on
+// locktag.idempotency spans and the locktag.idempotency.outcomes metric);
+// canceled and error as for locks.
+const (
+	IdemExecuted = "executed" // the key was claimed: the request runs
+	IdemReplayed = "replayed" // a stored outcome is replayed
+	IdemConflict = "conflict" // ErrInFlight: the same key is still running
+	IdemMismatch = "mismatch" // ErrMismatch: the key was used for another request
+)
+
 // Outcomes of an Obtain (attribute locktag.outcome), and "lost" for a held
 // lock that was lost.
 const (
@@ -53,6 +63,7 @@ type telemetry struct {
 	outcomes  metric.Int64Counter
 	renewals  metric.Int64Counter
 	waiters   metric.Int64UpDownCounter
+	idem      metric.Int64Counter
 	attrCache sync.Map // name -> *nameAttrs
 }
 
@@ -61,6 +72,7 @@ type nameAttrs struct {
 	name     metric.MeasurementOption
 	outcomes map[string]metric.MeasurementOption
 	renewals map[string]metric.MeasurementOption
+	idem     map[string]metric.MeasurementOption
 }
 
 func newTelemetry(o *options) *telemetry {
@@ -85,6 +97,8 @@ func newTelemetry(o *options) *telemetry {
 		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error) and locks lost."))
 	t.renewals, _ = m.Int64Counter("locktag.lock.renewals", metric.WithUnit("{renewal}"),
 		metric.WithDescription("Watchdog renewals by result (ok, error, refused)."))
+	t.idem, _ = m.Int64Counter("locktag.idempotency.outcomes", metric.WithUnit("{request}"),
+		metric.WithDescription("Idempotency guard outcomes (executed, replayed, conflict, mismatch, canceled, error)."))
 	t.waiters, _ = m.Int64UpDownCounter("locktag.lock.waiters", metric.WithUnit("{waiter}"),
 		metric.WithDescription("Obtain calls waiting for a busy lock now."))
 	return t
@@ -98,6 +112,10 @@ func (t *telemetry) attrs(name string) *nameAttrs {
 		name:     metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name))),
 		outcomes: make(map[string]metric.MeasurementOption),
 		renewals: make(map[string]metric.MeasurementOption),
+		idem:     make(map[string]metric.MeasurementOption),
+	}
+	for _, o := range []string{IdemExecuted, IdemReplayed, IdemConflict, IdemMismatch, OutcomeCanceled, OutcomeError} {
+		a.idem[o] = metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name), AttrOutcome.String(o)))
 	}
 	for _, o := range []string{OutcomeAcquired, OutcomeReentered, OutcomeBusy, OutcomeCanceled, OutcomeError, OutcomeLost} {
 		a.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name), AttrOutcome.String(o)))
@@ -242,6 +260,50 @@ func (t *telemetry) endRelease(span trace.Span, le *Lease, err error) {
 			if !errors.Is(err, ErrNotHeld) {
 				span.SetStatus(codes.Error, err.Error())
 			}
+		}
+	}
+	span.End()
+}
+
+// startIdem opens the span of one idempotency check.
+func (t *telemetry) startIdem(ctx context.Context, name string) trace.Span {
+	_, span := t.tracer.Start(ctx, "locktag.idempotency")
+	if span.IsRecording() {
+		span.SetAttributes(AttrLockName.String(idemName(name)))
+	}
+	return span
+}
+
+func idemName(name string) string {
+	if name == "" {
+		return "idempotency"
+	}
+	return name
+}
+
+// endIdem closes it and counts the outcome.
+func (t *telemetry) endIdem(span trace.Span, name string, c *Claim, err error) {
+	var outcome string
+	switch {
+	case err == nil && c.replay:
+		outcome = IdemReplayed
+	case err == nil:
+		outcome = IdemExecuted
+	case errors.Is(err, ErrMismatch):
+		outcome = IdemMismatch
+	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
+		outcome = OutcomeCanceled
+	case errors.Is(err, ErrInFlight):
+		outcome = IdemConflict
+	default:
+		outcome = OutcomeError
+	}
+	t.idem.Add(context.Background(), 1, t.attrs(idemName(name)).idem[outcome])
+	if span.IsRecording() {
+		span.SetAttributes(AttrOutcome.String(outcome))
+		if outcome == OutcomeError {
+			span.RecordError(err)
+			span.SetStatus(codes.Error, err.Error())
 		}
 	}
 	span.End()

@@ -196,3 +196,40 @@ func TestTelemetryKeyAttributeOptIn(t *testing.T) {
 		t.Fatalf("attributes %v", got)
 	}
 }
+
+func TestTelemetryIdempotency(t *testing.T) {
+	srv := redistest.Start(t)
+	lk, rec := instrumented(t, srv)
+	ctx := context.Background()
+	p := locker.IdemParams{Name: "POST /payments"}
+	name := locker.AttrLockName.String("POST /payments")
+
+	first, err := lk.Idempotent(ctx, "rec-1", "body-a", p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Idempotent(ctx, "rec-1", "body-a", p); !errors.Is(err, locker.ErrInFlight) {
+		t.Fatal(err)
+	}
+	if err := first.Complete(ctx, []byte("200 ok")); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := lk.Idempotent(ctx, "rec-1", "body-a", p); err != nil {
+		t.Fatal(err)
+	} else if _, ok := c.Replay(); !ok {
+		t.Fatal("not a replay")
+	}
+	if _, err := lk.Idempotent(ctx, "rec-1", "body-b", p); !errors.Is(err, locker.ErrMismatch) {
+		t.Fatal(err)
+	}
+	if rec.span(t, "locktag.idempotency")[locker.AttrOutcome].AsString() != locker.IdemMismatch {
+		t.Fatal("mismatch not on the span")
+	}
+	for outcome, want := range map[string]int64{
+		locker.IdemExecuted: 1, locker.IdemConflict: 1, locker.IdemReplayed: 1, locker.IdemMismatch: 1,
+	} {
+		if got := rec.sum(t, "locktag.idempotency.outcomes", name, locker.AttrOutcome.String(outcome)); got != want {
+			t.Errorf("idempotency.outcomes{%s} = %d, want %d", outcome, got, want)
+		}
+	}
+}

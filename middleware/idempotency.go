@@ -110,7 +110,9 @@ func (g *idemGuard) serve(c *gin.Context) {
 	}
 	orig := c.Request
 	name := locker.IdempotencyName(orig.Method+" "+route, scope, key)
-	claim, err := g.l.Idempotent(orig.Context(), name, fingerprint(orig, route, body), g.o.params)
+	params := g.o.params
+	params.Name = route // low cardinality, for spans and metrics
+	claim, err := g.l.Idempotent(orig.Context(), name, fingerprint(orig, route, body), params)
 	if err != nil {
 		status := idemStatus(err)
 		if status == http.StatusConflict {

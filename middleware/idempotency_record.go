@@ -252,18 +252,10 @@ func idemStatus(err error) int {
 }
 
 // lockRefused reports whether a Lock middleware further down the chain
-// refused the request (busy, Redis unavailable, wait ended): the handler did
-// not run, and the refusal must not be stored as the key's outcome.
+// refused the request (bad key, busy, Redis unavailable, wait ended): the
+// handler did not run, and the refusal must not be stored as the key's
+// outcome.
 func lockRefused(c *gin.Context) bool {
-	if !c.IsAborted() || FailedOpen(c) != nil {
-		return false
-	}
-	refused := false
-	for _, e := range c.Errors {
-		if errors.Is(e.Err, locker.ErrLockLost) {
-			return false // the handler ran
-		}
-		refused = refused || errors.Is(e.Err, locker.ErrNotObtained) || errors.Is(e.Err, locker.ErrUnavailable)
-	}
+	_, refused := c.Get(lockRefusedKey{})
 	return refused
 }

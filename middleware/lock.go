@@ -127,6 +127,7 @@ func retryAfter(wait time.Duration) string {
 func (m *middleware) serve(c *gin.Context, rt *route) {
 	name, err := rt.key.Eval(c)
 	if err != nil {
+		c.Set(lockRefusedKey{}, true)
 		m.refuse(c, err, keyStatus(err))
 		return
 	}
@@ -147,6 +148,7 @@ func (m *middleware) serve(c *gin.Context, rt *route) {
 		if status == http.StatusConflict {
 			c.Header("Retry-After", rt.retryAfter)
 		}
+		c.Set(lockRefusedKey{}, true)
 		m.refuse(c, err, status)
 		return
 	}
@@ -179,6 +181,11 @@ func (m *middleware) release(c *gin.Context, orig, locked *http.Request, lease *
 }
 
 // refuse aborts the chain and hands err to the error handler.
+// lockRefusedKey marks a request the Lock middleware refused before the
+// handler ran (bad key, busy, Redis unavailable); an Idempotency guard
+// around it then stores nothing.
+type lockRefusedKey struct{}
+
 func (m *middleware) refuse(c *gin.Context, err error, status int) {
 	_ = c.Error(err)
 	c.Abort()
