@@ -233,7 +233,7 @@ func (le *Lease) release(ctx context.Context) error {
 	}
 	root.mu.Unlock()
 
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), le.l.o.callTimeout)
+	cctx, cancel := context.WithTimeout(withPriority(context.WithoutCancel(ctx)), le.l.o.callTimeout)
 	defer cancel()
 	if le.l.redlock() {
 		err := le.l.releaseQuorum(cctx, le, root.t.ttl)
@@ -302,7 +302,7 @@ func (root *Lease) renew() {
 	deadline, ttl := root.deadline, root.l.o.lease
 	root.mu.Unlock()
 
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
+	ctx, cancel := context.WithDeadline(withPriority(context.Background()), deadline)
 	sent := time.Now()
 	ok, err := root.extend(ctx, ttl)
 	cancel()

@@ -64,6 +64,9 @@ func (l *Locker) Close() error {
 	var errs []error
 	for _, nd := range l.nodes {
 		errs = append(errs, nd.hub.close())
+		if r, ok := nd.drv.(interface{ closeReserved() }); ok {
+			r.closeReserved()
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -15,6 +15,13 @@ import (
 // connection from it for pub/sub.
 type redigoDriver struct {
 	pool *redis.Pool
+
+	// reserved serves priority calls (IsPriority) when the pool is
+	// exhausted; dialled on first need, one call at a time.
+	reserved struct {
+		sync.Mutex
+		c redis.Conn
+	}
 }
 
 // RedigoDriver returns the Driver that [New] uses: scripts run on connections
@@ -23,6 +30,9 @@ type redigoDriver struct {
 func RedigoDriver(pool *redis.Pool) Driver { return &redigoDriver{pool: pool} }
 
 func (d *redigoDriver) Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
+	if IsPriority(ctx) && d.exhausted() {
+		return d.evalReserved(ctx, s, keys, args)
+	}
 	c, err := d.pool.GetContext(ctx)
 	if err != nil {
 		if errors.Is(err, redis.ErrPoolExhausted) {
@@ -31,6 +41,57 @@ func (d *redigoDriver) Eval(ctx context.Context, s *Script, keys []string, args 
 		return nil, err
 	}
 	defer c.Close()
+	return d.eval(ctx, c, s, keys, args)
+}
+
+// closeReserved closes the reserved connection (Locker.Close).
+func (d *redigoDriver) closeReserved() {
+	d.reserved.Lock()
+	defer d.reserved.Unlock()
+	if d.reserved.c != nil {
+		_ = d.reserved.c.Close()
+		d.reserved.c = nil
+	}
+}
+
+// exhausted reports whether taking a connection from the pool would fail
+// or block.
+func (d *redigoDriver) exhausted() bool {
+	if d.pool.MaxActive <= 0 {
+		return false
+	}
+	st := d.pool.Stats()
+	return st.ActiveCount >= d.pool.MaxActive && st.IdleCount == 0
+}
+
+// evalReserved runs a priority call on the reserved connection.
+func (d *redigoDriver) evalReserved(ctx context.Context, s *Script, keys []string, args []any) (any, error) {
+	d.reserved.Lock()
+	defer d.reserved.Unlock()
+	if d.reserved.c == nil || d.reserved.c.Err() != nil {
+		if d.reserved.c != nil {
+			_ = d.reserved.c.Close()
+		}
+		c, err := d.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		d.reserved.c = c
+	}
+	return d.eval(ctx, d.reserved.c, s, keys, args)
+}
+
+func (d *redigoDriver) dial(ctx context.Context) (redis.Conn, error) {
+	switch {
+	case d.pool.DialContext != nil:
+		return d.pool.DialContext(ctx)
+	case d.pool.Dial != nil:
+		return d.pool.Dial()
+	}
+	return nil, errors.New("locker: redis.Pool has neither Dial nor DialContext")
+}
+
+func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *Script, keys []string, args []any) (any, error) {
 	cwt, ok := c.(redis.ConnWithTimeout)
 	if !ok {
 		return nil, errors.New("locker: redigo connection without timeout support")
@@ -101,16 +162,7 @@ type redigoListener struct {
 func (d *redigoDriver) Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (Listener, error) {
 	// A dedicated connection, not a pooled one: it stays in subscriber mode
 	// for its whole life and is closed, never returned.
-	var c redis.Conn
-	var err error
-	switch {
-	case d.pool.DialContext != nil:
-		c, err = d.pool.DialContext(ctx)
-	case d.pool.Dial != nil:
-		c, err = d.pool.Dial()
-	default:
-		err = errors.New("locker: redis.Pool has neither Dial nor DialContext")
-	}
+	c, err := d.dial(ctx)
 	if err != nil {
 		return nil, err
 	}

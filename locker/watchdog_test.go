@@ -210,3 +210,37 @@ func TestWaitIsNotPolling(t *testing.T) {
 		t.Fatalf("%d script calls for one wait; a waiter must not poll\n%s", calls, info)
 	}
 }
+
+// TestRenewalSurvivesPoolExhaustion: request traffic holding every pooled
+// connection must not starve the watchdog into losing a healthy lock, nor
+// keep a holder from releasing.
+func TestRenewalSurvivesPoolExhaustion(t *testing.T) {
+	srv := redistest.Start(t)
+	pool := srv.Pool(t)
+	pool.MaxActive = 2
+	lk := locker.New(pool, locker.WithWatchdog(time.Second, 100*time.Millisecond))
+	defer lk.Close()
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "starved", locker.Params{})
+	busy := []redis.Conn{pool.Get(), pool.Get()} // the traffic: every connection taken
+	if _, err := busy[0].Do("PING"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Obtain(ctx, "other", locker.Params{}); !errors.Is(err, locker.ErrPoolExhausted) {
+		t.Fatalf("requests are not starved: %v", err)
+	}
+	select {
+	case <-le.Context().Done():
+		t.Fatalf("lock lost while the pool was exhausted: %v", context.Cause(le.Context()))
+	case <-time.After(2500 * time.Millisecond): // two and a half leases
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatalf("release with the pool exhausted: %v", err)
+	}
+	for _, c := range busy {
+		c.Close()
+	}
+	if n := intReply(t, srv, "EXISTS", "locktag:{starved}"); n != 0 {
+		t.Fatal("lock not released")
+	}
+}
