@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"image/color"
 	"os"
 	"path/filepath"
 	"slices"
@@ -80,7 +79,7 @@ func writeCharts(dir string, rep *report) error {
 			p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 		}
 		p.Legend.Top = true
-		p.Legend.Left = !ch.logY
+		p.Legend.Left = true
 		p.Legend.TextStyle.Font.Size = vg.Points(8)
 		p.Add(plotter.NewGrid())
 		for li, lib := range libs {
@@ -112,13 +111,20 @@ func writeCharts(dir string, rep *report) error {
 				s.Shape = draw.CircleGlyph{}
 				if si > 0 {
 					l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
-					l.Color = fade(col)
+					l.Width = vg.Points(1)
 				} else {
 					p.Legend.Add(lib, l, s)
 				}
 				_ = label
 				p.Add(l, s)
 			}
+		}
+		// Head room above the lines for the legend.
+		if ch.logY {
+			p.Y.Max *= 6
+		} else {
+			p.Y.Min = 0
+			p.Y.Max *= 1.3
 		}
 		c := vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(6*vg.Inch, 3.4*vg.Inch), vgimg.UseDPI(96))}
 		p.Draw(draw.New(c))
@@ -135,9 +141,4 @@ func writeCharts(dir string, rep *report) error {
 		}
 	}
 	return nil
-}
-
-func fade(c color.Color) color.Color {
-	r, g, b, _ := c.RGBA()
-	return color.RGBA{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8), 160}
 }
