@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,17 +39,24 @@ func TestObtainBusyRelease(t *testing.T) {
 	mustRelease(t, le)
 }
 
+// Over RESP3 (go-redis's default) and RESP2: replies and pub/sub messages
+// are framed differently.
 func TestWaitWakesByNotification(t *testing.T) {
-	srv := redistest.Start(t)
-	holder := newLocker(t, plainClient(t, srv))
-	rdb := plainClient(t, srv)
-	waiter := newLocker(t, rdb)
-	took := waitHandOver(t, holder, waiter, rdb, "order:2")
-	// By its safety timer the waiter would wake after the holder's 30s
-	// lease; a notification takes a few round trips (generous bound for a
-	// loaded machine).
-	if took > 5*time.Second {
-		t.Fatalf("waiter woke %v after the release: not by notification", took)
+	for _, proto := range []int{3, 2} {
+		t.Run("RESP"+strconv.Itoa(proto), func(t *testing.T) {
+			srv := redistest.Start(t)
+			resp := func(o *redis.Options) { o.Protocol = proto }
+			holder := newLocker(t, plainClient(t, srv, resp))
+			rdb := plainClient(t, srv, resp)
+			waiter := newLocker(t, rdb)
+			took := waitHandOver(t, holder, waiter, rdb, "order:2")
+			// By its safety timer the waiter would wake after the
+			// holder's 30s lease; a notification takes a few round trips
+			// (generous bound for a loaded machine).
+			if took > 5*time.Second {
+				t.Fatalf("waiter woke %v after the release: not by notification", took)
+			}
+		})
 	}
 }
 
