@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/locktag/locktag/example-app/shopv1"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+func TestMain(m *testing.M) {
+	gin.SetMode(gin.ReleaseMode)
+	os.Exit(m.Run())
+}
+
+// realRedis starts a redis-server for the test and returns a Locker on it.
+func realRedis(t *testing.T) (*redistest.Server, *locker.Locker) {
+	t.Helper()
+	srv := redistest.Start(t)
+	lk := locker.New(srv.Pool(t))
+	t.Cleanup(func() { _ = lk.Close() })
+	return srv, lk
+}
+
+// post sends a POST to the router in process and returns the recorder.
+func post(r http.Handler, path, body string, headers ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, req)
+	return rec
+}
+
+// serveGRPC serves s's gRPC API on a loopback port until the test ends and
+// returns a client.
+func serveGRPC(t *testing.T, s *shop) shopv1.ShopClient {
+	t.Helper()
+	gs, err := newGRPCServer(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { _ = gs.Serve(ln); close(done) }()
+	conn := dialGRPC(t, ln.Addr().String())
+	t.Cleanup(func() {
+		_ = conn.Close()
+		gs.Stop()
+		<-done
+	})
+	return shopv1.NewShopClient(conn)
+}
+
+func dialGRPC(t *testing.T, addr string) *grpc.ClientConn {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	}
+}
+
+// testCtx is a context that ends with the test (or after a minute).
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}

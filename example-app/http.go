@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/middleware"
+)
+
+// buyTag is the lock tag of POST /items/:id/buy: one purchase of an item at
+// a time, across every replica; a buyer waits up to 5s for its turn (in
+// arrival order), then gets 409. No expire: watchdog mode, the lease is
+// renewed while the handler runs.
+const buyTag = `key:"item:{path.id}" wait:"5s"`
+
+// newRouter returns the shop's HTTP API. accessLog, if not nil, gets one line
+// per request.
+func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
+	r := gin.New()
+	if accessLog != nil {
+		r.Use(gin.LoggerWithWriter(accessLog))
+	}
+	r.Use(gin.Recovery()) // a panicking handler's lock is released before this sees the panic
+
+	r.GET("/items", func(c *gin.Context) { c.JSON(http.StatusOK, s.db.List()) })
+	r.GET("/items/:id", func(c *gin.Context) {
+		it, err := s.db.Get(c.Param("id"))
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, it)
+	})
+
+	// The lock tag: the handler runs only while this request holds
+	// "item:<id>". Busy after 5s: 409 + Retry-After; Redis down: 503.
+	r.POST("/items/:id/buy", middleware.Lock(s.lk, buyTag), func(c *gin.Context) {
+		ctx := c.Request.Context() // carries the lease; cancelled if the lock is lost
+		o, err := s.Buy(ctx, c.Param("id"), c.GetHeader("X-User"))
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		// The tag's lease, as any code below the handler can find it.
+		c.Header("X-Fencing-Token", strconv.FormatInt(locker.FromContext(ctx).Token(), 10))
+		c.JSON(http.StatusOK, o)
+	})
+
+	// The same purchase without the tag: the demo's control. Do not do this.
+	r.POST("/items/:id/buy-unlocked", func(c *gin.Context) {
+		o, err := s.BuyUnlocked(c.Request.Context(), c.Param("id"), c.GetHeader("X-User"))
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, o)
+	})
+
+	// Idempotent payments: a retry with the same Idempotency-Key (from the
+	// same X-User) replays the first response instead of charging again.
+	r.POST("/payments", middleware.Idempotency(s.lk, middleware.WithScope(userScope)), func(c *gin.Context) {
+		var in struct {
+			OrderID     string `json:"order_id" binding:"required"`
+			AmountCents int64  `json:"amount_cents" binding:"required,gt=0"`
+		}
+		if err := c.ShouldBindJSON(&in); err != nil {
+			c.JSON(http.StatusBadRequest, gin.H{"error": "want {\"order_id\": \"...\", \"amount_cents\": n > 0}"})
+			return
+		}
+		c.JSON(http.StatusCreated, s.Pay(c.GetHeader("X-User"), in.OrderID, in.AmountCents))
+	})
+	return r
+}
+
+// userScope is the idempotency scope: who the caller is. This demo trusts an
+// X-User header; a real service takes the authenticated principal (or tenant,
+// or a hash of the API key) that its authentication middleware stored. An
+// empty scope is refused with 401.
+func userScope(c *gin.Context) (string, error) {
+	return c.GetHeader("X-User"), nil
+}
+
+// writeError answers a failed purchase. Lock refusals never get here: the
+// middleware answers them with problem+json before the handler runs. The
+// body names the outcome, never the underlying error (it may hold the Redis
+// address); the error goes to c.Errors for the log.
+func writeError(c *gin.Context, err error) {
+	_ = c.Error(err)
+	status, msg := http.StatusInternalServerError, "internal error"
+	switch {
+	case errors.Is(err, errUnknownItem):
+		status, msg = http.StatusNotFound, "unknown item"
+	case errors.Is(err, errSoldOut):
+		status, msg = http.StatusConflict, "sold out"
+	case errors.Is(err, locker.ErrStaleToken), errors.Is(err, locker.ErrLockLost):
+		status, msg = http.StatusServiceUnavailable, "lock lost; the write was rejected, retry"
+	case errors.Is(err, locker.ErrNotObtained):
+		status, msg = http.StatusConflict, "item busy, retry"
+	case errors.Is(err, locker.ErrUnavailable):
+		status, msg = http.StatusServiceUnavailable, "lock service unavailable"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		status, msg = http.StatusServiceUnavailable, "request ended"
+	}
+	c.JSON(status, gin.H{"error": msg})
+}
