@@ -8,14 +8,15 @@ test: deps
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-## deps: install redis-server when it is missing (Debian/Ubuntu, needs root or sudo).
+## deps: install redis-server and redis-cli (for the Cluster tests) when missing
+## (Debian/Ubuntu, needs root or sudo).
 deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server"; \
+	@{ command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || { \
+		echo "installing redis-server and redis-tools"; \
 		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
 	}
-	@command -v redis-server >/dev/null 2>&1 && redis-server --version
+	@redis-server --version && redis-cli --version
 
 vet:
 	$(GO) vet ./...

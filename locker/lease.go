@@ -96,7 +96,7 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 	if l.redlock() {
 		r, err = l.reenterQuorum(ctx, root, ttl)
 	} else {
-		r, err = l.acquire(ctx, root.n, root.token, ttl, 0, modeAcquire)
+		r, err = l.acquire(ctx, root.n, root.token, ttl, 0, modeReenter)
 	}
 	if err != nil {
 		return nil, obtainFailed(ctx, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -298,5 +299,38 @@ func TestScriptFlushIsTransparent(t *testing.T) {
 		if err := le.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// retryingDriver runs every acquire twice, as a client that retries a
+// command whose reply was lost would.
+type retryingDriver struct{ locker.Driver }
+
+func (d retryingDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+	if strings.Contains(s.Source(), "-- acquire:") {
+		if _, err := d.Driver.Eval(ctx, s, keys, args...); err != nil {
+			return nil, err
+		}
+	}
+	return d.Driver.Eval(ctx, s, keys, args...)
+}
+
+// TestRetriedAcquireIsIdempotent: an acquire that runs twice (a client's
+// retry of a call whose reply was lost) obtains the lock once, with one
+// hold, so one release frees it.
+func TestRetriedAcquireIsIdempotent(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := locker.NewWithDriver(retryingDriver{locker.RedigoDriver(srv.Pool(t))})
+	defer lk.Close()
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "retry", locker.Params{TTL: 10 * time.Second})
+	if _, n := lockState(t, srv, "retry"); le.Holds() != 1 || n != 1 {
+		t.Fatalf("holds %d (Redis %d) after a retried acquire", le.Holds(), n)
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := intReply(t, srv, "EXISTS", "locktag:{retry}"); n != 0 {
+		t.Fatal("one release did not free a retried acquire")
 	}
 }

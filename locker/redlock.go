@@ -290,7 +290,7 @@ func (l *Locker) withdraw(n names, token string) {
 
 // reenterQuorum adds a hold on every master for a nested Obtain.
 func (l *Locker) reenterQuorum(ctx context.Context, root *Lease, ttl time.Duration) (reply, error) {
-	try := l.tryQuorum(ctx, root.n, root.token, ttl, 0, modeAcquire, true)
+	try := l.tryQuorum(ctx, root.n, root.token, ttl, 0, modeReenter, true)
 	switch {
 	case try.obtained:
 		return reply{status: statusReentered, fence: root.fence, holds: int64(try.holds)}, nil

@@ -33,7 +33,8 @@ var (
 
 // Script modes (see the scripts' headers).
 const (
-	modeAcquire = "a" // acquire.lua: take, re-enter or queue
+	modeAcquire = "a" // acquire.lua: take or queue with a new token (a retried call is idempotent)
+	modeReenter = "e" // acquire.lua: add a hold with a held lock's token
 	modeRecheck = "r" // acquire.lua: a queued waiter asks whether it holds the lock
 	modeNotify  = "n" // acquire.lua: try without queueing; a busy lock publishes a free notice on release
 	modeKeep    = "k" // leave.lua: keep the lock if it was handed over

@@ -1,5 +1,8 @@
 -- acquire: take a free lock, re-enter an owned one, or join the queue.
--- ARGV: token, ttl_ms, wait_ms (0 = do not queue), mode ('a' acquire | 'r'
+-- ARGV: token, ttl_ms, wait_ms (0 = do not queue), mode ('a' acquire with a
+-- new token: if that token already owns the lock, the call is a client's
+-- retry of one that ran, and reports the lock obtained without another hold |
+-- 'e' re-enter with the token of a held lock: add a hold | 'r'
 -- re-check by a queued waiter: report ownership without adding a hold, and
 -- hand a free lock to the head of the queue | 'n' Redlock's waiters: never
 -- handed the lock, but registered in the queue so that releases publish a
@@ -11,7 +14,7 @@ local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
   if o == token then
-    if mode == 'r' then
+    if mode ~= 'e' then
       return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
     n = n + 1
@@ -31,6 +34,10 @@ if v then
     redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1', 'KEEPTTL')
   end
   return {0, 0, 0, redis.call('PTTL', KEYS[1]), nowms}
+end
+if mode == 'e' then
+  -- The held lock is gone (lost): re-entry must not take it afresh.
+  return {0, 0, 0, -2, 0}
 end
 if mode == 'a' then
   -- Free. Waiters left queued (their holder's lease ran out) re-check when
