@@ -28,19 +28,19 @@ func writeCharts(dir string, rep *report) error {
 		logY                          bool
 		series                        []func(r row) (string, float64) // label suffix, value
 	}{
-		{"uncontended-throughput.png", "uncontended", "Uncontended: lock+unlock pairs/s (own key per worker)", "pairs/s", false,
+		{"load-uncontended-throughput.png", "uncontended", "Uncontended: lock+unlock pairs/s (own key per worker)", "pairs/s", false,
 			[]func(row) (string, float64){func(r row) (string, float64) { return "", r.st.rate }}},
-		{"uncontended-latency.png", "uncontended", "Uncontended: lock+unlock latency, p50 (dashed) and p99", "ms", true,
+		{"load-uncontended-latency.png", "uncontended", "Uncontended: lock+unlock latency, p50 (dashed) and p99", "ms", true,
 			[]func(row) (string, float64){
 				func(r row) (string, float64) { return " p99", ms(r.st.pairP99) },
 				func(r row) (string, float64) { return " p50", ms(r.st.pairP50) }}},
-		{"hot-throughput.png", "hot", "Hot key: critical sections/s (hold 1ms, think 5ms)", "CS/s", false,
+		{"load-hot-throughput.png", "hot", "Hot key: critical sections/s (hold 1ms, think 5ms)", "CS/s", false,
 			[]func(row) (string, float64){func(r row) (string, float64) { return "", r.st.rate }}},
-		{"hot-wait.png", "hot", "Hot key: wait for the lock, p50 (dashed) and p99", "ms", true,
+		{"load-hot-wait.png", "hot", "Hot key: wait for the lock, p50 (dashed) and p99", "ms", true,
 			[]func(row) (string, float64){
 				func(r row) (string, float64) { return " p99", ms(r.st.waitP99) },
 				func(r row) (string, float64) { return " p50", ms(r.st.waitP50) }}},
-		{"hot-handoff.png", "hot", "Hot key: hand-over gap (release to next holder), p50 (dashed) and p99", "ms", true,
+		{"load-hot-handoff.png", "hot", "Hot key: hand-over gap (release to next holder), p50 (dashed) and p99", "ms", true,
 			[]func(row) (string, float64){
 				func(r row) (string, float64) { return " p99", ms(r.st.gapP99) },
 				func(r row) (string, float64) { return " p50", ms(r.st.gapP50) }}},
