@@ -19,9 +19,9 @@ import (
 // interceptor.New reads from the generated descriptor, so no Go rule is
 // given here. A typo in that option would fail here, at start-up.
 func newGRPCServer(s *shop) (*grpc.Server, error) {
-	ic, err := interceptor.New(s.lk, nil)
+	ic, err := interceptor.New(s.lk, nil) // nil: no Go rules, only proto options
 	if err != nil {
-		return nil, err
+		return nil, err // a bad option fails here, at start-up
 	}
 	srv := grpc.NewServer(
 		grpc.ChainUnaryInterceptor(ic.Unary()),

@@ -47,7 +47,6 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 			writeError(c, err)
 			return
 		}
-		// The tag's lease, as any code below the handler can find it.
 		c.Header("X-Fencing-Token", strconv.FormatInt(locker.FromContext(ctx).Token(), 10))
 		c.JSON(http.StatusOK, o)
 	})
