@@ -93,20 +93,27 @@ func (h *hub) deliver(channel, payload string) {
 	if !ok {
 		return
 	}
+	f, sv, _ := strings.Cut(rest, " ")
+	fence, err1 := strconv.ParseInt(f, 10, 64)
+	server, err2 := strconv.ParseInt(sv, 10, 64)
+	if err1 != nil || err2 != nil {
+		return
+	}
+	h.handOver(token, grant{fence: fence, server: server})
+}
+
+// handOver tells the local waiter token, if any, that it holds the lock.
+// It may be told twice — by the releasing process's own reply and by the
+// notice — and keeps the first.
+func (h *hub) handOver(token string, g grant) {
 	h.mu.Lock()
 	w := h.waiters[token]
 	h.mu.Unlock()
 	if w == nil {
 		return
 	}
-	f, s, _ := strings.Cut(rest, " ")
-	fence, err1 := strconv.ParseInt(f, 10, 64)
-	server, err2 := strconv.ParseInt(s, 10, 64)
-	if err1 != nil || err2 != nil {
-		return
-	}
 	select {
-	case w.grant <- grant{fence: fence, server: server}:
+	case w.grant <- g:
 	default:
 	}
 }

@@ -249,8 +249,19 @@ func (le *Lease) release(ctx context.Context) error {
 	if err != nil {
 		return unavailable(err)
 	}
-	if n, _ := v.(int64); n < 0 {
-		return ErrNotHeld
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return ErrNotHeld
+		}
+	case []any:
+		// Handed to a waiter: wake it here if it is ours.
+		if len(x) == 4 {
+			token, _ := x[1].(string)
+			fence, _ := x[2].(int64)
+			server, _ := x[3].(int64)
+			le.l.hub.handOver(token, grant{fence: fence, server: server})
+		}
 	}
 	return nil
 }

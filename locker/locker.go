@@ -195,12 +195,35 @@ func (l *Locker) abandon(n names, token string) {
 	time.AfterFunc(l.o.callTimeout, func() { _, _ = l.leave(context.Background(), n, token, modeDrop) })
 }
 
-// callCtx bounds one Redis call by the call timeout.
+// callCtx bounds one Redis call by the call timeout. The drivers turn a
+// context's deadline into socket timeouts, so a deadline is all a call needs:
+// callCtx adds one without the timer (and allocations) of
+// context.WithTimeout.
 func (l *Locker) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if dl, ok := ctx.Deadline(); ok && time.Until(dl) <= l.o.callTimeout {
+	dl := time.Now().Add(l.o.callTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
 		return ctx, func() {}
 	}
-	return context.WithTimeout(ctx, l.o.callTimeout)
+	return &deadlineCtx{Context: ctx, dl: dl}, func() {}
+}
+
+// deadlineCtx is its parent with an earlier deadline but no timer of its
+// own: Done is the parent's, and Err reports the deadline once it passed.
+type deadlineCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.dl, true }
+
+func (c *deadlineCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 // wait waits for a hand-over after a busy first try (r, sent when sent).

@@ -86,14 +86,16 @@ local function enqueue(token, t, wait, ttl)
 end
 
 -- free runs after the lock was deleted with its waiting flag set. handoff
--- 'g' hands it to the queue's head; 'n' (Redlock, whose masters must not
+-- 'g' hands it to the queue's head and returns (owner, fence, server_ms) of
+-- the hand-over; 'n' (Redlock, whose masters must not
 -- pick a holder each on their own) publishes the free notice "-" when live
 -- waiters are queued, and they try again.
 local function free(channel, handoff)
   local nowms = now_ms(redis.call('TIME'))
   if handoff == 'n' then
     if head(nowms) then redis.call('PUBLISH', channel, '-') end
-    return
+    return nil
   end
-  grant(channel, nil, nowms)
+  local w, f = grant(channel, nil, nowms)
+  return w, f, nowms
 end
