@@ -35,6 +35,12 @@ type Proxy struct {
 
 var proxyServer = toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop())
 
+func init() {
+	// Some toxics (bandwidth) log through zerolog's global logger at trace
+	// level; a test binary that imports this package wants none of it.
+	zerolog.SetGlobalLevel(zerolog.Disabled)
+}
+
 // NewProxy starts a proxy to upstream (host:port) on 127.0.0.1, port chosen
 // by the kernel.
 func NewProxy(t testing.TB, upstream string) *Proxy {

@@ -36,9 +36,9 @@ func TestHelperProcess(t *testing.T) {
 
 // childEnv is what a child reads from its environment.
 type childEnv struct {
-	addr, store, client, key, prefix string
-	iters                            int
-	ttl, wait, lease, renew, think   time.Duration
+	addr, store, client, key, prefix      string
+	iters                                 int
+	ttl, wait, lease, renew, think, pause time.Duration
 }
 
 func readChildEnv() childEnv {
@@ -47,7 +47,7 @@ func readChildEnv() childEnv {
 	return childEnv{
 		addr: os.Getenv("LT_ADDR"), store: os.Getenv("LT_STORE"), client: os.Getenv("LT_CLIENT"),
 		key: os.Getenv("LT_KEY"), prefix: os.Getenv("LT_PREFIX"), iters: n,
-		ttl: dur("LT_TTL"), wait: dur("LT_WAIT"), lease: dur("LT_LEASE"), renew: dur("LT_RENEW"), think: dur("LT_THINK"),
+		ttl: dur("LT_TTL"), wait: dur("LT_WAIT"), lease: dur("LT_LEASE"), renew: dur("LT_RENEW"), think: dur("LT_THINK"), pause: dur("LT_PAUSE"),
 	}
 }
 
@@ -57,7 +57,7 @@ func (e childEnv) env() []string {
 		"LT_ADDR=" + e.addr, "LT_STORE=" + e.store, "LT_CLIENT=" + e.client, "LT_KEY=" + e.key,
 		"LT_PREFIX=" + e.prefix, "LT_ITERS=" + strconv.Itoa(e.iters),
 		"LT_TTL=" + e.ttl.String(), "LT_WAIT=" + e.wait.String(), "LT_LEASE=" + e.lease.String(),
-		"LT_RENEW=" + e.renew.String(), "LT_THINK=" + e.think.String(),
+		"LT_RENEW=" + e.renew.String(), "LT_THINK=" + e.think.String(), "LT_PAUSE=" + e.pause.String(),
 	}
 }
 
@@ -103,7 +103,7 @@ func childWorker() {
 		}
 		cancel()
 	}()
-	w := work{client: e.client, key: e.key, iters: e.iters, params: locker.Params{TTL: e.ttl, Wait: e.wait}, think: e.think}
+	w := work{client: e.client, key: e.key, iters: e.iters, params: locker.Params{TTL: e.ttl, Wait: e.wait}, think: e.think, pause: e.pause}
 	say("READY")
 	w.run(ctx, lk, newRemoteStore(e.store), func(s section) { say("%s", s) }, func(kind string) { say("ERR %s", kind) })
 	say("DONE")

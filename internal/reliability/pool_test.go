@@ -96,7 +96,6 @@ func TestPoolExhaustedAdapters(t *testing.T) {
 	}
 }
 
-
 // TestRenewalUnderPoolStarvation: request traffic holds every pooled
 // connection for two leases while a watchdog lock is held, with a pool that
 // fails fast (Wait=false) and one that queues (Wait=true). The lock must

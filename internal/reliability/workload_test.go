@@ -19,20 +19,21 @@ type section struct {
 	token     int64
 	start     int64 // wall clock, Unix ns: sections of several processes are compared
 	end       int64
-	confirmed bool // Release succeeded: the lock was held from Obtain to Release
-	lost      bool // the lease's context was cancelled with ErrLockLost before Release
-	wrote     bool // the store applied the write
-	stale     bool // the store refused the read or write as stale
+	confirmed bool   // Release succeeded: the lock was held from Obtain to Release
+	release   string // "ok", or the kind of Release's error: "not-held", "unavailable", "other"
+	lost      bool   // the lease's context was cancelled with ErrLockLost before Release
+	wrote     bool   // the store applied the write
+	stale     bool   // the store refused the read or write as stale
 }
 
 func (s section) String() string {
-	return fmt.Sprintf("SEC %s %s %d %d %d %t %t %t %t", s.client, s.key, s.token, s.start, s.end, s.confirmed, s.lost, s.wrote, s.stale)
+	return fmt.Sprintf("SEC %s %s %d %d %d %t %t %t %t %s", s.client, s.key, s.token, s.start, s.end, s.confirmed, s.lost, s.wrote, s.stale, s.release)
 }
 
 func parseSection(line string) (section, bool) {
 	var s section
-	n, err := fmt.Sscanf(line, "SEC %s %s %d %d %d %t %t %t %t", &s.client, &s.key, &s.token, &s.start, &s.end, &s.confirmed, &s.lost, &s.wrote, &s.stale)
-	return s, err == nil && n == 9
+	n, err := fmt.Sscanf(line, "SEC %s %s %d %d %d %t %t %t %t %s", &s.client, &s.key, &s.token, &s.start, &s.end, &s.confirmed, &s.lost, &s.wrote, &s.stale, &s.release)
+	return s, err == nil && n == 10
 }
 
 // overlaps counts pairs of sections on one key that overlap in time, among
@@ -167,6 +168,16 @@ func (w work) run(ctx context.Context, lk *locker.Locker, res resource, emit fun
 		s.lost = le.Lost()
 		rerr := le.Release(context.Background())
 		s.confirmed = rerr == nil
+		switch {
+		case rerr == nil:
+			s.release = "ok"
+		case errors.Is(rerr, locker.ErrNotHeld):
+			s.release = "not-held"
+		case errors.Is(rerr, locker.ErrUnavailable):
+			s.release = "unavailable"
+		default:
+			s.release = "other"
+		}
 		if rerr != nil {
 			fail(errKind("release", rerr))
 		}
@@ -207,7 +218,7 @@ func (c *collector) line(l string) {
 
 // counts summarises sections.
 type counts struct {
-	sections, confirmed, lost, unnoticed, wrote, stale int
+	sections, confirmed, lost, unnoticed, unknown, wrote, stale int
 }
 
 func countSections(secs []section) counts {
@@ -220,8 +231,11 @@ func countSections(secs []section) counts {
 		if s.lost {
 			c.lost++
 		}
-		if !s.confirmed && !s.lost {
+		if !s.lost && s.release == "not-held" {
 			c.unnoticed++ // the lock was gone at Release, but the holder had not been told
+		}
+		if !s.lost && s.release != "ok" && s.release != "not-held" {
+			c.unknown++ // Release could not reach Redis: the lease runs out there
 		}
 		if s.wrote {
 			c.wrote++
