@@ -15,9 +15,9 @@
 //
 // # Redis layout
 //
-// A lock named K lives in a hash at prefix+"{K}" (owner token, hold count,
-// fencing token) with the lease as its expiry. Its fencing counter, waiter
-// queue and waiter table use the same hash tag, so all of them share one
+// A lock named K is a string at prefix+"{K}" (owner token, fencing token,
+// hold count, waiting flag) with the lease as its expiry. Its fencing counter, waiter
+// queue and channel use the same hash tag, so all of them share one
 // Redis Cluster slot. Every operation is a single Lua script run by SHA.
 //
 // # Waiting

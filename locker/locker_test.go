@@ -241,9 +241,6 @@ func TestCancelWhileWaiting(t *testing.T) {
 	if q := queueLen(t, srv, "c"); q != 0 {
 		t.Fatalf("%d orphan queue entries", q)
 	}
-	if w := intReply(t, srv, "EXISTS", "locktag:{c}:w"); w != 0 {
-		t.Fatal("orphan waiter table")
-	}
 	goroutinesSettle(t, base)
 }
 

@@ -125,6 +125,7 @@ func (l *Locker) tryQuorum(ctx context.Context, n names, token string, ttl, wait
 	errs := make([]error, len(res))
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	ok, failed := 0, 0
+	same := true // every granting master minted the same token
 	for i, nr := range res {
 		r, err := nr.v, nr.err
 		var rep reply
@@ -138,6 +139,7 @@ func (l *Locker) tryQuorum(ctx context.Context, n names, token string, ttl, wait
 		case rep.status == statusObtained || rep.status == statusReentered:
 			ok++
 			took[i] = true
+			same = same && (ok == 1 || rep.fence == out.fence)
 			out.fence = max(out.fence, rep.fence)
 			out.holds = max(out.holds, int(rep.holds))
 		default:
@@ -148,7 +150,10 @@ func (l *Locker) tryQuorum(ctx context.Context, n names, token string, ttl, wait
 	}
 	out.until = l.validUntil(sent, ttl)
 	if ok >= l.quorum && time.Until(out.until) > 0 {
-		if reentry || l.raiseFence(ctx, n, ttl, out.fence, took) {
+		// When every granting master minted the same token, each counter
+		// already holds it: nothing to write back (the steady state, since
+		// the write-back levels the counters).
+		if reentry || same || l.raiseFence(ctx, n, ttl, out.fence, took) {
 			out.obtained = true
 			return out
 		}

@@ -29,7 +29,7 @@ if v then
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
   end
-  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl)
+  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl, mode == 'a')
   if w ~= '1' then
     redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1', 'KEEPTTL')
   end
@@ -46,15 +46,15 @@ if mode == 'a' then
 end
 if mode == 'n' then
   -- Redlock: free here; leave the queue and keep releases notifying the rest.
-  redis.call('ZREM', KEYS[3], token)
-  redis.call('HDEL', KEYS[4], token)
+  local m = queued(token)
+  if m then redis.call('ZREM', KEYS[3], m) end
   local waiting = '0'
-  if redis.call('ZCARD', KEYS[3]) > 0 then waiting = '1' end
+  if redis.call('EXISTS', KEYS[3]) == 1 then waiting = '1' end
   return {1, take(token, ttl, waiting), 1, ttl, 0}
 end
 -- A waiter re-checks a free lock: the head of the queue gets it.
 local t = redis.call('TIME')
-local nowms = enqueue(token, t, math.max(wait, 1), ttl)
+local nowms = enqueue(token, t, math.max(wait, 1), ttl, false)
 local w, f = grant(channel, token, nowms)
 if w == token then
   return {1, f, 1, ttl, nowms}

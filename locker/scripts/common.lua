@@ -2,8 +2,8 @@
 -- KEYS[1] lock: string "owner fence holds waiting" with the lease as expiry;
 --         waiting is 1 when the queue may hold waiters (release then hands over).
 -- KEYS[2] fencing counter (expires FENCE_TTL after it was seeded)
--- KEYS[3] waiter queue (zset: owner token -> arrival, server microseconds)
--- KEYS[4] waiter info (hash: owner token -> "deadline_ms:ttl_ms")
+-- KEYS[3] waiter queue (zset of "token deadline_ms ttl_ms", scored by arrival
+--         in server microseconds: first come, first served)
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
 local FENCE_TTL = 3600000
@@ -39,32 +39,52 @@ local function take(owner, ttl, waiting)
   return f
 end
 
--- head drops waiters whose wait is over and returns the first live one
--- (token, ttl) or nil. The queue and info hash vanish when they empty.
-local function head(nowms)
+-- member splits a queue entry into token, deadline and ttl.
+local function member(m)
+  local w, dl, ttl = string.match(m, '^(%S+) (%d+) (%d+)$')
+  return w, tonumber(dl), tonumber(ttl)
+end
+
+-- pop removes waiters from the head of the queue until a live one (whose
+-- wait is not over), and returns its token and ttl, or nil. The queue
+-- vanishes when it empties.
+local function pop(nowms)
+  while true do
+    local h = redis.call('ZPOPMIN', KEYS[3])
+    if #h == 0 then return nil end
+    local w, dl, ttl = member(h[1])
+    if dl >= nowms then return w, ttl end
+  end
+end
+
+-- live reports whether a live waiter is queued, dropping dead ones first.
+local function live(nowms)
   while true do
     local h = redis.call('ZRANGE', KEYS[3], 0, 0)
-    if #h == 0 then return nil end
-    local info = redis.call('HGET', KEYS[4], h[1])
-    if info then
-      local dl, ttl = string.match(info, '^(%d+):(%d+)$')
-      if tonumber(dl) >= nowms then return h[1], tonumber(ttl) end
-    end
+    if #h == 0 then return false end
+    local _, dl = member(h[1])
+    if dl >= nowms then return true end
     redis.call('ZREM', KEYS[3], h[1])
-    redis.call('HDEL', KEYS[4], h[1])
   end
+end
+
+-- queued returns token's queue entry, or nil (a scan: rare paths only).
+local function queued(token)
+  local p = token .. ' '
+  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
+    if string.sub(m, 1, #p) == p then return m end
+  end
+  return nil
 end
 
 -- grant hands the free lock to the first live waiter and, unless it is
 -- self, tells it on the channel: "token fence grant_ms". Returns the new
 -- owner and fence, or nil.
 local function grant(channel, self, nowms)
-  local w, ttl = head(nowms)
+  local w, ttl = pop(nowms)
   if not w then return nil end
-  redis.call('ZREM', KEYS[3], w)
-  redis.call('HDEL', KEYS[4], w)
   local more = '0'
-  if redis.call('ZCARD', KEYS[3]) > 0 then more = '1' end
+  if redis.call('EXISTS', KEYS[3]) == 1 then more = '1' end
   local f = take(w, ttl, more)
   if w ~= self then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms)
@@ -72,15 +92,17 @@ local function grant(channel, self, nowms)
   return w, f
 end
 
--- enqueue adds token to the queue (keeping its place if already there).
-local function enqueue(token, t, wait, ttl)
+-- enqueue adds token to the queue; fresh says it cannot be there yet
+-- (otherwise an entry it has keeps its place).
+local function enqueue(token, t, wait, ttl, fresh)
   local nowms = now_ms(t)
-  redis.call('ZADD', KEYS[3], 'NX', fmt(tonumber(t[1]) * 1000000 + tonumber(t[2])), token)
-  redis.call('HSET', KEYS[4], token, fmt(nowms + wait) .. ':' .. ttl)
+  if fresh or not queued(token) then
+    local arrival = fmt(tonumber(t[1]) * 1000000 + tonumber(t[2]))
+    redis.call('ZADD', KEYS[3], arrival, token .. ' ' .. fmt(nowms + wait) .. ' ' .. ttl)
+  end
   local keep = wait + 1000
   if redis.call('PTTL', KEYS[3]) < keep then
     redis.call('PEXPIRE', KEYS[3], keep)
-    redis.call('PEXPIRE', KEYS[4], keep)
   end
   return nowms
 end
@@ -93,7 +115,7 @@ end
 local function free(channel, handoff)
   local nowms = now_ms(redis.call('TIME'))
   if handoff == 'n' then
-    if head(nowms) then redis.call('PUBLISH', channel, '-') end
+    if live(nowms) then redis.call('PUBLISH', channel, '-') end
     return nil
   end
   local w, f = grant(channel, nil, nowms)

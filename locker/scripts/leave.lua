@@ -15,6 +15,6 @@ if v then
     return {0, 0, 0, -2, 0}
   end
 end
-redis.call('ZREM', KEYS[3], token)
-redis.call('HDEL', KEYS[4], token)
+local m = queued(token)
+if m then redis.call('ZREM', KEYS[3], m) end
 return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
