@@ -33,3 +33,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzParseTag -fuzztime 30s ./keyexpr/
 	$(GO) test -run '^$$' -fuzz FuzzTemplate -fuzztime 30s ./keyexpr/
 	$(GO) test -run '^$$' -fuzz FuzzInjective -fuzztime 30s ./keyexpr/
+
+## soak: the fault-injection soak (docs/reliability.md) for SOAK (default 10m).
+SOAK ?= 10m
+.PHONY: soak
+soak: deps
+	$(GO) test -run '^TestSoak$$' -v -timeout 60m ./internal/reliability -soak=$(SOAK)
