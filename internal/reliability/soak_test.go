@@ -38,8 +38,21 @@ const (
 // sections or any lost update.
 func TestSoak(t *testing.T) {
 	if *soakFor <= 0 {
-		t.Skip("soak mode: go test ./internal/reliability -run TestSoak -soak=10m -v")
+		t.Skip("soak mode: go test ./internal/reliability -run TestSoak -v -soak=10m")
 	}
+	soak(t, *soakFor, soakFaultEvery, 0)
+}
+
+// TestSoakSmoke is the soak in CI's short mode: one round of every fault,
+// half a second apart, so the soak's machinery is exercised (under -race)
+// and cannot rot between soak runs.
+func TestSoakSmoke(t *testing.T) {
+	soak(t, time.Minute, 500*time.Millisecond, 8)
+}
+
+// soak runs the mixed load for d (or until rounds faults were injected,
+// when rounds > 0), with a fault every period.
+func soak(t *testing.T, d, every time.Duration, rounds int) {
 	srv := redistest.Start(t)
 	px := faults.NewProxy(t, srv.Addr())
 	st := newStore(true)
@@ -121,16 +134,16 @@ func TestSoak(t *testing.T) {
 		}},
 	}
 	start := time.Now()
-	deadline := start.Add(*soakFor)
-	for i := 0; time.Now().Before(deadline); i++ {
-		time.Sleep(soakFaultEvery) // healthy time between faults
+	deadline := start.Add(d)
+	for i := 0; time.Now().Before(deadline) && (rounds <= 0 || i < rounds); i++ {
+		time.Sleep(every) // healthy time between faults
 		if !time.Now().Before(deadline) {
 			break
 		}
 		f := faultList[i%len(faultList)]
 		f.do()
 		injected.add(f.name)
-		if i%len(faultList) == len(faultList)-1 {
+		if rounds <= 0 && i%len(faultList) == len(faultList)-1 {
 			n := countSections(c.sections())
 			t.Logf("%v: %d sections, %d faults", time.Since(start).Round(time.Second), n.sections, i+1)
 		}
