@@ -50,7 +50,10 @@ type Child struct {
 // ("NAME=value") added to this process's environment.
 func StartChild(t testing.TB, role string, env ...string) *Child {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1", "-test.timeout=10m")
+	// No test timeout: a child lives as long as its test wants (a soak
+	// runs for many minutes). It dies with the parent (Pdeathsig below), and
+	// the roles in this repository also exit when their stdin closes.
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1", "-test.timeout=0")
 	cmd.Env = append(append(os.Environ(), EnvRole+"="+role), env...)
 	// A child outlives nothing: if the test process dies, so does it.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

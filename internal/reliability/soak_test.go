@@ -91,6 +91,19 @@ func soak(t *testing.T, d, every time.Duration, rounds int) {
 		spawn(i)
 	}
 
+	// alive reports whether worker i still runs; one that exited on its
+	// own is counted as an error and replaced.
+	alive := func(i int) bool {
+		select {
+		case <-procs[i].ch.Exited():
+			c.errs.add("worker process exited unexpectedly")
+			t.Logf("worker %d exited unexpectedly; stderr: %s", i, procs[i].ch.Stderr())
+			spawn(i)
+			return false
+		default:
+			return true
+		}
+	}
 	var injected tally
 	faultList := []struct {
 		name string
@@ -124,13 +137,17 @@ func soak(t *testing.T, d, every time.Duration, rounds int) {
 			px.Remove(n)
 		}},
 		{"worker SIGKILL", func() {
-			procs[0].ch.Kill()
-			spawn(0)
+			if alive(0) {
+				procs[0].ch.Kill()
+				spawn(0)
+			}
 		}},
 		{"worker SIGSTOP 2s", func() {
-			procs[1].ch.Stop()
-			time.Sleep(2 * lease) // the pause's duration
-			procs[1].ch.Cont()
+			if alive(1) {
+				procs[1].ch.Stop()
+				time.Sleep(2 * lease) // the pause's duration
+				procs[1].ch.Cont()
+			}
 		}},
 	}
 	start := time.Now()
@@ -150,7 +167,10 @@ func soak(t *testing.T, d, every time.Duration, rounds int) {
 	}
 	cancel()
 	wg.Wait()
-	for _, p := range procs {
+	for i, p := range procs {
+		if !alive(i) {
+			p = procs[i]
+		}
 		p.ch.Send("stop")
 		within(t, 30*time.Second, "worker process done", p.done)
 	}
@@ -206,5 +226,8 @@ func soak(t *testing.T, d, every time.Duration, rounds int) {
 	}
 	if n.sections == 0 {
 		t.Error("no critical sections")
+	}
+	if k := c.errs.get("worker process exited unexpectedly"); k != 0 {
+		t.Errorf("%d worker processes exited on their own", k)
 	}
 }
