@@ -145,7 +145,7 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 		return nil, obtainFailed(ctx, err)
 	}
 	if r.status == statusObtained {
-		return l.newLease(ctx, key, n, token, r.fence, t, sent.Add(t.ttl)), nil
+		return l.lease(ctx, key, n, token, r.fence, t, sent.Add(t.ttl))
 	}
 	if t.wait <= 0 {
 		return nil, ErrNotObtained
@@ -260,7 +260,7 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 				return nil, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
-				return l.newLease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl)), nil
+				return l.lease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl))
 			}
 		}
 		// A lost notification costs at most the holder's remaining lease.
@@ -275,14 +275,9 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 			// answered r, and r was answered after sent: a conservative
 			// local time of the grant.
 			at := sent.Add(time.Duration(g.server-r.server-1) * time.Millisecond)
-			until := at.Add(t.ttl)
-			if time.Until(until) <= 0 {
-				// Handed over while this process could not run (paused or
-				// starved) and already expired: not a usable lock.
-				_, _ = l.leave(ctx, n, token, modeDrop)
-				return nil, ErrNotObtained
-			}
-			return l.newLease(ctx, key, n, token, g.fence, t, until), nil
+			// Handed over while this process could not run (paused or
+			// starved), it may have expired already: lease checks.
+			return l.lease(ctx, key, n, token, g.fence, t, at.Add(t.ttl))
 		case <-w.kick:
 			// The subscriber connection broke: notifications may be lost.
 			l.hub.leave(sub)
@@ -296,7 +291,7 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 				return nil, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
-				return l.newLease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl)), nil
+				return l.lease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl))
 			}
 			return nil, ErrNotObtained
 		case <-ctx.Done():
@@ -304,6 +299,22 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 			return nil, errors.Join(ErrNotObtained, ctx.Err())
 		}
 	}
+}
+
+// ErrLate is wrapped by the error of an Obtain whose lock was granted but
+// whose lease had ended by the time the grant reached this process (a reply
+// slower than the TTL, a paused process): the lock is released by token and
+// the call fails with an error that also matches ErrUnavailable.
+var ErrLate = errors.New("locker: lease ended before the reply arrived")
+
+// lease turns a grant valid until until into a Lease, or — when until has
+// passed already — releases it by token and reports ErrLate.
+func (l *Locker) lease(ctx context.Context, key string, n names, token string, fence int64, t terms, until time.Time) (*Lease, error) {
+	if time.Until(until) > 0 {
+		return l.newLease(ctx, key, n, token, fence, t, until), nil
+	}
+	_, _ = l.leave(ctx, n, token, modeDrop)
+	return nil, &multiError{msg: ErrLate.Error(), errs: []error{ErrLate, ErrUnavailable}}
 }
 
 // newToken returns 128 random bits, base64url-encoded.

@@ -64,7 +64,7 @@ func exists(t testing.TB, srv faults.Doer, keys ...string) int64 {
 // lockKeys are the Redis keys of lock name under the default prefix.
 func lockKeys(name string) []string {
 	k := "locktag:{" + name + "}"
-	return []string{k, k + ":q", k + ":w"}
+	return []string{k, k + ":q"}
 }
 
 // owner returns the owner token stored for lock name, or "".

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -53,64 +52,28 @@ func TestLatencyLongerThanTTL(t *testing.T) {
 		_ = le.Release(context.Background())
 	})
 
-	// Delay between the TTL and the call timeout: the reply arrives after
-	// the lease it grants has already ended. What holds today: the lease
-	// is dead on arrival — its context is cancelled with ErrLockLost at
-	// once, Release returns ErrNotHeld and Redis has let the key expire.
-	// (TestLatencyLongerThanTTLNotObtained asks for more.)
-	t.Run("between TTL and call timeout", func(t *testing.T) {
-		lk := newLocker(t, px.Pool(t, faults.PoolOptions{}), locker.WithCallTimeout(2*time.Second))
-		tox := px.Latency(faults.Downstream, 400*time.Millisecond, 0)
-		le, err := lk.Obtain(context.Background(), "slow2", locker.Params{TTL: 200 * time.Millisecond})
-		px.Remove(tox)
-		if err != nil {
-			if !errors.Is(err, locker.ErrNotObtained) && !errors.Is(err, locker.ErrUnavailable) {
-				t.Fatalf("err = %v", err)
-			}
-			t.Logf("not obtained: %v", err)
-			return // the behaviour TestLatencyLongerThanTTLNotObtained wants
-		}
-		t.Logf("obtained a lease that is already over (lost=%t)", le.Lost())
-		select {
-		case <-le.Context().Done():
-		case <-time.After(time.Second):
-			t.Fatal("a lease whose TTL ended before its reply arrived is not cancelled")
-		}
-		if !le.Lost() || !errors.Is(context.Cause(le.Context()), locker.ErrLockLost) {
-			t.Fatalf("cause %v, want ErrLockLost", context.Cause(le.Context()))
-		}
-		if err := le.Release(context.Background()); !errors.Is(err, locker.ErrNotHeld) {
-			t.Fatalf("release: %v, want ErrNotHeld", err)
-		}
-		if n := exists(t, srv, lockKeys("slow2")...); n != 0 {
-			t.Fatalf("%d keys left", n)
-		}
-	})
+	// A delay between the TTL and the call timeout (the reply arrives after
+	// the lease it grants has ended): TestLatencyLongerThanTTLNotObtained.
 }
 
-// TestLatencyLongerThanTTLNotObtained is the contract issue 10 asks for:
-// an acquire whose reply arrives after the TTL it asked for is "not
-// acquired" with a clear error, not a Lease that is already expired.
-//
-// FINDING (reported to the lead, not fixed here): single-node Obtain does
-// not check that the lease is still valid when the reply arrives
-// (newLease arms the expiry timer with a negative duration), so it returns
-// a Lease whose context is cancelled a moment later. The Gin and gRPC
-// adapters then start the handler, which may run briefly with a context
-// that is about to be cancelled; fencing still refuses its writes.
-// Redlock checks validity (tryQuorum: time.Until(out.until) > 0).
-// Run with LOCKTAG_KNOWN_FAILURES=1.
+// TestLatencyLongerThanTTLNotObtained: an acquire whose reply arrives after
+// the TTL it asked for is "not acquired" with a clear error (locker.ErrLate,
+// which also matches ErrUnavailable: 503 / Unavailable in the adapters), not
+// a Lease that is already expired, and the lock it took is released.
 func TestLatencyLongerThanTTLNotObtained(t *testing.T) {
-	if os.Getenv("LOCKTAG_KNOWN_FAILURES") != "1" {
-		t.Skip("FINDING: single-node Obtain returns an already-expired Lease when the reply outlives the TTL; see the comment")
-	}
-	_, px := proxied(t)
+	srv, px := proxied(t)
 	lk := newLocker(t, px.Pool(t, faults.PoolOptions{}), locker.WithCallTimeout(2*time.Second))
 	tox := px.Latency(faults.Downstream, 400*time.Millisecond, 0)
-	defer px.Remove(tox)
 	le, err := lk.Obtain(context.Background(), "slow3", locker.Params{TTL: 200 * time.Millisecond})
+	px.Remove(tox)
 	if err == nil {
 		t.Fatalf("Obtain returned a lease (lost=%t) for a reply that arrived after its TTL; want an error", le.Lost())
+	}
+	if !errors.Is(err, locker.ErrLate) || !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrLate and ErrUnavailable", err)
+	}
+	if n := exists(t, srv, lockKeys("slow3")[0]); n != 0 {
+		t.Fatal("the late lock was not released")
 	}
 }
 
