@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -322,4 +323,28 @@ func newToken() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+var scriptPing = newScript("return 1")
+
+// Ping checks that every Redis node answers (credentials, TLS, network) by
+// running a trivial script, and returns an error matching ErrUnavailable
+// when one does not. New does not connect; call Ping at start-up to fail
+// there rather than on the first request.
+func (l *Locker) Ping(ctx context.Context) error {
+	cctx, cancel := l.callCtx(ctx)
+	defer cancel()
+	var errs []error
+	for i, nd := range l.nodes {
+		if _, err := nd.drv.Eval(cctx, scriptPing, nil); err != nil {
+			if l.redlock() {
+				err = fmt.Errorf("master %d: %w", i, err)
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return unavailable(errors.Join(errs...))
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )
@@ -329,5 +330,28 @@ func TestRetriedAcquireIsIdempotent(t *testing.T) {
 	}
 	if n := intReply(t, srv, "EXISTS", "locktag:{retry}"); n != 0 {
 		t.Fatal("one release did not free a retried acquire")
+	}
+}
+
+func TestPing(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--requirepass", "s3cret"))
+	good := newLocker(t, srv)
+	if err := good.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	pool := srv.Pool(t)
+	dial := pool.DialContext
+	pool.DialContext = func(ctx context.Context) (redis.Conn, error) {
+		c, err := dial(ctx)
+		if err == nil {
+			_, err = c.Do("AUTH", "wrong")
+		}
+		return c, err
+	}
+	bad := locker.New(pool)
+	defer bad.Close()
+	err := bad.Ping(context.Background())
+	if !errors.Is(err, locker.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Ping with a wrong password: %v", err)
 	}
 }
