@@ -117,8 +117,10 @@ func (c *Claim) lose() {
 	}
 	c.lost = true
 	c.renewal.Stop()
-	c.mu.Unlock()
+	// Cancelled before Lost can report true, so a caller that saw Lost
+	// finds the context's cause set.
 	c.cancel(ErrLockLost)
+	c.mu.Unlock()
 }
 
 // renew runs on the renewal timer. A refusal loses the marker at once; a
