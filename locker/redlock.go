@@ -27,6 +27,8 @@ type QuorumError struct {
 	Errs []error // per master, in the order given; nil where it answered
 }
 
+// Error lists the operation, the count of masters that answered as hoped
+// and each failing master's error.
 func (e *QuorumError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "locker: quorum not reached: %s: %d of %d masters (need %d)", e.Op, e.OK, len(e.Errs), e.Need)
