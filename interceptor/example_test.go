@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"testing"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/interceptor"
 	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -18,6 +21,16 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 )
+
+// exampleRedis is a redis-server started for the examples by TestMain.
+var exampleRedis *redistest.Server
+
+func TestMain(m *testing.M) {
+	redistest.Main(m, func(s *redistest.Server) { exampleRedis = s })
+}
+
+// examplePool stands for the application's own redigo pool.
+func examplePool() *redis.Pool { return exampleRedis.NewPool() }
 
 // inventory answers Reserve and Restock with the fencing token of the lock
 // its handler runs under.
@@ -46,7 +59,7 @@ func dial(srv *grpc.Server) (testpb.InventoryClient, func()) {
 }
 
 func ExampleNew() {
-	lk := locker.New(interceptor.RedisPoolForExamples())
+	lk := locker.New(examplePool())
 	defer lk.Close()
 
 	ic, err := interceptor.New(lk, interceptor.Rules{
@@ -87,7 +100,7 @@ func ExampleNew() {
 }
 
 func ExampleNew_ruleError() {
-	lk := locker.New(interceptor.RedisPoolForExamples())
+	lk := locker.New(examplePool())
 	defer lk.Close()
 	_, err := interceptor.New(lk, interceptor.Rules{
 		"/locktag.test.v1.Inventory/Reserve": `key:"sku:{req.item.id}" wait:"1s"`,
@@ -105,7 +118,7 @@ func ExampleNew_ruleError() {
 type userKey struct{}
 
 func ExampleContextSource() {
-	lk := locker.New(interceptor.RedisPoolForExamples())
+	lk := locker.New(examplePool())
 	defer lk.Close()
 
 	// An authentication interceptor runs first and stores the user.
@@ -136,7 +149,7 @@ func ExampleContextSource() {
 }
 
 func ExampleWithErrorHandler() {
-	lk := locker.New(interceptor.RedisPoolForExamples())
+	lk := locker.New(examplePool())
 	defer lk.Close()
 
 	// Busy locks become ResourceExhausted; everything else keeps the default.

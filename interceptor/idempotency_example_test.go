@@ -24,7 +24,7 @@ func (s *charges) Reserve(ctx context.Context, req *testpb.ReserveRequest) (*tes
 }
 
 func ExampleNewIdempotency() {
-	lk := locker.New(interceptor.RedisPoolForExamples())
+	lk := locker.New(examplePool())
 	defer lk.Close()
 
 	// The scope says who the caller is; an authentication interceptor

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -17,15 +16,7 @@ import (
 var exampleAddr string
 
 func TestMain(m *testing.M) {
-	srv, err := redistest.Launch()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	exampleAddr = srv.Addr()
-	code := m.Run()
-	srv.Close()
-	os.Exit(code)
+	redistest.Main(m, func(s *redistest.Server) { exampleAddr = s.Addr() })
 }
 
 func examplePool() *redis.Pool {

@@ -219,11 +219,28 @@ func tail(path string) string {
 // Addr is the server's host:port.
 func (s *Server) Addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
-// Pool returns a new redigo pool to this server with short timeouts; it is
-// closed when the test ends. Each call returns a separate pool, so tests can
-// simulate separate processes.
-func (s *Server) Pool(t testing.TB) *redis.Pool {
-	p := &redis.Pool{
+// Main is a TestMain for packages whose Example functions need a Redis: it
+// starts a server, hands it to ready, runs the tests and examples, stops the
+// server and exits with the tests' code.
+func Main(m *testing.M, ready func(*Server)) {
+	s, err := Launch()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if os.Getenv("LOCKTAG_SKIP_REDIS") == "1" {
+			os.Exit(0)
+		}
+		os.Exit(1)
+	}
+	ready(s)
+	code := m.Run()
+	s.Close()
+	os.Exit(code)
+}
+
+// NewPool returns a new redigo pool to this server with short timeouts,
+// outside a test (for examples); the caller closes it.
+func (s *Server) NewPool() *redis.Pool {
+	return &redis.Pool{
 		MaxIdle:     64,
 		IdleTimeout: time.Minute,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
@@ -233,6 +250,13 @@ func (s *Server) Pool(t testing.TB) *redis.Pool {
 				redis.DialWriteTimeout(5*time.Second), s.dialAuth())
 		},
 	}
+}
+
+// Pool returns a new redigo pool to this server with short timeouts; it is
+// closed when the test ends. Each call returns a separate pool, so tests can
+// simulate separate processes.
+func (s *Server) Pool(t testing.TB) *redis.Pool {
+	p := s.NewPool()
 	t.Cleanup(func() { _ = p.Close() })
 	return p
 }
