@@ -68,12 +68,22 @@ func mustObtain(t *testing.T, lk *locker.Locker, ctx context.Context, key string
 	return le
 }
 
-// commandCalls reads calls=N of cmd from INFO commandstats.
+// commandCalls reads calls=N of cmd from INFO commandstats, less the
+// failed ones (an EVALSHA answered NOSCRIPT is retried as EVAL).
 func commandCalls(info, cmd string) int {
 	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":calls="); ok {
-			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
-			return n
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":"); ok {
+			var calls, failed int
+			for _, f := range strings.Split(strings.TrimSpace(rest), ",") {
+				k, v, _ := strings.Cut(f, "=")
+				switch k {
+				case "calls":
+					calls, _ = strconv.Atoi(v)
+				case "failed_calls":
+					failed, _ = strconv.Atoi(v)
+				}
+			}
+			return calls - failed
 		}
 	}
 	return 0
