@@ -91,3 +91,18 @@ func appendHashed(b []byte, v string) []byte {
 	}
 	return b
 }
+
+// baseEscapes is the escape set of a template without separator bytes of
+// its own.
+var baseEscapes = newEscapeTable(nil)
+
+// Escape returns v escaped as a template escapes a placeholder's value, for
+// building a lock name by hand that matches a tag's: the tag
+// key:"order:{path.id}" and lk.Obtain(ctx, "order:"+keyexpr.Escape(id), p)
+// take the same lock for every id. It applies the escapes every template
+// applies; a template with its own separator between two placeholders
+// ("{path.a}-{path.b}") also escapes that separator, which Escape does not.
+// Escape applies no length cap.
+func Escape(v string) string {
+	return string(appendEscaped(nil, v, &baseEscapes))
+}

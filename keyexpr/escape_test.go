@@ -68,3 +68,22 @@ func TestHashedFormHasNoSeparators(t *testing.T) {
 		}
 	}
 }
+
+func TestEscapeMatchesTemplate(t *testing.T) {
+	src := Sources[string]{"path": func(string) (Getter[string], error) {
+		return func(r string) (string, error) { return r, nil }, nil
+	}}
+	k, err := BindSpec(MustParseTag(`key:"order:{path.id}"`), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range []string{"42", "a:b", "{x}", "100%", "a b\r\n", "\xff\xfe", "日本"} {
+		name, err := k.Eval(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if manual := "order:" + Escape(v); manual != name {
+			t.Errorf("Escape(%q): %q, template gives %q", v, manual, name)
+		}
+	}
+}

@@ -74,3 +74,11 @@ func ExampleBind() {
 	// 400: keyexpr: template "user:{header.X-User-Id}:order:{path.id}": placeholder {header.X-User-Id} at byte 5: missing value
 	// keyexpr: template "sku:{req.sku}": placeholder {req.sku} at byte 4: unknown source "req" (known sources: header, path)
 }
+
+func ExampleEscape() {
+	// A job that locks an order by hand takes the same lock as a route
+	// tagged key:"order:{path.id}".
+	id := "A:17"
+	fmt.Println("order:" + keyexpr.Escape(id))
+	// Output: order:A%3A17
+}
