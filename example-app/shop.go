@@ -74,16 +74,8 @@ func (s *shop) Buy(ctx context.Context, sku, user string) (order, error) {
 	defer func() { _ = lease.Release(ctx) }()
 	ctx = lease.Context() // cancelled with cause locker.ErrLockLost if the lock is lost
 
-	it, err := s.db.Get(sku)
+	it, err := s.sell(ctx, sku, lease.Token())
 	if err != nil {
-		return order{}, err
-	}
-	if it.Stock <= 0 {
-		return order{}, errSoldOut
-	}
-	it.Stock--
-	it.Sold++
-	if err := s.db.Put(ctx, it, lease.Token()); err != nil {
 		return order{}, err
 	}
 	return s.confirm(it, user, lease.Token(), lease.Holds()), nil
@@ -93,19 +85,29 @@ func (s *shop) Buy(ctx context.Context, sku, user string) (order, error) {
 // write latency, write it back. Concurrent calls read the same stock and sell
 // it more than once. Only the demo's control route uses it.
 func (s *shop) BuyUnlocked(ctx context.Context, sku, user string) (order, error) {
-	it, err := s.db.Get(sku)
+	it, err := s.sell(ctx, sku, 0)
 	if err != nil {
 		return order{}, err
 	}
+	return s.confirm(it, user, 0, 0), nil
+}
+
+// sell is the read-modify-write of one sale: read the stock, take one,
+// write it back with fence (0: unfenced). Safe only under the item's lock.
+func (s *shop) sell(ctx context.Context, sku string, fence int64) (item, error) {
+	it, err := s.db.Get(sku)
+	if err != nil {
+		return item{}, err
+	}
 	if it.Stock <= 0 {
-		return order{}, errSoldOut
+		return item{}, errSoldOut
 	}
 	it.Stock--
 	it.Sold++
-	if err := s.db.Put(ctx, it, 0); err != nil {
-		return order{}, err
+	if err := s.db.Put(ctx, it, fence); err != nil {
+		return item{}, err
 	}
-	return s.confirm(it, user, 0, 0), nil
+	return it, nil
 }
 
 func (s *shop) confirm(it item, user string, fence int64, holds int) order {

@@ -304,3 +304,57 @@ func (h *hub) close() error {
 	}
 	return nil
 }
+
+// watch keeps one waiting call subscribed to its key's channel and says
+// when to re-check without a notice: the lock and idempotency waits share it.
+type watch struct {
+	h       *hub
+	channel string
+	sub     *subscription
+	safety  *time.Timer
+}
+
+func (h *hub) watch(channel string) *watch {
+	return &watch{h: h, channel: channel, safety: time.NewTimer(time.Hour)}
+}
+
+// ensure subscribes if not subscribed. missed reports that the subscription
+// was confirmed only after since, so a notice published in between may have
+// been lost: re-check. An error means ctx ended; any other failure leaves the
+// watch unsubscribed, so re-checks come every 100ms until it subscribes.
+func (wt *watch) ensure(ctx context.Context, since time.Time) (missed bool, err error) {
+	if wt.sub != nil {
+		return false, nil
+	}
+	s, missed, err := wt.h.join(ctx, wt.channel, since)
+	switch {
+	case err == nil:
+		wt.sub = s
+		return missed, nil
+	case ctx.Err() != nil:
+		return false, ctx.Err()
+	}
+	return false, nil
+}
+
+// arm sets the safety timer: a lost notice costs at most the remaining
+// lease (pttl) of whoever holds the key; unsubscribed, at most 100ms.
+func (wt *watch) arm(pttl time.Duration) <-chan time.Time {
+	next := max(pttl, 0) + 2*time.Millisecond
+	if wt.sub == nil {
+		next = min(next, 100*time.Millisecond)
+	}
+	wt.safety.Reset(next)
+	return wt.safety.C
+}
+
+// broken drops the subscription after the listener connection broke.
+func (wt *watch) broken() {
+	wt.h.leave(wt.sub)
+	wt.sub = nil
+}
+
+func (wt *watch) close() {
+	wt.safety.Stop()
+	wt.h.leave(wt.sub)
+}

@@ -208,24 +208,17 @@ func (l *Locker) idemTry(ctx context.Context, k idemKeys, fp, token string, p Id
 // with the subscriber connection costs at most the record's remaining lease.
 func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p IdemParams, w *waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
 	waitUntil := sent.Add(p.Wait)
-	var sub *subscription
-	defer func() { l.hub.leave(sub) }()
-	safety := time.NewTimer(time.Hour)
-	defer safety.Stop()
+	wt := l.hub.watch(k.channel)
+	defer wt.close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
 	recheck := false
 	for {
-		if sub == nil {
-			s, missed, err := l.hub.join(ctx, k.channel, sent)
-			switch {
-			case err == nil:
-				sub, recheck = s, recheck || missed
-			case ctx.Err() != nil:
-				return nil, errors.Join(ErrInFlight, ctx.Err())
-			}
-			// Otherwise no notices for now: re-check soon and subscribe again.
+		missed, err := wt.ensure(ctx, sent)
+		if err != nil {
+			return nil, errors.Join(ErrInFlight, err)
 		}
+		recheck = recheck || missed
 		if recheck {
 			recheck = false
 			sent = time.Now()
@@ -235,18 +228,13 @@ func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p I
 			}
 			pttl = left
 		}
-		next := max(pttl, 0) + 2*time.Millisecond
-		if sub == nil {
-			next = min(next, 100*time.Millisecond)
-		}
-		safety.Reset(next)
 		select {
 		case <-w.grant:
 			recheck = true
 		case <-w.kick:
-			l.hub.leave(sub)
-			sub, recheck = nil, true
-		case <-safety.C:
+			wt.broken()
+			recheck = true
+		case <-wt.arm(pttl):
 			recheck = true
 		case <-deadline.C:
 			return nil, ErrInFlight

@@ -231,30 +231,21 @@ func (c *deadlineCtx) Err() error {
 func (l *Locker) wait(ctx context.Context, key string, n names, token string, t terms, w *waiter, sent time.Time, r reply) (*Lease, error) {
 	waitUntil := sent.Add(t.wait)
 	defer l.tel.waiting(t.params)()
-	var sub *subscription
-	defer func() { l.hub.leave(sub) }()
-	safety := time.NewTimer(time.Hour)
-	defer safety.Stop()
+	wt := l.hub.watch(n.channel)
+	defer wt.close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
 	recheck := false
 	for {
-		if sub == nil {
-			s, missed, err := l.hub.join(ctx, n.channel, sent)
-			switch {
-			case err == nil:
-				sub, recheck = s, recheck || missed
-			case ctx.Err() != nil:
-				_, _ = l.leave(ctx, n, token, modeDrop)
-				return nil, errors.Join(ErrNotObtained, ctx.Err())
-			}
-			// Otherwise no notifications for now: re-check on the safety
-			// timer and try to subscribe again then.
+		missed, err := wt.ensure(ctx, sent)
+		if err != nil {
+			_, _ = l.leave(ctx, n, token, modeDrop)
+			return nil, errors.Join(ErrNotObtained, err)
 		}
+		recheck = recheck || missed
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			var err error
 			r, err = l.acquire(ctx, n, token, t.ttl, time.Until(waitUntil), modeRecheck)
 			if err != nil {
 				l.abandon(n, token)
@@ -264,12 +255,6 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 				return l.lease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl))
 			}
 		}
-		// A lost notification costs at most the holder's remaining lease.
-		next := max(r.pttl, 0) + 2*time.Millisecond
-		if sub == nil {
-			next = min(next, 100*time.Millisecond)
-		}
-		safety.Reset(next)
 		select {
 		case g := <-w.grant:
 			// The grant happened g.server-r.server ms after the server
@@ -281,9 +266,9 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 			return l.lease(ctx, key, n, token, g.fence, t, at.Add(t.ttl))
 		case <-w.kick:
 			// The subscriber connection broke: notifications may be lost.
-			l.hub.leave(sub)
-			sub, recheck = nil, true
-		case <-safety.C:
+			wt.broken()
+			recheck = true
+		case <-wt.arm(r.pttl):
 			recheck = true
 		case <-deadline.C:
 			sent = time.Now()

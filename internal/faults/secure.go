@@ -22,6 +22,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/internal/redistest"
 )
 
 // Certs are a CA and a server certificate for 127.0.0.1 and localhost,
@@ -135,7 +137,7 @@ func StartSecure(t testing.TB, o SecureOptions) *SecureServer {
 	s := &SecureServer{t: t, o: o, dir: t.TempDir()}
 	var lastErr error
 	for range 5 {
-		port, err := freePort()
+		port, err := redistest.FreePort()
 		if err != nil {
 			lastErr = err
 			continue
@@ -150,15 +152,6 @@ func StartSecure(t testing.TB, o SecureOptions) *SecureServer {
 	}
 	t.Fatalf("faults: cannot start a secure redis-server: %v", lastErr)
 	return nil
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func (s *SecureServer) start(port int) error {

@@ -78,7 +78,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 func launchClusterNode() (*Server, error) {
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		bus, err := freePort()
+		bus, err := FreePort()
 		if err != nil {
 			lastErr = err
 			continue

@@ -92,7 +92,7 @@ func Launch(opts ...Option) (*Server, error) {
 	s := &Server{dir: dir, args: c.args, conf: c.conf}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = FreePort(); lastErr != nil {
 			continue
 		}
 		if lastErr = s.start(); lastErr == nil {
@@ -126,7 +126,8 @@ func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	return out
 }
 
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
