@@ -112,7 +112,8 @@ func childWorker() {
 // childHolder takes the lock once and then obeys its stdin: it prints
 // "HELD token" and "READ value"; on "write" it writes value+1 to the store
 // with a context that ignores the lease (a careless holder) and prints
-// "WROTE ok|stale|error", then "CAUSE" and the lease context's cause; on
+// "WROTE ok|stale|error", then waits up to three leases for the lease's
+// context to end and prints "CAUSE" and its cause; on
 // "release" it releases and prints "RELEASED" and the error (or "ok").
 func childHolder() {
 	e := readChildEnv()
@@ -143,6 +144,12 @@ func childHolder() {
 				say("WROTE stale")
 			default:
 				say("WROTE error %v", err)
+			}
+			// The watchdog notices the loss on its next renewal, which
+			// may land after the write: wait for it, bounded.
+			select {
+			case <-le.Context().Done():
+			case <-time.After(3 * e.lease):
 			}
 			say("CAUSE %v", context.Cause(le.Context()))
 		case "release":

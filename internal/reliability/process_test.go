@@ -76,15 +76,16 @@ func TestHolderKilled(t *testing.T) {
 // long GC pause, a frozen VM) loses the lock; another client takes it with
 // a larger token and writes. After SIGCONT the paused holder — a careless
 // one that writes without looking at its context — has its stale write
-// refused by the fenced store, and by the time that write returns its
-// lease's context is cancelled with ErrLockLost. No update is lost.
+// refused by the fenced store, and within a lease of resuming its lease's
+// context is cancelled with ErrLockLost. No update is lost.
 //
 // The control run uses a store without fencing: the same resumed write is
 // applied and the store counts the lost update, so the check can fail.
 //
 // What is not promised: the resumed process may run some code before its
 // timers fire; the lost-lock detection runs on timers inside the stopped
-// process, so only fencing can stop a write already under way.
+// process, so only fencing can stop a write already under way, and the
+// write may even return before the first renewal after resuming.
 func TestHolderPaused(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, fenced := range []bool{true, false} {
