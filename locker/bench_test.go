@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -85,12 +86,14 @@ func benchSubjects(b *testing.B, srv *redistest.Server) []struct {
 	l    benchLock
 } {
 	lk := locker.New(srv.Pool(b))
-	b.Cleanup(func() { _ = lk.Close() })
+	pl := locker.New(srv.Pool(b), locker.WithPipelining(1))
+	b.Cleanup(func() { _ = lk.Close(); _ = pl.Close() })
 	return []struct {
 		name string
 		l    benchLock
 	}{
 		{"locktag", locktagLock{lk}},
+		{"locktag-pipelined", locktagLock{pl}},
 		{"seed-sleep-retry", &seedLock{pool: srv.Pool(b)}},
 		{"set-del-reference", setDelRef{srv.Pool(b)}},
 	}
@@ -122,6 +125,30 @@ func BenchmarkUncontended(b *testing.B) {
 				}
 				unlock()
 			}
+		})
+	}
+}
+
+// BenchmarkUncontendedParallel: 16 goroutines (8 per core on the CI
+// machine), each locking and unlocking its own key; ns/op is per pair.
+func BenchmarkUncontendedParallel(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, s := range benchSubjects(b, srv) {
+		b.Run(s.name, func(b *testing.B) {
+			ctx := context.Background()
+			var n atomic.Int64
+			b.SetParallelism(8)
+			b.RunParallel(func(pb *testing.PB) {
+				key := "p" + strconv.FormatInt(n.Add(1), 10)
+				for pb.Next() {
+					unlock, err := s.l.lock(ctx, key)
+					if err != nil {
+						b.Error(err)
+						return
+					}
+					unlock()
+				}
+			})
 		})
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,4 +95,28 @@ func ExampleFence() {
 	// Output:
 	// new holder writes: <nil>
 	// old holder writes: locker: stale fencing token
+}
+
+// With pipelining, calls from concurrent goroutines share one connection
+// and its system calls: the choice for services that take many locks at once.
+func ExampleWithPipelining() {
+	lk := locker.New(examplePool(), locker.WithPipelining(1))
+	defer lk.Close()
+	ctx := context.Background()
+
+	var wg sync.WaitGroup
+	var obtained atomic.Int32
+	for i := range 8 {
+		wg.Go(func() {
+			lease, err := lk.Obtain(ctx, fmt.Sprintf("order:%d", i), locker.Params{TTL: 10 * time.Second})
+			if err != nil {
+				return
+			}
+			obtained.Add(1)
+			_ = lease.Release(ctx)
+		})
+	}
+	wg.Wait()
+	fmt.Println(obtained.Load())
+	// Output: 8
 }

@@ -34,7 +34,16 @@ type node struct {
 // New returns a Locker on a redigo pool. The pool's Dial (or DialContext) is
 // also used to open the one subscriber connection that all waiters share.
 func New(pool *redis.Pool, opts ...Option) *Locker {
-	return NewWithDriver(RedigoDriver(pool), opts...)
+	return NewWithDriver(poolDriver(pool, opts), opts...)
+}
+
+// poolDriver is the Driver New and NewRedlock use for pool: pipelined when
+// opts ask for it.
+func poolDriver(pool *redis.Pool, opts []Option) Driver {
+	if o := evaluateOptions(opts); o.pipeline > 0 {
+		return pipelinedDriver(pool, o.pipeline, o.callTimeout)
+	}
+	return RedigoDriver(pool)
 }
 
 // NewWithDriver returns a Locker on any Driver.

@@ -18,6 +18,7 @@ type options struct {
 	linger      time.Duration
 	drift       float64
 	nodeTimeout time.Duration
+	pipeline    int // connections; 0: pooled calls
 
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
@@ -106,6 +107,31 @@ func WithNodeTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d > 0 {
 			o.nodeTimeout = d
+		}
+	}
+}
+
+// WithPipelining makes [New] and [NewRedlock] send every script call over
+// conns long-lived connections per Redis node with auto-pipelining instead
+// of taking a pooled connection per call: a caller that finds nobody writing
+// writes its call together with every call queued meanwhile, and one
+// goroutine per connection reads the replies back in order. Concurrent
+// goroutines then share system calls on both ends of the socket, which is
+// what bounds a lock's throughput on loopback or a fast network; a lone
+// caller pays a goroutine hand-off per reply instead (see
+// docs/benchmarks.md for both sides). One connection is right for most
+// services; Redis runs commands on one thread either way.
+//
+// The pool is then used only to dial: its MaxActive does not bound these
+// connections, and ErrPoolExhausted does not occur. A connection silent for
+// the call timeout (WithCallTimeout) while calls are in flight is closed,
+// failing those calls with ErrUnavailable; the next call dials a new one.
+// The default is off (0): each call takes a connection from the pool. It
+// has no effect on [NewWithDriver].
+func WithPipelining(conns int) Option {
+	return func(o *options) {
+		if conns >= 0 {
+			o.pipeline = conns
 		}
 	}
 }

@@ -108,12 +108,7 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *Script, keys [
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	argv := make([]any, 0, 2+len(keys)+len(args))
-	argv = append(argv, s.hash, len(keys))
-	for _, k := range keys {
-		argv = append(argv, k)
-	}
-	argv = append(argv, args...)
+	argv := scriptArgs(s, keys, args)
 	v, err := cwt.DoWithTimeout(timeout, "EVALSHA", argv...)
 	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
 		argv[0] = s.src
@@ -123,6 +118,17 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *Script, keys [
 		return nil, err
 	}
 	return normalize(v), nil
+}
+
+// scriptArgs builds EVALSHA's arguments: the script's hash, the key count,
+// the keys, the arguments. The caller swaps in the source for EVAL.
+func scriptArgs(s *Script, keys []string, args []any) []any {
+	argv := make([]any, 0, 2+len(keys)+len(args))
+	argv = append(argv, s.hash, len(keys))
+	for _, k := range keys {
+		argv = append(argv, k)
+	}
+	return append(argv, args...)
 }
 
 // normalize converts redigo replies to the Driver contract's types.

@@ -59,7 +59,7 @@ var scriptRaise = newScript(luaRaise)
 func NewRedlock(pools []*redis.Pool, opts ...Option) *Locker {
 	ds := make([]Driver, len(pools))
 	for i, p := range pools {
-		ds[i] = RedigoDriver(p)
+		ds[i] = poolDriver(p, opts)
 	}
 	return newLocker(ds, opts)
 }

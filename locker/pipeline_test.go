@@ -1,0 +1,155 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+// TestPipelinedMutualExclusion: the mutual-exclusion workload with every
+// Locker pipelining its calls (one with two connections) never overlaps
+// and loses no update; the control with disjoint prefixes does.
+func TestPipelinedMutualExclusion(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, broken := range []bool{false, true} {
+		t.Run(fmt.Sprintf("broken=%t", broken), func(t *testing.T) {
+			var lockers []*locker.Locker
+			for i := range 4 {
+				opts := []locker.Option{locker.WithPipelining(1 + i%2)}
+				if broken {
+					opts = append(opts, locker.WithKeyPrefix(fmt.Sprintf("broken%d:", i)))
+				}
+				lockers = append(lockers, newLocker(t, srv, opts...))
+			}
+			peak, lost := workload(t, lockers, 64, 16)
+			switch {
+			case !broken && (peak != 1 || lost != 0):
+				t.Fatalf("mutual exclusion broken: %d holders at once, %d lost updates", peak, lost)
+			case broken && (peak < 2 || lost == 0):
+				t.Fatalf("detector missed a broken lock: %d holders at once, %d lost updates", peak, lost)
+			}
+		})
+	}
+}
+
+// TestPipelinedConcurrentCalls: many goroutines share one pipelined
+// connection; every call gets its own reply (a reply matched to the wrong
+// call would hand a lease a stranger's fence or fail a release).
+func TestPipelinedConcurrentCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv, locker.WithPipelining(1))
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for w := range 32 {
+		wg.Go(func() {
+			key := "k" + strconv.Itoa(w)
+			var last int64
+			for range 50 {
+				le, err := lk.Obtain(ctx, key, locker.Params{TTL: 10 * time.Second})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if le.Token() <= last {
+					t.Errorf("%s: fence %d after %d", key, le.Token(), last)
+				}
+				last = le.Token()
+				if le.Key() != key || le.Holds() != 1 {
+					t.Errorf("lease of %q with %d holds, want %q with 1", le.Key(), le.Holds(), key)
+				}
+				if err := le.Release(ctx); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// TestPipelinedSlowServer: a reply later than the call's deadline breaks the
+// pipelined connection and fails the call with ErrUnavailable instead of
+// hanging; once the server answers again a new connection is dialled.
+func TestPipelinedSlowServer(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv, locker.WithPipelining(1), locker.WithCallTimeout(200*time.Millisecond))
+	ctx := context.Background()
+	if err := lk.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do("CLIENT", "PAUSE", 1500); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lk.Obtain(ctx, "slow", locker.Params{TTL: time.Second})
+	if !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("Obtain during a pause: %v, want ErrUnavailable", err)
+	}
+	var le *locker.Lease
+	eventually(t, 10*time.Second, "obtain after the pause", func() bool {
+		le, err = lk.Obtain(ctx, "slow", locker.Params{TTL: time.Second})
+		return err == nil
+	})
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelinedConnectionKilled: the server drops the pipelined connection;
+// the locker dials a new one and a lease obtained before still releases.
+func TestPipelinedConnectionKilled(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv, locker.WithPipelining(1))
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "killed", locker.Params{TTL: 10 * time.Second})
+	if _, err := srv.Do("CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "calls work again", func() bool { return lk.Ping(ctx) == nil })
+	if err := le.Release(ctx); err != nil {
+		t.Fatalf("release after the connection was killed: %v", err)
+	}
+	if owner, _ := lockState(t, srv, "killed"); owner != "" {
+		t.Fatal("lock still held")
+	}
+}
+
+// TestPipelinedNoScript: after SCRIPT FLUSH the pipelined driver falls back
+// to EVAL like the pooled one.
+func TestPipelinedNoScript(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv, locker.WithPipelining(1))
+	ctx := context.Background()
+	mustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
+	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
+		t.Fatal(err)
+	}
+	le := mustObtain(t, lk, ctx, "b", locker.Params{TTL: time.Second})
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPipelinedClose: Close fails later calls (nothing hangs) and leaves no
+// goroutine behind.
+func TestPipelinedClose(t *testing.T) {
+	srv := redistest.Start(t)
+	base := runtime.NumGoroutine()
+	lk := locker.New(srv.Pool(t), locker.WithPipelining(2))
+	ctx := context.Background()
+	mustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
+	if err := lk.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Obtain(ctx, "a", locker.Params{TTL: time.Second}); !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("Obtain after Close: %v, want ErrUnavailable", err)
+	}
+	goroutinesSettle(t, base)
+}
