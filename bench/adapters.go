@@ -46,6 +46,7 @@ var (
 func subjects() []subject {
 	return []subject{
 		{name: "locktag", isLock: true, nodes: 1, open: openLocktag},
+		{name: "locktag-pipe", isLock: true, nodes: 1, open: openLocktagPipelined},
 		{name: "redsync", isLock: true, nodes: 1, open: openRedsync},
 		{name: "redislock", isLock: true, nodes: 1, open: openRedislock},
 		{name: "seed", isLock: true, nodes: 1, open: openSeed},
@@ -147,15 +148,25 @@ func (l locktagLock) Lock(ctx context.Context, key string) (func() error, error)
 // openLocktag opens locker.New on one address, or locker.NewRedlock on
 // several.
 func openLocktag(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	return openLocktagWith(addrs, c, reqs)
+}
+
+// openLocktagPipelined is openLocktag with auto-pipelining on one
+// connection per node (locker.WithPipelining).
+func openLocktagPipelined(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	return openLocktagWith(addrs, c, reqs, locker.WithPipelining(1))
+}
+
+func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, opts ...locker.Option) (Lock, func(), error) {
 	var pools []*redis.Pool
 	for _, a := range addrs {
 		pools = append(pools, redigoPool(a, c, reqs))
 	}
 	var lk *locker.Locker
 	if len(pools) == 1 {
-		lk = locker.New(pools[0])
+		lk = locker.New(pools[0], opts...)
 	} else {
-		lk = locker.NewRedlock(pools)
+		lk = locker.NewRedlock(pools, opts...)
 	}
 	return locktagLock{lk}, func() {
 		lk.Close()
