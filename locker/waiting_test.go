@@ -3,6 +3,7 @@ package locker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"sync"
@@ -56,12 +57,20 @@ func TestSubscriberConnectionKilled(t *testing.T) {
 }
 
 // TestCancellationStorm: waiters cancelled at random points, racing with
-// hand-overs, never break mutual exclusion and leave nothing behind.
+// hand-overs, never break mutual exclusion and leave nothing behind; with
+// pooled calls and with pipelined ones (where a caller leaving mid-call must
+// not disturb the callers sharing its connection).
 func TestCancellationStorm(t *testing.T) {
+	for _, pipe := range []int{0, 1} {
+		t.Run(fmt.Sprintf("pipelining=%d", pipe), func(t *testing.T) { cancellationStorm(t, pipe) })
+	}
+}
+
+func cancellationStorm(t *testing.T, pipe int) {
 	srv := redistest.Start(t)
 	lockers := []*locker.Locker{
-		newLocker(t, srv, locker.WithUnsubscribeDelay(0)),
-		newLocker(t, srv, locker.WithUnsubscribeDelay(0)),
+		newLocker(t, srv, locker.WithUnsubscribeDelay(0), locker.WithPipelining(pipe)),
+		newLocker(t, srv, locker.WithUnsubscribeDelay(0), locker.WithPipelining(pipe)),
 	}
 	for _, lk := range lockers {
 		warmListener(t, lk)
