@@ -12,11 +12,15 @@ import (
 type Script struct {
 	src  string
 	hash string
+	// hash and src as interface values, made once: boxing a string into
+	// an argument list allocates on every call otherwise.
+	hashArg, srcArg any
 }
 
 func newScript(src string) *Script {
 	sum := sha1.Sum([]byte(src))
-	return &Script{src: src, hash: hex.EncodeToString(sum[:])}
+	h := hex.EncodeToString(sum[:])
+	return &Script{src: src, hash: h, hashArg: h, srcArg: src}
 }
 
 // Source is the script's Lua text.

@@ -61,7 +61,7 @@ func (d *pipeDriver) Eval(ctx context.Context, s *Script, keys []string, args ..
 	argv := scriptArgs(s, keys, args)
 	v, err := pc.do(ctx, "EVALSHA", argv)
 	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
-		argv[0] = s.src
+		argv[0] = s.srcArg
 		v, err = pc.do(ctx, "EVAL", argv)
 	}
 	if err != nil {

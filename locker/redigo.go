@@ -111,7 +111,7 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *Script, keys [
 	argv := scriptArgs(s, keys, args)
 	v, err := cwt.DoWithTimeout(timeout, "EVALSHA", argv...)
 	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
-		argv[0] = s.src
+		argv[0] = s.srcArg
 		v, err = cwt.DoWithTimeout(timeout, "EVAL", argv...)
 	}
 	if err != nil {
@@ -124,7 +124,7 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *Script, keys [
 // the keys, the arguments. The caller swaps in the source for EVAL.
 func scriptArgs(s *Script, keys []string, args []any) []any {
 	argv := make([]any, 0, 2+len(keys)+len(args))
-	argv = append(argv, s.hash, len(keys))
+	argv = append(argv, s.hashArg, len(keys))
 	for _, k := range keys {
 		argv = append(argv, k)
 	}

@@ -69,10 +69,23 @@ type telemetry struct {
 
 // nameAttrs are a lock name's attribute sets, built once.
 type nameAttrs struct {
-	name     metric.MeasurementOption
-	outcomes map[string]metric.MeasurementOption
-	renewals map[string]metric.MeasurementOption
-	idem     map[string]metric.MeasurementOption
+	name     attrOpts
+	outcomes map[string]attrOpts
+	renewals map[string]attrOpts
+	idem     map[string]attrOpts
+}
+
+// attrOpts is one attribute set as ready-made option slices: passing a
+// prebuilt slice to the variadic Record and Add allocates nothing, where a
+// single option would be boxed into a new slice on every call.
+type attrOpts struct {
+	rec []metric.RecordOption
+	add []metric.AddOption
+}
+
+func newAttrOpts(kv ...attribute.KeyValue) attrOpts {
+	o := metric.WithAttributeSet(attribute.NewSet(kv...))
+	return attrOpts{rec: []metric.RecordOption{o}, add: []metric.AddOption{o}}
 }
 
 func newTelemetry(o *options) *telemetry {
@@ -109,19 +122,19 @@ func (t *telemetry) attrs(name string) *nameAttrs {
 		return a.(*nameAttrs)
 	}
 	a := &nameAttrs{
-		name:     metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name))),
-		outcomes: make(map[string]metric.MeasurementOption),
-		renewals: make(map[string]metric.MeasurementOption),
-		idem:     make(map[string]metric.MeasurementOption),
+		name:     newAttrOpts(AttrLockName.String(name)),
+		outcomes: make(map[string]attrOpts),
+		renewals: make(map[string]attrOpts),
+		idem:     make(map[string]attrOpts),
 	}
 	for _, o := range []string{IdemExecuted, IdemReplayed, IdemConflict, IdemMismatch, OutcomeCanceled, OutcomeError} {
-		a.idem[o] = metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name), AttrOutcome.String(o)))
+		a.idem[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, o := range []string{OutcomeAcquired, OutcomeReentered, OutcomeBusy, OutcomeCanceled, OutcomeError, OutcomeLost} {
-		a.outcomes[o] = metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name), AttrOutcome.String(o)))
+		a.outcomes[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, r := range []string{"ok", "error", "refused"} {
-		a.renewals[r] = metric.WithAttributeSet(attribute.NewSet(AttrLockName.String(name), AttrRenewal.String(r)))
+		a.renewals[r] = newAttrOpts(AttrLockName.String(name), AttrRenewal.String(r))
 	}
 	v, _ := t.attrCache.LoadOrStore(name, a)
 	return v.(*nameAttrs)
@@ -167,8 +180,8 @@ func (t *telemetry) base(key string, p Params) []attribute.KeyValue {
 func (t *telemetry) endObtain(span trace.Span, start time.Time, p Params, le *Lease, err error) {
 	outcome := obtainOutcome(le, err)
 	a := t.attrs(lockName(p))
-	t.acquire.Record(context.Background(), time.Since(start).Seconds(), a.outcomes[outcome])
-	t.outcomes.Add(context.Background(), 1, a.outcomes[outcome])
+	t.acquire.Record(context.Background(), time.Since(start).Seconds(), a.outcomes[outcome].rec...)
+	t.outcomes.Add(context.Background(), 1, a.outcomes[outcome].add...)
 	if span.IsRecording() {
 		span.SetAttributes(AttrOutcome.String(outcome))
 		if le != nil {
@@ -199,11 +212,11 @@ func obtainOutcome(le *Lease, err error) string {
 // waiting counts a waiting Obtain and returns the function that ends it.
 func (t *telemetry) waiting(p Params) func() {
 	a := t.attrs(lockName(p))
-	t.waiters.Add(context.Background(), 1, a.name)
+	t.waiters.Add(context.Background(), 1, a.name.add...)
 	start := time.Now()
 	return func() {
-		t.waiters.Add(context.Background(), -1, a.name)
-		t.wait.Record(context.Background(), time.Since(start).Seconds(), a.name)
+		t.waiters.Add(context.Background(), -1, a.name.add...)
+		t.wait.Record(context.Background(), time.Since(start).Seconds(), a.name.rec...)
 	}
 }
 
@@ -221,9 +234,9 @@ func (t *telemetry) startHold(ctx context.Context, key string, p Params, fence i
 // endHold closes the hold span; lost records the loss.
 func (t *telemetry) endHold(span trace.Span, start time.Time, p Params, cause error) {
 	a := t.attrs(lockName(p))
-	t.hold.Record(context.Background(), time.Since(start).Seconds(), a.name)
+	t.hold.Record(context.Background(), time.Since(start).Seconds(), a.name.rec...)
 	if errors.Is(cause, ErrLockLost) {
-		t.outcomes.Add(context.Background(), 1, a.outcomes[OutcomeLost])
+		t.outcomes.Add(context.Background(), 1, a.outcomes[OutcomeLost].add...)
 		span.AddEvent("locktag.lock_lost")
 		span.SetStatus(codes.Error, ErrLockLost.Error())
 	}
@@ -241,7 +254,7 @@ func (t *telemetry) renewed(span trace.Span, p Params, ok bool, err error) {
 		result = "refused"
 		span.AddEvent("locktag.renewal_refused")
 	}
-	t.renewals.Add(context.Background(), 1, t.attrs(lockName(p)).renewals[result])
+	t.renewals.Add(context.Background(), 1, t.attrs(lockName(p)).renewals[result].add...)
 }
 
 // startRelease opens the span of one Release call.
@@ -298,7 +311,7 @@ func (t *telemetry) endIdem(span trace.Span, name string, c *Claim, err error) {
 	default:
 		outcome = OutcomeError
 	}
-	t.idem.Add(context.Background(), 1, t.attrs(idemName(name)).idem[outcome])
+	t.idem.Add(context.Background(), 1, t.attrs(idemName(name)).idem[outcome].add...)
 	if span.IsRecording() {
 		span.SetAttributes(AttrOutcome.String(outcome))
 		if outcome == OutcomeError {
