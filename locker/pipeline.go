@@ -120,9 +120,12 @@ func (c *pipeCall) finish(v any, err error) {
 	close(c.done)
 }
 
-func (c *pipeCall) answered() bool {
+func (c *pipeCall) answered() bool { return isClosed(c.done) }
+
+// isClosed reports whether ch is closed (it is only ever closed, never sent on).
+func isClosed(ch <-chan struct{}) bool {
 	select {
-	case <-c.done:
+	case <-ch:
 		return true
 	default:
 		return false
@@ -247,14 +250,7 @@ func startSession(conn redis.Conn, stall time.Duration) *pipeSession {
 	return s
 }
 
-func (s *pipeSession) broken() bool {
-	select {
-	case <-s.dead:
-		return true
-	default:
-		return false
-	}
-}
+func (s *pipeSession) broken() bool { return isClosed(s.dead) }
 
 // fail kills the session: the connection is closed, so a blocked write or
 // read returns, and every call in flight fails with err.
