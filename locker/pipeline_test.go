@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )
@@ -150,6 +154,82 @@ func TestPipelinedClose(t *testing.T) {
 	}
 	if _, err := lk.Obtain(ctx, "a", locker.Params{TTL: time.Second}); !errors.Is(err, locker.ErrUnavailable) {
 		t.Fatalf("Obtain after Close: %v, want ErrUnavailable", err)
+	}
+	goroutinesSettle(t, base)
+}
+
+// TestPipelinedChaos: callers with random short deadlines share pipelined
+// connections that the server keeps killing. Every call ends (no hang),
+// every lease obtained is the one Redis records for its key (a reply matched
+// to the wrong call would show another key's fence), and once the chaos
+// stops nothing is left behind and no goroutine lingers.
+func TestPipelinedChaos(t *testing.T) {
+	srv := redistest.Start(t)
+	base := runtime.NumGoroutine()
+	lk := locker.New(srv.Pool(t), locker.WithPipelining(2), locker.WithCallTimeout(300*time.Millisecond))
+	stop := make(chan struct{})
+	var killer sync.WaitGroup
+	killer.Go(func() {
+		tick := time.NewTicker(40 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				_, _ = srv.Do("CLIENT", "KILL", "TYPE", "normal")
+			}
+		}
+	})
+	var wg sync.WaitGroup
+	var obtained, failed atomic.Int64
+	for w := range 24 {
+		wg.Go(func() {
+			key := "chaos" + strconv.Itoa(w)
+			for i := range 60 {
+				limit := time.Second
+				if i%3 != 0 {
+					limit = time.Duration(50+rand.IntN(3000)) * time.Microsecond
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), limit)
+				le, err := lk.Obtain(ctx, key, locker.Params{TTL: 5 * time.Second})
+				cancel()
+				if err != nil {
+					if !errors.Is(err, locker.ErrNotObtained) && !errors.Is(err, locker.ErrUnavailable) {
+						t.Errorf("%s: unexpected error %v", key, err)
+					}
+					failed.Add(1)
+					continue
+				}
+				obtained.Add(1)
+				if v, err := redis.String(srv.Do("GET", "locktag:{"+key+"}")); err == nil {
+					if f := strings.Fields(v); len(f) < 2 || f[1] != strconv.FormatInt(le.Token(), 10) {
+						t.Errorf("%s: lease fence %d, Redis holds %q", key, le.Token(), v)
+					}
+				}
+				_ = le.Release(context.Background())
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	killer.Wait()
+	t.Logf("obtained %d, failed %d", obtained.Load(), failed.Load())
+	if obtained.Load() == 0 {
+		t.Fatal("nothing obtained: the chaos left no working path")
+	}
+	// Leftovers of lost replies are cleaned up by token or expire with the
+	// TTL; a lease still held in Redis is released by the next call's abandon.
+	eventually(t, 15*time.Second, "no lock left behind", func() bool {
+		for w := range 24 {
+			if intReply(t, srv, "EXISTS", "locktag:{chaos"+strconv.Itoa(w)+"}") != 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err := lk.Close(); err != nil {
+		t.Fatal(err)
 	}
 	goroutinesSettle(t, base)
 }
