@@ -31,6 +31,7 @@ type config struct {
 	procWorkers int
 	control     bool
 	runID       string
+	rounds      int // uncontended: interleaved rounds per contention level
 }
 
 func (c *config) want(scenario string) bool { return c.scenarios == nil || c.scenarios[scenario] }
@@ -54,6 +55,7 @@ func main() {
 		out        = flag.String("o", "", "also write the markdown report to `file`")
 	)
 	flag.DurationVar(&cfg.dur, "d", 2*time.Second, "measured window per run")
+	flag.IntVar(&cfg.rounds, "rounds", 1, "uncontended: run every library this many times per contention level, interleaved, and report each ratio to set+del as the median of the per-round ratios (each round's own set+del cell is its baseline)")
 	flag.DurationVar(&cfg.warm, "warm", 300*time.Millisecond, "warm-up before each window")
 	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "hot key: time the lock is held")
 	flag.DurationVar(&cfg.think, "think", 5*time.Millisecond, "hot key: time between a release and the next lock call")

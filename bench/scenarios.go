@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -35,6 +37,21 @@ type row struct {
 	// end to end
 	allocs float64
 	note   string
+	// uncontended with -rounds > 1: the median and range of the per-round
+	// ratios of pairs/s to the same round's set+del
+	ratioMed, ratioMin, ratioMax float64
+}
+
+// vsRef is r's pairs/s over the reference's: the median paired ratio when
+// the run had interleaved rounds, else the plain quotient.
+func (r row) vsRef(ref row) float64 {
+	if r.ratioMed > 0 {
+		return r.ratioMed
+	}
+	if ref.st.rate == 0 {
+		return 0
+	}
+	return r.st.rate / ref.st.rate
 }
 
 // ideal is the first-come-first-served wait bound (c-1)·(hold+hand-over),
@@ -162,35 +179,74 @@ func (cfg *config) hotLoad(c int, tag string) load {
 
 func runUncontended(cfg *config, rep *report) {
 	md := &rep.md
+	rounds := max(cfg.rounds, 1)
 	fmt.Fprintf(md, "### Uncontended: each worker locks and unlocks its own key\n\n")
+	if rounds > 1 {
+		fmt.Fprintf(md, "%d interleaved rounds per contention level: every library once per round, one after another, so each ratio is paired with a set+del cell measured seconds away, and a burst of outside load spoils one round rather than one library's whole result. × set+del is the median of the per-round ratios (range in brackets); the other columns are from the round whose ratio is that median.\n\n", rounds)
+	}
 	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, c := range cfg.cs {
-		var ref float64
+		var libs []subject
 		for _, s := range subjects() {
-			if !cfg.wantLib(s.name) && s.name != "set+del" {
-				continue
-			}
-			logf("uncontended %s c=%d", s.name, c)
-			r, err := measure(s, cfg.addrs, cfg.uncontendedLoad(c, s.name), false)
-			if err != nil {
-				fatalf("%s: %v", s.name, err)
-			}
-			r.scenario = "uncontended"
-			rep.rows = append(rep.rows, r)
-			if s.name == "set+del" {
-				ref = r.st.rate
+			if cfg.wantLib(s.name) || s.name == "set+del" {
+				libs = append(libs, s)
 			}
 		}
-		for _, s := range subjects() {
-			r, ok := rep.find("uncontended", s.name, c)
-			if !ok {
-				continue
+		byRound := make([]map[string]row, rounds)
+		for i := range rounds {
+			byRound[i] = map[string]row{}
+			for _, s := range libs {
+				logf("uncontended %s c=%d round %d/%d", s.name, c, i+1, rounds)
+				r, err := measure(s, cfg.addrs, cfg.uncontendedLoad(c, s.name), false)
+				if err != nil {
+					fatalf("%s: %v", s.name, err)
+				}
+				r.scenario = "uncontended"
+				byRound[i][s.name] = r
 			}
-			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s |\n", r.lib, c, r.st.rate, ratio(r.st.rate, ref),
+		}
+		for _, s := range libs {
+			rep.rows = append(rep.rows, pairedMedian(byRound, s.name, rounds > 1))
+		}
+		ref, _ := rep.find("uncontended", "set+del", c)
+		for _, s := range libs {
+			r, _ := rep.find("uncontended", s.name, c)
+			x := fmt.Sprintf("%.2f×", r.vsRef(ref))
+			if r.ratioMed > 0 {
+				x += fmt.Sprintf(" (%.2f–%.2f)", r.ratioMin, r.ratioMax)
+			}
+			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s |\n", r.lib, c, r.st.rate, x,
 				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq))
 		}
 	}
 	md.WriteString("\n")
+}
+
+// pairedMedian picks lib's row from the round whose ratio to that round's
+// set+del is the median, and records the median and range when paired.
+func pairedMedian(byRound []map[string]row, lib string, paired bool) row {
+	type rr struct {
+		r row
+		x float64
+	}
+	var all []rr
+	for _, m := range byRound {
+		r, ref := m[lib], m["set+del"]
+		x := 0.0
+		if ref.st.rate > 0 {
+			x = r.st.rate / ref.st.rate
+		}
+		all = append(all, rr{r, x})
+	}
+	// Ties (set+del against itself is always 1) fall back to the rate, so
+	// the reference's row is its median round too.
+	slices.SortFunc(all, func(a, b rr) int { return cmp.Or(cmp.Compare(a.x, b.x), cmp.Compare(a.r.st.rate, b.r.st.rate)) })
+	mid := all[len(all)/2]
+	out := mid.r
+	if paired {
+		out.ratioMed, out.ratioMin, out.ratioMax = mid.x, all[0].x, all[len(all)-1].x
+	}
+	return out
 }
 
 func runHot(cfg *config, rep *report) {

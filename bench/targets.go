@@ -25,11 +25,14 @@ func (rep *report) targets() {
 		lt, ok1 := rep.find("uncontended", "locktag", c)
 		ref, ok2 := rep.find("uncontended", "set+del", c)
 		if ok1 && ok2 && ref.st.rate > 0 {
-			x := lt.st.rate / ref.st.rate
+			x := lt.vsRef(ref)
 			measured := fmt.Sprintf("%.2f×", x)
+			if lt.ratioMed > 0 {
+				measured += fmt.Sprintf(" (rounds %.2f–%.2f)", lt.ratioMin, lt.ratioMax)
+			}
 			if lp, ok := rep.find("uncontended", "locktag-pipe", c); ok {
 				// WithPipelining is opt-in: shown beside, judged on the default.
-				measured += fmt.Sprintf(" (pipelined: %.2f×)", lp.st.rate/ref.st.rate)
+				measured += fmt.Sprintf(" (pipelined: %.2f×)", lp.vsRef(ref))
 			}
 			line(fmt.Sprintf("uncontended c=%d: ≥ 0.9× set+del pairs/s", c), measured, x >= 0.9)
 		}
