@@ -1,16 +1,26 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/locktag/locktag/example-app/shopv1"
+	"github.com/locktag/locktag/interceptor"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/middleware"
 )
@@ -19,42 +29,69 @@ import (
 // own order id, so this measures what the tag costs, not contention.
 const e2eTag = `key:"order:{path.id}" expire:"10s"`
 
-// runE2E drives a Gin route over loopback HTTP with and without a lock tag.
-func runE2E(cfg *config, rep *report) {
-	md := &rep.md
-	fmt.Fprintf(md, "### End to end: Gin route over loopback HTTP, with and without `middleware.Lock`\n\n")
-	fmt.Fprintf(md, "`GET /orders/:id/pay` answering 200 \"ok\", tag `%s`, each worker on its own id; the load generator, the server and Redis share this machine. \"by hand\" is the untagged route whose handler calls Obtain and Release itself (same key, same lease): tag − by hand is what the middleware (key evaluation, context, status mapping) costs on top of the lock. Extra = p50(route) − p50(no tag) − 2·RTT (idle PING), i.e. what is added beyond the lock's own two round trips; allocs are per request in the whole process (client + server + locker).\n\n", e2eTag)
-	fmt.Fprintf(md, "| route | c | req/s | p50 | p99 | allocs/req | extra beyond 2 RTT | extra / p50(no tag) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	gin.SetMode(gin.ReleaseMode)
-	for _, c := range cfg.cs {
-		var base row
-		for _, mode := range []string{"no tag", "lock tag", "by hand"} {
-			name := mode
-			logf("e2e %s c=%d", name, c)
-			r := e2eRun(cfg, c, mode)
-			r.lib = name
-			rep.rows = append(rep.rows, r)
-			extra, rel := "–", "–"
-			if mode != "no tag" {
-				x := r.st.pairP50 - base.st.pairP50 - 2*rep.rtt
-				extra = fmtSigned(x)
-				rel = fmt.Sprintf("%.1f%%", 100*float64(x)/float64(base.st.pairP50))
-				r.note = rel
-			} else {
-				base = r
-			}
-			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %.0f | %s | %s |\n", name, c, r.st.rate, fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.allocs, extra, rel)
-		}
-	}
-	md.WriteString("\n")
+// e2eServer is one transport's server under test, with a client: do sends
+// worker w's request and reports whether it succeeded.
+type e2eServer struct {
+	do    func(w int) bool
+	close func()
 }
 
-func e2eRun(cfg *config, c int, mode string) row {
-	var reqs atomic.Int64
-	pool := redigoPool(cfg.addrs[0], c, &reqs)
-	defer pool.Close()
-	lk := locker.New(pool)
-	defer lk.Close()
+// e2eTransport builds the server for a mode ("no tag", "lock tag",
+// "by hand") on lk, for c workers.
+type e2eTransport struct {
+	scenario, title, desc string
+	open                  func(lk *locker.Locker, c int, mode string) (e2eServer, error)
+}
+
+func e2eTransports() []e2eTransport {
+	return []e2eTransport{
+		{
+			scenario: "e2e",
+			title:    "Gin route over loopback HTTP, with and without `middleware.Lock`",
+			desc:     fmt.Sprintf("`GET /orders/:id/pay` answering 200 \"ok\", tag `%s`, each worker on its own id", e2eTag),
+			open:     ginE2E,
+		},
+		{
+			scenario: "e2e-grpc",
+			title:    "gRPC unary method over loopback TCP, with and without the lock interceptor",
+			desc:     "`shop.v1.Shop/Buy` (example-app's proto) answering at once; with the interceptor its proto option `(locktag.v1.lock) = {key: \"item:{req.sku}\" wait: \"5s\"}` applies (a watchdog lease), each worker on its own sku, all over one client connection",
+			open:     grpcE2E,
+		},
+	}
+}
+
+// runE2E drives each transport with and without a lock tag.
+func runE2E(cfg *config, rep *report) {
+	gin.SetMode(gin.ReleaseMode)
+	for _, tr := range e2eTransports() {
+		md := &rep.md
+		fmt.Fprintf(md, "### End to end: %s\n\n", tr.title)
+		fmt.Fprintf(md, "%s; the load generator, the server and Redis share this machine. \"by hand\" is the untagged handler calling Obtain and Release itself (same key, same lease): tag − by hand is what the adapter (key evaluation, context, status mapping) costs on top of the lock. Extra = p50(route) − p50(no tag) − 2·RTT (idle PING), i.e. what is added beyond the lock's own two round trips; allocs are per request in the whole process (client + server + locker).\n\n", tr.desc)
+		fmt.Fprintf(md, "| route | c | req/s | p50 | p99 | allocs/req | extra beyond 2 RTT | extra / p50(no tag) |\n|---|---:|---:|---:|---:|---:|---:|---:|\n")
+		for _, c := range cfg.cs {
+			var base row
+			for _, mode := range []string{"no tag", "lock tag", "by hand"} {
+				logf("%s %s c=%d", tr.scenario, mode, c)
+				r := e2eRun(cfg, c, mode, tr.open)
+				r.scenario, r.lib = tr.scenario, mode
+				extra, rel := "–", "–"
+				if mode != "no tag" {
+					x := r.st.pairP50 - base.st.pairP50 - 2*rep.rtt
+					extra = fmtSigned(x)
+					rel = fmt.Sprintf("%.1f%%", 100*float64(x)/float64(base.st.pairP50))
+					r.note = rel
+				} else {
+					base = r
+				}
+				rep.rows = append(rep.rows, r)
+				fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %.0f | %s | %s |\n", mode, c, r.st.rate, fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.allocs, extra, rel)
+			}
+		}
+		md.WriteString("\n")
+	}
+}
+
+func ginE2E(lk *locker.Locker, c int, mode string) (e2eServer, error) {
 	r := gin.New()
 	h := func(ctx *gin.Context) { ctx.String(http.StatusOK, "ok") }
 	switch mode {
@@ -74,9 +111,84 @@ func e2eRun(cfg *config, c int, mode string) row {
 		r.GET("/orders/:id/pay", h)
 	}
 	srv := httptest.NewServer(r)
-	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: c + 8, MaxIdleConnsPerHost: c + 8}, Timeout: 10 * time.Second}
-	defer client.CloseIdleConnections()
+	return e2eServer{
+		do: func(w int) bool {
+			resp, err := client.Get(fmt.Sprintf("%s/orders/%d/pay", srv.URL, w))
+			if err != nil {
+				return false
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		},
+		close: func() { client.CloseIdleConnections(); srv.Close() },
+	}, nil
+}
+
+// shopE2E is shop.v1.Shop with a Buy that answers at once; byHand makes
+// it take the lock itself, as the interceptor would.
+type shopE2E struct {
+	shopv1.UnimplementedShopServer
+	lk     *locker.Locker
+	byHand bool
+}
+
+func (s shopE2E) Buy(ctx context.Context, req *shopv1.BuyRequest) (*shopv1.BuyResponse, error) {
+	if s.byHand {
+		le, err := s.lk.Obtain(ctx, "item:"+req.GetSku(), locker.Params{Wait: 5 * time.Second})
+		if err != nil {
+			return nil, status.Error(codes.Aborted, "busy")
+		}
+		defer le.Release(context.WithoutCancel(ctx))
+	}
+	return &shopv1.BuyResponse{OrderId: "o", StockLeft: 1}, nil
+}
+
+func grpcE2E(lk *locker.Locker, _ int, mode string) (e2eServer, error) {
+	var opts []grpc.ServerOption
+	if mode == "lock tag" {
+		ic, err := interceptor.New(lk, nil) // the proto option on Buy
+		if err != nil {
+			return e2eServer{}, err
+		}
+		opts = append(opts, grpc.ChainUnaryInterceptor(ic.Unary()))
+	}
+	srv := grpc.NewServer(opts...)
+	shopv1.RegisterShopServer(srv, shopE2E{lk: lk, byHand: mode == "by hand"})
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return e2eServer{}, err
+	}
+	go func() { _ = srv.Serve(lis) }()
+	conn, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		srv.Stop()
+		return e2eServer{}, err
+	}
+	client := shopv1.NewShopClient(conn)
+	return e2eServer{
+		do: func(w int) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := client.Buy(ctx, &shopv1.BuyRequest{Sku: "w" + strconv.Itoa(w)})
+			return err == nil
+		},
+		close: func() { _ = conn.Close(); srv.Stop() },
+	}, nil
+}
+
+func e2eRun(cfg *config, c int, mode string, open func(*locker.Locker, int, string) (e2eServer, error)) row {
+	var reqs atomic.Int64
+	pool := redigoPool(cfg.addrs[0], c, &reqs)
+	defer pool.Close()
+	lk := locker.New(pool)
+	defer lk.Close()
+	srv, err := open(lk, c, mode)
+	if err != nil {
+		fatalf("e2e %s: %v", mode, err)
+	}
+	defer srv.close()
 
 	t0 := time.Now()
 	start, end := t0.Add(cfg.warm), t0.Add(cfg.warm+cfg.dur)
@@ -86,21 +198,13 @@ func e2eRun(cfg *config, c int, mode string) row {
 	var wg sync.WaitGroup
 	for w := range c {
 		wg.Go(func() {
-			url := fmt.Sprintf("%s/orders/%d/pay", srv.URL, w)
 			var mine []time.Duration
 			for {
 				t := time.Now()
 				if !t.Before(end) {
 					break
 				}
-				resp, err := client.Get(url)
-				if err == nil {
-					_, _ = io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode != http.StatusOK {
-						errs.Add(1)
-					}
-				} else {
+				if !srv.do(w) {
 					errs.Add(1)
 				}
 				if !t.Before(start) {
