@@ -114,13 +114,15 @@ func WithNodeTimeout(d time.Duration) Option {
 // WithPipelining makes [New] and [NewRedlock] send every script call over
 // conns long-lived connections per Redis node with auto-pipelining instead
 // of taking a pooled connection per call: a caller that finds nobody writing
-// writes its call together with every call queued meanwhile, and one
-// goroutine per connection reads the replies back in order. Concurrent
+// writes its call together with every call queued meanwhile, and the
+// replies are read back in order (by a lone caller itself; under
+// concurrency by one helper goroutine per connection). Concurrent
 // goroutines then share system calls on both ends of the socket, which is
-// what bounds a lock's throughput on loopback or a fast network; a lone
-// caller pays a goroutine hand-off per reply instead (see
-// docs/benchmarks.md for both sides). One connection is right for most
-// services; Redis runs commands on one thread either way.
+// what bounds a lock's throughput on loopback or a fast network: 1.1–1.25×
+// the pooled rate at 16–64 concurrent lockers on the CI machine, 0.8× at
+// two, the same for one (docs/locking.md, docs/benchmarks-load.md). One
+// connection is right for most services; Redis runs commands on one thread
+// either way.
 //
 // The pool is then used only to dial: its MaxActive does not bound these
 // connections, and ErrPoolExhausted does not occur. A connection silent for

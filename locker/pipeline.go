@@ -32,11 +32,9 @@ type pipeDriver struct {
 // pipelinedDriver returns the Driver of WithPipelining: every script call is
 // multiplexed onto conns connections (at least one) dialled with pool's Dial
 // function, and pipelined: a caller that finds nobody writing writes its
-// call and every call queued meanwhile with one write; one goroutine per
-// connection reads the replies back in order and hands each to its caller.
-// Under concurrency this serves many calls per system call on both the
-// client and the server; a lone caller pays one goroutine hand-off for its
-// reply.
+// call and every call queued meanwhile with one write, and the replies are
+// read back in order (see pipeSession). Under concurrency this serves many
+// calls per system call on both the client and the server.
 //
 // The pool itself is used only for Listen's dial. Each caller waits no
 // longer than its context's deadline. A connection that stays silent for
