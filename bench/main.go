@@ -55,7 +55,7 @@ func main() {
 		out        = flag.String("o", "", "also write the markdown report to `file`")
 	)
 	flag.DurationVar(&cfg.dur, "d", 2*time.Second, "measured window per run")
-	flag.IntVar(&cfg.rounds, "rounds", 1, "uncontended: run every library this many times per contention level, interleaved, and report each ratio to set+del as the median of the per-round ratios (each round's own set+del cell is its baseline)")
+	flag.IntVar(&cfg.rounds, "rounds", 1, "uncontended and hot: run every library this many times per contention level, interleaved, and report the targets' ratios as medians of the per-round ratios (each round's own baseline cells)")
 	flag.DurationVar(&cfg.warm, "warm", 300*time.Millisecond, "warm-up before each window")
 	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "hot key: time the lock is held")
 	flag.DurationVar(&cfg.think, "think", 5*time.Millisecond, "hot key: time between a release and the next lock call")
