@@ -416,8 +416,9 @@ func (s *pipeSession) readUntil(c *pipeCall) (any, error) {
 	return c.reply, c.err
 }
 
-// handOff passes the reader role on: to the caller of the next call in
-// flight if it still waits, else to the helper; with nothing in flight the
+// handOff passes the reader role on: to the caller of the only call in
+// flight when that caller still waits and may read; with more in flight,
+// or a caller that cannot read, to the helper; with nothing in flight the
 // role is free. mu is held.
 func (s *pipeSession) handOff() {
 	switch {
@@ -431,9 +432,9 @@ func (s *pipeSession) handOff() {
 	}
 }
 
-// helper reads whenever it is handed the reader role, while the call at
-// the head of inflight has no caller able to read, and stops with the
-// session.
+// helper reads whenever it is handed the reader role, until nothing is in
+// flight or a lone call's own caller can take the role back, and stops
+// with the session.
 func (s *pipeSession) helper() {
 	for {
 		select {
@@ -442,7 +443,7 @@ func (s *pipeSession) helper() {
 			return
 		}
 		for {
-			// Read only while no caller can take over.
+			// A lone call's caller reads its own reply; else read on.
 			s.mu.Lock()
 			if len(s.inflight) == 0 || s.broken() {
 				s.reading = false
