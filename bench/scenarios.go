@@ -194,19 +194,7 @@ func runUncontended(cfg *config, rep *report) {
 				libs = append(libs, s)
 			}
 		}
-		byRound := make([]map[string]row, rounds)
-		for i := range rounds {
-			byRound[i] = map[string]row{}
-			for _, s := range libs {
-				logf("uncontended %s c=%d round %d/%d", s.name, c, i+1, rounds)
-				r, err := measure(s, cfg.addrs, cfg.uncontendedLoad(c, s.name), false)
-				if err != nil {
-					fatalf("%s: %v", s.name, err)
-				}
-				r.scenario = "uncontended"
-				byRound[i][s.name] = r
-			}
-		}
+		byRound := measureRounds(cfg, "uncontended", libs, c, rounds, cfg.uncontendedLoad, false)
 		for _, s := range libs {
 			rep.rows = append(rep.rows, pairedMedian(byRound, s.name, rounds > 1))
 		}
@@ -222,6 +210,25 @@ func runUncontended(cfg *config, rep *report) {
 		}
 	}
 	md.WriteString("\n")
+}
+
+// measureRounds measures every library once per round, one after another,
+// and returns each round's rows by library.
+func measureRounds(cfg *config, scenario string, libs []subject, c, rounds int, load func(c int, tag string) load, oneKey bool) []map[string]row {
+	byRound := make([]map[string]row, rounds)
+	for i := range rounds {
+		byRound[i] = map[string]row{}
+		for _, s := range libs {
+			logf("%s %s c=%d round %d/%d", scenario, s.name, c, i+1, rounds)
+			r, err := measure(s, cfg.addrs, load(c, s.name), oneKey)
+			if err != nil {
+				fatalf("%s: %v", s.name, err)
+			}
+			r.scenario = scenario
+			byRound[i][s.name] = r
+		}
+	}
+	return byRound
 }
 
 // pairedMedian picks lib's row from the round whose ratio to that round's
@@ -267,19 +274,7 @@ func runHot(cfg *config, rep *report) {
 				libs = append(libs, s)
 			}
 		}
-		byRound := make([]map[string]row, rounds)
-		for i := range rounds {
-			byRound[i] = map[string]row{}
-			for _, s := range libs {
-				logf("hot %s c=%d round %d/%d", s.name, c, i+1, rounds)
-				r, err := measure(s, cfg.addrs, cfg.hotLoad(c, s.name), true)
-				if err != nil {
-					fatalf("%s: %v", s.name, err)
-				}
-				r.scenario = "hot"
-				byRound[i][s.name] = r
-			}
-		}
+		byRound := measureRounds(cfg, "hot", libs, c, rounds, cfg.hotLoad, true)
 		for _, s := range libs {
 			r := medianBy(byRound, s.name, func(r row) float64 { return r.st.rate })
 			if s.name == "locktag" && rounds > 1 {
