@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
 )
 
 // Script is a Lua script the locker runs on Redis. Drivers run it by SHA1
@@ -59,4 +62,69 @@ type Listener interface {
 	Unsubscribe(channel string) error
 	// Close closes the connection; broken is not called for it.
 	Close() error
+}
+
+// ErrNotSent marks a Driver error for a call that never reached Redis: no
+// connection could be had (a failed dial, an exhausted pool, no free call
+// slot), or the context ended before anything was written. The locker then
+// knows the call changed nothing and sends no clean-up for it. Drivers wrap
+// such errors with it (fmt.Errorf("%w: %w", locker.ErrNotSent, err)); errors
+// that match it also match ErrUnavailable once the locker returns them.
+var ErrNotSent = errors.New("locker: call not sent")
+
+// notSent marks err as the failure of a call that was never sent.
+func notSent(err error) error {
+	if errors.Is(err, ErrNotSent) {
+		return err
+	}
+	return &multiError{msg: ErrNotSent.Error() + ": " + err.Error(), errs: []error{ErrNotSent, err}}
+}
+
+// bound wraps d so at most n calls are in flight at once (n <= 0: d as it
+// is). Priority calls (renewals, releases) bypass the bound: a held lock's
+// upkeep must not queue behind a burst of waiters.
+func bound(d Driver, n int) Driver {
+	if n <= 0 {
+		return d
+	}
+	return &boundedDriver{Driver: d, slots: make(chan struct{}, n)}
+}
+
+type boundedDriver struct {
+	Driver
+	slots chan struct{}
+}
+
+func (b *boundedDriver) Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error) {
+	if IsPriority(ctx) {
+		return b.Driver.Eval(ctx, s, keys, args...)
+	}
+	select {
+	case b.slots <- struct{}{}:
+	default:
+		// Full: wait, but never past ctx's deadline (callCtx gives every
+		// call one) or cancellation.
+		var expired <-chan time.Time
+		if dl, ok := ctx.Deadline(); ok {
+			t := time.NewTimer(time.Until(dl))
+			defer t.Stop()
+			expired = t.C
+		}
+		select {
+		case b.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, notSent(fmt.Errorf("waiting for a call slot: %w", ctx.Err()))
+		case <-expired:
+			return nil, notSent(fmt.Errorf("waiting for a call slot: %w", context.DeadlineExceeded))
+		}
+	}
+	defer func() { <-b.slots }()
+	return b.Driver.Eval(ctx, s, keys, args...)
+}
+
+// closeReserved forwards Locker.Close to the wrapped driver.
+func (b *boundedDriver) closeReserved() {
+	if r, ok := b.Driver.(interface{ closeReserved() }); ok {
+		r.closeReserved()
+	}
 }

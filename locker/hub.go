@@ -1,6 +1,7 @@
 package locker
 
 import (
+	"container/list"
 	"context"
 	"strconv"
 	"strings"
@@ -9,13 +10,27 @@ import (
 )
 
 // hub multiplexes the waiters of one Locker onto a single subscriber
-// connection. Each key's channel is subscribed while at least one local
-// waiter waits on it (and for a short linger after), and a hand-over
-// message "token fence server_ms" is routed to the one waiter whose token
-// it names. Messages for tokens of other processes are ignored.
+// connection per Redis node. Each key's channel is subscribed while at least
+// one local waiter waits on it (and for a short linger after). Messages on a
+// lock's channel:
+//
+//   - "token fence server_ms pttl_ms": the lock was handed to token for
+//     pttl_ms (a grant). The waiter whose token it names, if local, takes
+//     it; every local waiter of the key learns when that lease ends.
+//   - "!sid": a grant to one of subscriber sid's waiters lapsed, and Redis
+//     cut off all of sid's queue entries. If sid is this hub's, its waiters
+//     on the key re-check, which queues the live ones again.
+//   - "-": the lock is free (Redlock, whose masters keep no hand-over).
+//   - "token 0 0": the idempotency record token waits for has ended.
+//
+// Waiting needs no polling, and a lost message costs at most one lease: per
+// key the hub keeps one safety timer at the end of the current holder's
+// lease (as the last grant or busy reply told it), and when it fires the
+// first local waiter — one per process, not all of them — re-checks.
 type hub struct {
 	drv Driver
 	o   *options
+	sid string // this hub's subscriber id in queue entries (shared by a Locker's hubs)
 
 	dialMu sync.Mutex // serialises opening the listener
 
@@ -28,7 +43,7 @@ type hub struct {
 
 // subscription is one channel's state on the current listener. A
 // subscription from a listener that broke is dropped from chans; its holders
-// still release it, which then has no effect.
+// still leave it, which then has no effect.
 type subscription struct {
 	channel string
 	refs    int
@@ -37,40 +52,46 @@ type subscription struct {
 	readyAt time.Time
 	linger  *time.Timer
 	lis     Listener
-	free    []*waiter // Redlock waiters, first come first served: a free notice wakes the first
+
+	// The local waiters on the channel, first come first served (values
+	// are *waiter); guarded by hub.mu.
+	queue list.List
+	// safety fires when the holder's lease is expected to end; then the
+	// first local waiter re-checks. backstop re-arms it in case that
+	// waiter reports nothing (it left, or its call failed).
+	safety   *time.Timer
+	backstop time.Duration
 }
 
-// waiter is one waiting Obtain call.
+// waiter is one waiting Obtain (or idempotency) call.
 type waiter struct {
 	token string
 	grant chan grant    // the hand-over, at most one
 	kick  chan struct{} // the listener broke: re-subscribe and re-check
-	free  chan struct{} // a free notice: try again (Redlock)
+	check chan struct{} // re-check: safety timer, cut off, or a free notice
 }
 
 type grant struct {
 	fence  int64
-	server int64 // ms, server clock
+	server int64         // ms, server clock
+	pttl   time.Duration // the lease the grant set
 }
 
-func newHub(drv Driver, o *options) *hub {
-	return &hub{drv: drv, o: o, chans: make(map[string]*subscription), waiters: make(map[string]*waiter)}
+func newHub(drv Driver, o *options, sid string) *hub {
+	return &hub{drv: drv, o: o, sid: sid, chans: make(map[string]*subscription), waiters: make(map[string]*waiter)}
 }
 
 func newWaiter(token string) *waiter {
-	return &waiter{token: token, grant: make(chan grant, 1), kick: make(chan struct{}, 1), free: make(chan struct{}, 1)}
+	return &waiter{token: token, grant: make(chan grant, 1), kick: make(chan struct{}, 1), check: make(chan struct{}, 1)}
 }
 
+// register returns a waiter for token that hand-over messages reach.
 func (h *hub) register(token string) *waiter {
 	w := newWaiter(token)
-	h.register1(w)
-	return w
-}
-
-func (h *hub) register1(w *waiter) {
 	h.mu.Lock()
 	h.waiters[w.token] = w
 	h.mu.Unlock()
+	return w
 }
 
 func (h *hub) unregister(w *waiter) {
@@ -81,25 +102,60 @@ func (h *hub) unregister(w *waiter) {
 
 // deliver runs on the listener's goroutine.
 func (h *hub) deliver(channel, payload string) {
-	if payload == "-" {
+	switch {
+	case payload == "-":
 		h.mu.Lock()
-		if s := h.chans[channel]; s != nil && len(s.free) > 0 {
-			notify(s.free[0].free)
+		if s := h.chans[channel]; s != nil {
+			s.checkFirst()
 		}
 		h.mu.Unlock()
 		return
-	}
-	token, rest, ok := strings.Cut(payload, " ")
-	if !ok {
+	case strings.HasPrefix(payload, "!"):
+		if payload[1:] == h.sid {
+			h.mu.Lock()
+			if s := h.chans[channel]; s != nil {
+				for e := s.queue.Front(); e != nil; e = e.Next() {
+					notify(e.Value.(*waiter).check)
+				}
+			}
+			h.mu.Unlock()
+		}
 		return
 	}
-	f, sv, _ := strings.Cut(rest, " ")
-	fence, err1 := strconv.ParseInt(f, 10, 64)
-	server, err2 := strconv.ParseInt(sv, 10, 64)
-	if err1 != nil || err2 != nil {
+	var f [4]string
+	n := 0
+	for rest := payload; n < 4; n++ {
+		var ok bool
+		f[n], rest, ok = strings.Cut(rest, " ")
+		if !ok {
+			n++
+			break
+		}
+	}
+	if n < 3 {
 		return
 	}
-	h.handOver(token, grant{fence: fence, server: server})
+	var g grant
+	var err error
+	if g.fence, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+		return
+	}
+	if g.server, err = strconv.ParseInt(f[2], 10, 64); err != nil {
+		return
+	}
+	if n == 4 {
+		p, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			return
+		}
+		g.pttl = time.Duration(p) * time.Millisecond
+		h.mu.Lock()
+		if s := h.chans[channel]; s != nil {
+			h.observeLocked(s, g.pttl)
+		}
+		h.mu.Unlock()
+	}
+	h.handOver(f[0], g)
 }
 
 // handOver tells the local waiter token, if any, that it holds the lock.
@@ -118,6 +174,40 @@ func (h *hub) handOver(token string, g grant) {
 	}
 }
 
+// observeLocked records that the current holder's lease ends pttl from now:
+// the first local waiter re-checks then. The latest report wins (a renewal
+// makes an earlier one stale). h.mu is held.
+func (h *hub) observeLocked(s *subscription, pttl time.Duration) {
+	if h.chans[s.channel] != s {
+		return
+	}
+	d := max(pttl, 0) + 2*time.Millisecond
+	s.backstop = min(max(pttl, 20*time.Millisecond), time.Second)
+	if s.safety == nil {
+		s.safety = time.AfterFunc(d, func() { h.safetyFired(s) })
+		return
+	}
+	s.safety.Reset(d)
+}
+
+// safetyFired runs when the holder's lease should have ended with no news.
+func (h *hub) safetyFired(s *subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.chans[s.channel] != s || s.queue.Len() == 0 {
+		return
+	}
+	s.checkFirst()
+	s.safety.Reset(s.backstop)
+}
+
+// checkFirst tells the first local waiter to re-check; hub.mu is held.
+func (s *subscription) checkFirst() {
+	if e := s.queue.Front(); e != nil {
+		notify(e.Value.(*waiter).check)
+	}
+}
+
 // broken runs when the listener's connection failed: every subscription is
 // gone on the server side, so waiters are told to re-subscribe and re-check.
 func (h *hub) broken(lis Listener) func(error) {
@@ -128,11 +218,8 @@ func (h *hub) broken(lis Listener) func(error) {
 			return
 		}
 		h.lis = nil
-		for ch, s := range h.chans {
-			if s.linger != nil {
-				s.linger.Stop()
-			}
-			delete(h.chans, ch)
+		for _, s := range h.chans {
+			h.forgetLocked(s)
 		}
 		for _, w := range h.waiters {
 			notify(w.kick)
@@ -175,36 +262,45 @@ func (h *hub) listener(ctx context.Context) (Listener, error) {
 	return lis, nil
 }
 
-// join makes sure channel is subscribed and counts the caller as a user of
-// the subscription. recheck reports that the subscription was confirmed only
+// member is one waiter's place in a subscription's local queue.
+type member struct {
+	s *subscription
+	e *list.Element
+}
+
+// join makes sure channel is subscribed and queues w, if not nil, as a local
+// waiter on it. recheck reports that the subscription was confirmed only
 // after since, so a message published in between may have been missed.
-func (h *hub) join(ctx context.Context, channel string, since time.Time) (s *subscription, recheck bool, err error) {
+func (h *hub) join(ctx context.Context, channel string, since time.Time, w *waiter) (m member, recheck bool, err error) {
 	h.mu.Lock()
-	s = h.chans[channel]
+	s := h.chans[channel]
 	if s != nil {
 		s.refs++
 		if s.linger != nil {
 			s.linger.Stop()
 			s.linger = nil
 		}
-		h.mu.Unlock()
 	} else {
 		s = &subscription{channel: channel, refs: 1, ready: make(chan struct{})}
 		h.chans[channel] = s
-		h.mu.Unlock()
 		go h.subscribe(s)
 	}
+	m.s = s
+	if w != nil {
+		m.e = s.queue.PushBack(w)
+	}
+	h.mu.Unlock()
 	select {
 	case <-s.ready:
 	case <-ctx.Done():
-		h.leave(s)
-		return nil, false, ctx.Err()
+		h.leave(m)
+		return member{}, false, ctx.Err()
 	}
 	if s.err != nil {
-		h.leave(s)
-		return nil, false, s.err
+		h.leave(m)
+		return member{}, false, s.err
 	}
-	return s, !s.readyAt.Before(since), nil
+	return m, !s.readyAt.Before(since), nil
 }
 
 // subscribe performs the SUBSCRIBE for a new subscription on its own
@@ -219,19 +315,29 @@ func (h *hub) subscribe(s *subscription) {
 	h.mu.Lock()
 	s.lis, s.err, s.readyAt = lis, err, time.Now()
 	if err != nil && h.chans[s.channel] == s {
-		delete(h.chans, s.channel)
+		h.forgetLocked(s)
 	}
 	h.mu.Unlock()
 	close(s.ready)
 }
 
-// leave drops one user of s. The last user unsubscribes after the linger.
-func (h *hub) leave(s *subscription) {
+// leave drops one user of m's subscription and takes its waiter out of the
+// local queue; a re-check it was told to make and did not passes to the next
+// waiter. The last user unsubscribes after the linger.
+func (h *hub) leave(m member) {
+	s := m.s
 	if s == nil {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if m.e != nil {
+		first := s.queue.Front() == m.e
+		s.queue.Remove(m.e)
+		if first && len(m.e.Value.(*waiter).check) > 0 {
+			s.checkFirst()
+		}
+	}
 	s.refs--
 	if s.refs > 0 || h.chans[s.channel] != s {
 		return
@@ -249,29 +355,6 @@ func (h *hub) leave(s *subscription) {
 	})
 }
 
-// queueFree adds w to the waiters woken by s's free notices.
-func (h *hub) queueFree(s *subscription, w *waiter) {
-	h.mu.Lock()
-	s.free = append(s.free, w)
-	h.mu.Unlock()
-}
-
-// unqueueFree removes w; if w was first, the next waiter inherits any
-// notice w did not use.
-func (h *hub) unqueueFree(s *subscription, w *waiter) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	for i, x := range s.free {
-		if x == w {
-			s.free = append(s.free[:i], s.free[i+1:]...)
-			if i == 0 && len(s.free) > 0 && len(w.free) > 0 {
-				notify(s.free[0].free)
-			}
-			return
-		}
-	}
-}
-
 func notify(c chan struct{}) {
 	select {
 	case c <- struct{}{}:
@@ -279,10 +362,23 @@ func notify(c chan struct{}) {
 	}
 }
 
+// forgetLocked removes s from chans and stops its timers; h.mu is held.
+func (h *hub) forgetLocked(s *subscription) {
+	if h.chans[s.channel] == s {
+		delete(h.chans, s.channel)
+	}
+	if s.linger != nil {
+		s.linger.Stop()
+	}
+	if s.safety != nil {
+		s.safety.Stop()
+	}
+}
+
 // dropLocked unsubscribes s; h.mu is held, which orders the UNSUBSCRIBE
 // before any later SUBSCRIBE of the same channel.
 func (h *hub) dropLocked(s *subscription) {
-	delete(h.chans, s.channel)
+	h.forgetLocked(s)
 	if s.lis != nil {
 		_ = s.lis.Unsubscribe(s.channel)
 	}
@@ -292,11 +388,8 @@ func (h *hub) close() error {
 	h.mu.Lock()
 	lis := h.lis
 	h.lis, h.closed = nil, true
-	for ch, s := range h.chans {
-		if s.linger != nil {
-			s.linger.Stop()
-		}
-		delete(h.chans, ch)
+	for _, s := range h.chans {
+		h.forgetLocked(s)
 	}
 	h.mu.Unlock()
 	if lis != nil {
@@ -305,17 +398,19 @@ func (h *hub) close() error {
 	return nil
 }
 
-// watch keeps one waiting call subscribed to its key's channel and says
-// when to re-check without a notice: the lock and idempotency waits share it.
+// watch keeps one waiting call subscribed to its key's channel and queued
+// as a local waiter there: the lock and idempotency waits share it.
 type watch struct {
 	h       *hub
 	channel string
-	sub     *subscription
-	safety  *time.Timer
+	w       *waiter
+	m       member      // zero while unsubscribed
+	poll    *time.Timer // re-checks while unsubscribed
+	pollC   <-chan time.Time
 }
 
-func (h *hub) watch(channel string) *watch {
-	return &watch{h: h, channel: channel, safety: time.NewTimer(time.Hour)}
+func (h *hub) watch(channel string, w *waiter) *watch {
+	return &watch{h: h, channel: channel, w: w}
 }
 
 // ensure subscribes if not subscribed. missed reports that the subscription
@@ -323,13 +418,20 @@ func (h *hub) watch(channel string) *watch {
 // been lost: re-check. An error means ctx ended; any other failure leaves the
 // watch unsubscribed, so re-checks come every 100ms until it subscribes.
 func (wt *watch) ensure(ctx context.Context, since time.Time) (missed bool, err error) {
-	if wt.sub != nil {
+	if wt.m.s != nil {
 		return false, nil
 	}
-	s, missed, err := wt.h.join(ctx, wt.channel, since)
+	m, missed, err := wt.h.join(ctx, wt.channel, since, wt.w)
 	switch {
 	case err == nil:
-		wt.sub = s
+		wt.m = m
+		if wt.poll != nil {
+			// It polled until now: re-check, which also arms the key's
+			// safety timer.
+			wt.poll.Stop()
+			wt.pollC = nil
+			missed = true
+		}
 		return missed, nil
 	case ctx.Err() != nil:
 		return false, ctx.Err()
@@ -337,24 +439,37 @@ func (wt *watch) ensure(ctx context.Context, since time.Time) (missed bool, err 
 	return false, nil
 }
 
-// arm sets the safety timer: a lost notice costs at most the remaining
-// lease (pttl) of whoever holds the key; unsubscribed, at most 100ms.
-func (wt *watch) arm(pttl time.Duration) <-chan time.Time {
-	next := max(pttl, 0) + 2*time.Millisecond
-	if wt.sub == nil {
-		next = min(next, 100*time.Millisecond)
+// observe records a busy reply: the holder's lease has pttl left. Subscribed,
+// the key's one safety timer moves there; unsubscribed, the watch polls at
+// that time or within 100ms, whichever comes first.
+func (wt *watch) observe(pttl time.Duration) {
+	if wt.m.s != nil {
+		wt.h.mu.Lock()
+		wt.h.observeLocked(wt.m.s, pttl)
+		wt.h.mu.Unlock()
+		return
 	}
-	wt.safety.Reset(next)
-	return wt.safety.C
+	d := min(max(pttl, 0)+2*time.Millisecond, 100*time.Millisecond)
+	if wt.poll == nil {
+		wt.poll = time.NewTimer(d)
+	} else {
+		wt.poll.Reset(d)
+	}
+	wt.pollC = wt.poll.C
 }
+
+// polled fires when an unsubscribed watch should re-check (nil otherwise).
+func (wt *watch) polled() <-chan time.Time { return wt.pollC }
 
 // broken drops the subscription after the listener connection broke.
 func (wt *watch) broken() {
-	wt.h.leave(wt.sub)
-	wt.sub = nil
+	wt.h.leave(wt.m)
+	wt.m = member{}
 }
 
 func (wt *watch) close() {
-	wt.safety.Stop()
-	wt.h.leave(wt.sub)
+	if wt.poll != nil {
+		wt.poll.Stop()
+	}
+	wt.h.leave(wt.m)
 }

@@ -175,7 +175,9 @@ func (l *Locker) idemTry(ctx context.Context, k idemKeys, fp, token string, p Id
 	v, err := l.drv.Eval(cctx, scriptIdemBegin, k.keys, fp, token, ms(lease), ms(max(wait, 0)))
 	cancel()
 	if err != nil {
-		l.idemCleanup(k, token) // the script may have run and claimed
+		if !errors.Is(err, ErrNotSent) {
+			l.idemCleanup(k, token) // the script may have run and claimed
+		}
 		return nil, 0, idemFailed(ctx, err)
 	}
 	a, _ := v.([]any)
@@ -208,11 +210,11 @@ func (l *Locker) idemTry(ctx context.Context, k idemKeys, fp, token string, p Id
 // with the subscriber connection costs at most the record's remaining lease.
 func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p IdemParams, w *waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
 	waitUntil := sent.Add(p.Wait)
-	wt := l.hub.watch(k.channel)
+	wt := l.hub.watch(k.channel, w)
 	defer wt.close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
-	recheck := false
+	recheck, observed := false, false
 	for {
 		missed, err := wt.ensure(ctx, sent)
 		if err != nil {
@@ -226,7 +228,11 @@ func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p I
 			if err != nil || c != nil {
 				return c, err
 			}
-			pttl = left
+			pttl, observed = left, false
+		}
+		if !observed {
+			observed = true
+			wt.observe(pttl)
 		}
 		select {
 		case <-w.grant:
@@ -234,7 +240,9 @@ func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p I
 		case <-w.kick:
 			wt.broken()
 			recheck = true
-		case <-wt.arm(pttl):
+		case <-w.check:
+			recheck = true
+		case <-wt.polled():
 			recheck = true
 		case <-deadline.C:
 			return nil, ErrInFlight

@@ -35,6 +35,7 @@ type Lease struct {
 	live     int       // holds of this chain not yet released
 	done     bool      // lost or fully released
 	deadline time.Time // local, conservative end of the lease
+	cap      time.Time // a fixed lease's end (TTL after it was granted)
 	expiry   *time.Timer
 	renewal  *time.Timer
 	span     trace.Span // locktag.hold
@@ -65,9 +66,17 @@ func heldIn(ctx context.Context, l *Locker, key string) *Lease {
 	return nil
 }
 
-// newLease builds a root lease obtained with token, valid until until.
-func (l *Locker) newLease(ctx context.Context, key string, n names, token string, fence int64, t terms, until time.Time) *Lease {
+// newLease builds a root lease for a grant of granted made at at (or
+// asked for at at). A grant shorter than the terms — a hand-over's grant
+// window — is confirmed by the lease's first renewal, at a third of it,
+// which extends it to the terms; a holder done before then never pays for
+// it.
+func (l *Locker) newLease(ctx context.Context, key string, n names, token string, fence int64, t terms, at time.Time, granted time.Duration) *Lease {
+	until := l.validUntil(at, granted)
 	le := &Lease{l: l, key: key, n: n, token: token, fence: fence, holds: 1, t: t, live: 1, deadline: until}
+	if !t.watchdog {
+		le.cap = at.Add(t.ttl)
+	}
 	le.root = le
 	le.parent = FromContext(ctx)
 	le.since = time.Now()
@@ -78,7 +87,10 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 	le.ctx = context.WithValue(cctx, ctxKey{}, le)
 	le.mu.Lock()
 	le.expiry = time.AfterFunc(time.Until(until), le.expired)
-	if t.watchdog {
+	switch {
+	case granted < t.ttl:
+		le.renewal = time.AfterFunc(granted/3, le.renew)
+	case t.watchdog:
 		le.renewal = time.AfterFunc(l.o.renewEvery, le.renew)
 	}
 	le.mu.Unlock()
@@ -188,6 +200,9 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return ErrNotHeld
 	}
 	root.t.ttl = ttl
+	if !root.t.watchdog {
+		root.cap = sent.Add(ttl)
+	}
 	root.setDeadlineLocked(root.l.validUntil(sent, ttl))
 	return nil
 }
@@ -242,7 +257,7 @@ func (le *Lease) release(ctx context.Context) error {
 		}
 		return err
 	}
-	v, err := le.l.drv.Eval(cctx, scriptRelease, le.n.keys, le.token, le.n.channel, handoffGrant)
+	v, err := le.l.drv.Eval(cctx, scriptRelease, le.n.keys, le.token, le.n.channel, handoffGrant, ms(le.l.o.grantWindow))
 	if last {
 		root.finish(ErrNotHeld)
 	}
@@ -256,11 +271,12 @@ func (le *Lease) release(ctx context.Context) error {
 		}
 	case []any:
 		// Handed to a waiter: wake it here if it is ours.
-		if len(x) == 4 {
+		if len(x) == 5 {
 			token, _ := x[1].(string)
 			fence, _ := x[2].(int64)
 			server, _ := x[3].(int64)
-			le.l.hub.handOver(token, grant{fence: fence, server: server})
+			pttl, _ := x[4].(int64)
+			le.l.hub.handOver(token, grant{fence: fence, server: server, pttl: time.Duration(pttl) * time.Millisecond})
 		}
 	}
 	return nil
@@ -301,9 +317,11 @@ func (root *Lease) setDeadlineLocked(until time.Time) {
 	root.expiry.Reset(time.Until(until))
 }
 
-// renew runs on the watchdog timer. A refusal (the key is gone or owned by
-// another) loses the lock at once; a failed call is retried until the local
-// deadline, whose timer then loses it. It never re-acquires.
+// renew runs on the renewal timer: the watchdog's, or the confirmation of a
+// lease granted for a grant window, which extends a fixed lease to the rest
+// of its TTL. A refusal (the key is gone or owned by another) loses the lock
+// at once; a failed call is retried until the local deadline, whose timer
+// then loses it. It never re-acquires.
 func (root *Lease) renew() {
 	root.mu.Lock()
 	if root.done {
@@ -311,7 +329,13 @@ func (root *Lease) renew() {
 		return
 	}
 	deadline, ttl := root.deadline, root.l.o.lease
+	if !root.t.watchdog {
+		ttl = time.Until(root.cap)
+	}
 	root.mu.Unlock()
+	if ttl <= 0 {
+		return // the expiry timer ends it
+	}
 
 	ctx, cancel := context.WithDeadline(withPriority(context.Background()), deadline)
 	sent := time.Now()
@@ -334,7 +358,9 @@ func (root *Lease) renew() {
 		root.renewal.Reset(max(retry, 10*time.Millisecond))
 	} else {
 		root.setDeadlineLocked(root.l.validUntil(sent, ttl))
-		root.renewal.Reset(root.l.o.renewEvery)
+		if root.t.watchdog {
+			root.renewal.Reset(root.l.o.renewEvery)
+		}
 	}
 	root.mu.Unlock()
 }

@@ -18,6 +18,7 @@ type Locker struct {
 	o      options
 	nodes  []*node // one, or Redlock's N masters
 	quorum int     // len(nodes)/2 + 1
+	sid    string  // names this Locker's waiters in queue entries (see hub)
 
 	// The single node's driver and hub (nodes[0]), for the one-node paths.
 	drv Driver
@@ -56,8 +57,10 @@ func newLocker(ds []Driver, opts []Option) *Locker {
 		panic("locker: no Redis nodes")
 	}
 	l := &Locker{o: evaluateOptions(opts), quorum: len(ds)/2 + 1}
+	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
 	for _, d := range ds {
-		l.nodes = append(l.nodes, &node{drv: d, hub: newHub(d, &l.o)})
+		d = bound(d, l.o.maxCalls)
+		l.nodes = append(l.nodes, &node{drv: d, hub: newHub(d, &l.o, l.sid)})
 	}
 	l.drv, l.hub = l.nodes[0].drv, l.nodes[0].hub
 	l.tel = newTelemetry(&l.o)
@@ -151,11 +154,11 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	sent := time.Now()
 	r, err := l.acquire(ctx, n, token, t.ttl, t.wait, modeAcquire)
 	if err != nil {
-		l.abandon(n, token)
+		l.abandon(n, token, err)
 		return nil, obtainFailed(ctx, err)
 	}
 	if r.status == statusObtained {
-		return l.lease(ctx, key, n, token, r.fence, t, sent.Add(t.ttl))
+		return l.lease(ctx, key, n, token, r.fence, t, sent, r.pttl)
 	}
 	if t.wait <= 0 {
 		return nil, ErrNotObtained
@@ -174,7 +177,7 @@ type terms struct {
 func (l *Locker) acquire(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string) (reply, error) {
 	cctx, cancel := l.callCtx(ctx)
 	defer cancel()
-	v, err := l.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel)
+	v, err := l.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, l.sid, ms(l.o.grantWindow))
 	if err != nil {
 		return reply{}, err
 	}
@@ -186,18 +189,24 @@ func (l *Locker) acquire(ctx context.Context, n names, token string, ttl, wait t
 func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.o.callTimeout)
 	defer cancel()
-	v, err := l.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant)
+	v, err := l.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant, ms(l.o.grantWindow))
 	if err != nil {
 		return reply{}, err
 	}
 	return parseReply(v)
 }
 
-// abandon cleans up after an acquire whose outcome is unknown (its reply was
-// lost or its context ended mid-call): the script may have run, so the token
-// may hold the lock or sit in the queue. Best effort, on a fresh context, so
-// that nothing is left behind when Obtain returns.
-func (l *Locker) abandon(n names, token string) {
+// abandon cleans up after an acquire that failed with err and whose outcome
+// is unknown (its reply was lost or its context ended mid-call): the script
+// may have run, so the token may hold the lock or sit in the queue. Best
+// effort, on a fresh context, so that nothing is left behind when Obtain
+// returns. A call that never left this process (err matches ErrNotSent: no
+// connection could be had) wrote nothing, and nothing is sent for it: a
+// burst of failures must not turn into a burst of clean-up calls.
+func (l *Locker) abandon(n names, token string, err error) {
+	if errors.Is(err, ErrNotSent) {
+		return
+	}
 	_, _ = l.leave(context.Background(), n, token, modeDrop)
 	// The lost call may still be on its way on its dead connection and run
 	// after this clean-up; a second one a call timeout later catches that.
@@ -237,14 +246,21 @@ func (c *deadlineCtx) Err() error {
 }
 
 // wait waits for a hand-over after a busy first try (r, sent when sent).
+//
+// The waiter sits in the key's queue in Redis; a release hands the lock
+// straight to the queue's head and publishes the grant. This process's
+// waiters on the key share one safety re-check at the end of the current
+// holder's lease (see hub), so a lost notice, a holder that crashed or a
+// grant that lapsed costs at most that lease, and only one call per process.
 func (l *Locker) wait(ctx context.Context, key string, n names, token string, t terms, w *waiter, sent time.Time, r reply) (*Lease, error) {
 	waitUntil := sent.Add(t.wait)
 	defer l.tel.waiting(t.params)()
-	wt := l.hub.watch(n.channel)
+	wt := l.hub.watch(n.channel, w)
 	defer wt.close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
 	recheck := false
+	observed := false
 	for {
 		missed, err := wt.ensure(ctx, sent)
 		if err != nil {
@@ -257,12 +273,17 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 			sent = time.Now()
 			r, err = l.acquire(ctx, n, token, t.ttl, time.Until(waitUntil), modeRecheck)
 			if err != nil {
-				l.abandon(n, token)
+				l.abandon(n, token, err)
 				return nil, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
-				return l.lease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl))
+				return l.lease(ctx, key, n, token, r.fence, t, sent, r.pttl)
 			}
+			observed = false
+		}
+		if !observed {
+			observed = true
+			wt.observe(r.pttl)
 		}
 		select {
 		case g := <-w.grant:
@@ -270,14 +291,19 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 			// answered r, and r was answered after sent: a conservative
 			// local time of the grant.
 			at := sent.Add(time.Duration(g.server-r.server-1) * time.Millisecond)
+			if time.Until(at.Add(g.pttl)) > 0 {
+				return l.newLease(ctx, key, n, token, g.fence, t, at, g.pttl), nil
+			}
 			// Handed over while this process could not run (paused or
-			// starved), it may have expired already: lease checks.
-			return l.lease(ctx, key, n, token, g.fence, t, at.Add(t.ttl))
+			// starved), the grant may have lapsed: Redis knows.
+			recheck = true
 		case <-w.kick:
 			// The subscriber connection broke: notifications may be lost.
 			wt.broken()
 			recheck = true
-		case <-wt.arm(r.pttl):
+		case <-w.check:
+			recheck = true
+		case <-wt.polled():
 			recheck = true
 		case <-deadline.C:
 			sent = time.Now()
@@ -286,7 +312,7 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 				return nil, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
-				return l.lease(ctx, key, n, token, r.fence, t, sent.Add(r.pttl))
+				return l.lease(ctx, key, n, token, r.fence, t, sent, r.pttl)
 			}
 			return nil, ErrNotObtained
 		case <-ctx.Done():
@@ -297,19 +323,24 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 }
 
 // ErrLate is wrapped by the error of an Obtain whose lock was granted but
-// whose lease had ended by the time the grant reached this process (a reply
-// slower than the TTL, a paused process): the lock is released by token and
-// the call fails with an error that also matches ErrUnavailable.
+// whose lease had ended by the time the grant's reply reached this process
+// (a reply slower than the lease, a paused process). Redis was healthy and
+// the lock was simply not usable any more, so the error also matches
+// ErrNotObtained (busy: try again), not ErrUnavailable. The grant is
+// released by token.
 var ErrLate = errors.New("locker: lease ended before the reply arrived")
 
-// lease turns a grant valid until until into a Lease, or — when until has
-// passed already — releases it by token and reports ErrLate.
-func (l *Locker) lease(ctx context.Context, key string, n names, token string, fence int64, t terms, until time.Time) (*Lease, error) {
-	if time.Until(until) > 0 {
-		return l.newLease(ctx, key, n, token, fence, t, until), nil
+// errLate is the error of a late grant.
+var errLate error = &multiError{msg: ErrLate.Error(), errs: []error{ErrLate, ErrNotObtained}}
+
+// lease turns a grant of pttl, asked for at sent, into a Lease, or — when
+// that lease has ended already — releases it by token and reports ErrLate.
+func (l *Locker) lease(ctx context.Context, key string, n names, token string, fence int64, t terms, sent time.Time, pttl time.Duration) (*Lease, error) {
+	if time.Until(sent.Add(pttl)) > 0 {
+		return l.newLease(ctx, key, n, token, fence, t, sent, pttl), nil
 	}
 	_, _ = l.leave(ctx, n, token, modeDrop)
-	return nil, &multiError{msg: ErrLate.Error(), errs: []error{ErrLate, ErrUnavailable}}
+	return nil, errLate
 }
 
 // newToken returns 128 random bits, base64url-encoded.

@@ -19,6 +19,8 @@ type options struct {
 	drift       float64
 	nodeTimeout time.Duration
 	pipeline    int // connections; 0: pooled calls
+	grantWindow time.Duration
+	maxCalls    int // per node; 0: unbounded
 
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
@@ -32,6 +34,8 @@ var defaultOptions = options{
 	callTimeout: 2 * time.Second,
 	linger:      time.Second,
 	drift:       0.01,
+	grantWindow: 250 * time.Millisecond,
+	maxCalls:    64,
 }
 
 func evaluateOptions(opts []Option) options {
@@ -134,6 +138,47 @@ func WithPipelining(conns int) Option {
 	return func(o *options) {
 		if conns >= 0 {
 			o.pipeline = conns
+		}
+	}
+}
+
+// WithGrantWindow sets how long a lock handed to a queued waiter stays
+// reserved for it before the waiter confirms it. A release hands the lock
+// straight to the head of the queue; that waiter may have gone meanwhile
+// (it gave up, its process crashed or is paused). So the hand-over sets a
+// lease of only the grant window, and the new holder's first renewal, sent
+// a third of the way into it, extends it to the holder's own terms — a
+// holder done sooner never pays for that call. A grant nobody confirms
+// lapses after the window: the next waiter's re-check then hands the lock
+// on, and cuts off the other queue entries of the lapsed waiter's Locker
+// (whose live waiters queue again). So a waiter that has gone costs the
+// others one grant window, never a whole lease.
+//
+// Too short a window makes a live but slow holder (a stalled process, a
+// very loaded machine) lose its lock at the hand-over. The default is
+// 250ms; leases shorter than the window are granted in full.
+func WithGrantWindow(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.grantWindow = d
+		}
+	}
+}
+
+// WithMaxConcurrentCalls bounds how many Redis calls the Locker has in
+// flight per Redis node; further calls wait (within their context and the
+// call timeout) for one to finish. Renewals and releases of held locks are
+// not counted and never wait. The bound keeps a burst — thousands of
+// waiters giving up at once — from dialling thousands of connections
+// through a pool without MaxActive: with the default, a pool with MaxIdle 64
+// serves every call from idle connections. A call that waited past its
+// deadline for a slot fails with an error matching ErrNotSent and
+// ErrUnavailable, having sent nothing. The default is 64; 0 removes the
+// bound.
+func WithMaxConcurrentCalls(n int) Option {
+	return func(o *options) {
+		if n >= 0 {
+			o.maxCalls = n
 		}
 	}
 }

@@ -132,14 +132,14 @@ func isClosed(ch <-chan struct{}) bool {
 
 func (pc *pipeConn) do(ctx context.Context, cmd string, args []any) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, notSent(err)
 	}
 	c := &pipeCall{cmd: cmd, args: args, done: make(chan struct{}), lead: make(chan struct{}, 1)}
 	var expired <-chan time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		wait := time.Until(dl)
 		if wait <= 0 {
-			return nil, context.DeadlineExceeded
+			return nil, notSent(context.DeadlineExceeded)
 		}
 		c.deadline = dl
 		// ctx's Done need not fire at its deadline (the locker's call
@@ -162,14 +162,14 @@ func (pc *pipeConn) submit(ctx context.Context, c *pipeCall) (*pipeSession, erro
 	for attempt := 0; ; attempt++ {
 		s, err := pc.session(ctx)
 		if err != nil {
-			return nil, err
+			return nil, notSent(err)
 		}
 		if s.submit(c) {
 			return s, nil
 		}
 		if attempt > 0 {
 			<-s.dead
-			return nil, s.err
+			return nil, notSent(s.err)
 		}
 	}
 }

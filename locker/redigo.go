@@ -38,7 +38,7 @@ func (d *redigoDriver) Eval(ctx context.Context, s *Script, keys []string, args 
 		if errors.Is(err, redis.ErrPoolExhausted) {
 			err = fmt.Errorf("%w (redigo MaxActive reached)", ErrPoolExhausted)
 		}
-		return nil, err
+		return nil, notSent(err)
 	}
 	defer c.Close()
 	return d.eval(ctx, c, s, keys, args)
@@ -74,7 +74,7 @@ func (d *redigoDriver) evalReserved(ctx context.Context, s *Script, keys []strin
 		}
 		c, err := d.dial(ctx)
 		if err != nil {
-			return nil, err
+			return nil, notSent(err)
 		}
 		d.reserved.c = c
 	}
@@ -102,11 +102,11 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *Script, keys [
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			return nil, context.DeadlineExceeded
+			return nil, notSent(context.DeadlineExceeded)
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, notSent(err)
 	}
 	argv := scriptArgs(s, keys, args)
 	v, err := cwt.DoWithTimeout(timeout, "EVALSHA", argv...)

@@ -112,6 +112,7 @@ type quorumTry struct {
 	obtained bool
 	fence    int64
 	holds    int           // the hold count reached (re-entry)
+	sent     time.Time     // when the round was sent
 	until    time.Time     // local end of validity when obtained
 	pttl     time.Duration // the shortest remaining lease of a busy master
 	err      error         // a *QuorumError when too many masters failed
@@ -121,8 +122,9 @@ type quorumTry struct {
 // round that does not win undoes what it took.
 func (l *Locker) tryQuorum(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
 	sent := time.Now()
-	res := l.fanout(ctx, l.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel)
+	res := l.fanout(ctx, l.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, l.sid, ms(l.o.grantWindow))
 	var out quorumTry
+	out.sent = sent
 	out.pttl = ttl
 	errs := make([]error, len(res))
 	took := make([]bool, len(res)) // holds this token now, or may (error)
@@ -193,7 +195,7 @@ func (l *Locker) undo(n names, token string, took []bool) {
 	var wg sync.WaitGroup
 	for i, nd := range l.nodes {
 		if took[i] {
-			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channel, handoffNotify) })
+			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channel, handoffNotify, 0) })
 		}
 	}
 	wg.Wait()
@@ -214,13 +216,10 @@ func (l *Locker) obtainQuorum(ctx context.Context, key string, t terms) (*Lease,
 		mode = modeNotify
 	}
 	var w *waiter
-	subs := make([]*subscription, len(l.nodes))
+	subs := make([]member, len(l.nodes))
 	defer func() {
-		for i, s := range subs {
-			if s != nil {
-				l.nodes[i].hub.unqueueFree(s, w)
-				l.nodes[i].hub.leave(s)
-			}
+		for i, m := range subs {
+			l.nodes[i].hub.leave(m)
 		}
 	}()
 	var timer *time.Timer
@@ -237,7 +236,7 @@ func (l *Locker) obtainQuorum(ctx context.Context, key string, t terms) (*Lease,
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
-			return l.newLease(ctx, key, n, token, try.fence, t, try.until), nil
+			return l.newLease(ctx, key, n, token, try.fence, t, try.sent, t.ttl), nil
 		case ctx.Err() != nil:
 			err = errors.Join(ErrNotObtained, ctx.Err())
 		case try.err != nil:
@@ -257,13 +256,12 @@ func (l *Locker) obtainQuorum(ctx context.Context, key string, t terms) (*Lease,
 			w = newWaiter(token)
 			missed := false
 			for i, nd := range l.nodes {
-				s, m, err := nd.hub.join(ctx, n.channel, sent)
+				m, mi, err := nd.hub.join(ctx, n.channel, sent, w)
 				if err != nil {
 					continue // that master's notices are lost; the timer covers it
 				}
-				subs[i] = s
-				nd.hub.queueFree(s, w)
-				missed = missed || m
+				subs[i] = m
+				missed = missed || mi
 			}
 			if missed {
 				continue // a release may have come before the subscription
@@ -279,7 +277,7 @@ func (l *Locker) obtainQuorum(ctx context.Context, key string, t terms) (*Lease,
 			timer.Reset(next)
 		}
 		select {
-		case <-w.free:
+		case <-w.check:
 		case <-timer.C:
 		case <-ctx.Done():
 			l.withdraw(n, token)
@@ -292,7 +290,7 @@ func (l *Locker) obtainQuorum(ctx context.Context, key string, t terms) (*Lease,
 func (l *Locker) withdraw(n names, token string) {
 	ctx, cancel := context.WithTimeout(context.Background(), l.o.callTimeout)
 	defer cancel()
-	l.fanout(ctx, l.o.callTimeout, scriptLeave, n.keys, token, modeDrop, n.channel, handoffNotify)
+	l.fanout(ctx, l.o.callTimeout, scriptLeave, n.keys, token, modeDrop, n.channel, handoffNotify, 0)
 }
 
 // reenterQuorum adds a hold on every master for a nested Obtain.
@@ -309,7 +307,7 @@ func (l *Locker) reenterQuorum(ctx context.Context, root *Lease, ttl time.Durati
 
 // releaseQuorum drops one hold on every master.
 func (l *Locker) releaseQuorum(ctx context.Context, le *Lease, ttl time.Duration) error {
-	res := l.fanout(ctx, l.nodeTimeout(ttl), scriptRelease, le.n.keys, le.token, le.n.channel, handoffNotify)
+	res := l.fanout(ctx, l.nodeTimeout(ttl), scriptRelease, le.n.keys, le.token, le.n.channel, handoffNotify, 0)
 	ok, notHeld, errs := 0, 0, make([]error, len(res))
 	for i, nr := range res {
 		switch v, _ := nr.v.(int64); {

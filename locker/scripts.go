@@ -83,16 +83,16 @@ func parseReply(v any) (reply, error) {
 // tag {key}, so they live in one Redis Cluster slot; the derived names never
 // end in '}', so they cannot equal another lock's main key.
 type names struct {
-	keys    []string // lock, fence counter, waiter queue
+	keys    []string // lock, fence counter, waiter queue, waiter details
 	channel string
 }
 
 func (l *Locker) names(key string) names {
-	// One allocation for all four names: they are slices of one string.
+	// One allocation for all five names: they are slices of one string.
 	var b strings.Builder
 	n := len(l.o.prefix) + len(key) + 2
-	b.Grow(4*n + 6)
-	for _, suffix := range [...]string{"", ":f", ":q", ":c"} {
+	b.Grow(5*n + 8)
+	for _, suffix := range [...]string{"", ":f", ":q", ":w", ":c"} {
 		b.WriteString(l.o.prefix)
 		b.WriteByte('{')
 		b.WriteString(key)
@@ -101,8 +101,8 @@ func (l *Locker) names(key string) names {
 	}
 	all := b.String()
 	return names{
-		keys:    []string{all[:n], all[n : 2*n+2], all[2*n+2 : 3*n+4]},
-		channel: all[3*n+4:],
+		keys:    []string{all[:n], all[n : 2*n+2], all[2*n+2 : 3*n+4], all[3*n+4 : 4*n+6]},
+		channel: all[4*n+6:],
 	}
 }
 

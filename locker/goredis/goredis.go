@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 
 	"github.com/redis/go-redis/v9"
 
@@ -36,7 +37,7 @@ func New(c redis.UniversalClient) locker.Driver {
 
 func (d *driver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", locker.ErrNotSent, err)
 	}
 	if d.ctxAware || ctx.Done() == nil {
 		return d.eval(ctx, s, keys, args)
@@ -74,7 +75,11 @@ func (d *driver) eval(ctx context.Context, s *locker.Script, keys []string, args
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
-		return nil, fmt.Errorf("%w (go-redis: %w)", locker.ErrPoolExhausted, err)
+		return nil, fmt.Errorf("%w: %w (go-redis: %w)", locker.ErrNotSent, locker.ErrPoolExhausted, err)
+	}
+	var oe *net.OpError
+	if errors.As(err, &oe) && oe.Op == "dial" {
+		return nil, fmt.Errorf("%w: %w", locker.ErrNotSent, err)
 	}
 	return nil, err
 }

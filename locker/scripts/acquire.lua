@@ -6,10 +6,11 @@
 -- re-check by a queued waiter: report ownership without adding a hold, and
 -- hand a free lock to the head of the queue | 'n' Redlock's waiters: never
 -- handed the lock, but registered in the queue so that releases publish a
--- free notice while they wait), channel.
+-- free notice while they wait), channel, sid (the caller's subscriber),
+-- window_ms (see grant in common.lua).
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
-local token, ttl, wait, mode, channel = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+local token, ttl, wait, mode, channel, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
@@ -29,7 +30,7 @@ if v then
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
   end
-  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl, mode == 'a')
+  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl, sid, mode == 'a')
   if w ~= '1' then
     redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1', 'KEEPTTL')
   end
@@ -39,24 +40,32 @@ if mode == 'e' then
   -- The held lock is gone (lost): re-entry must not take it afresh.
   return {0, 0, 0, -2, 0}
 end
-if mode == 'a' then
-  -- Free. Waiters left queued (their holder's lease ran out) re-check when
-  -- that lease would have ended and queue behind this holder then.
-  return {1, take(token, ttl, '0'), 1, ttl, 0}
-end
 if mode == 'n' then
   -- Redlock: free here; leave the queue and keep releases notifying the rest.
-  local m = queued(token)
-  if m then redis.call('ZREM', KEYS[3], m) end
+  redis.call('ZREM', KEYS[3], token)
+  redis.call('HDEL', KEYS[4], token)
   local waiting = '0'
   if redis.call('EXISTS', KEYS[3]) == 1 then waiting = '1' end
   return {1, take(token, ttl, waiting), 1, ttl, 0}
 end
--- A waiter re-checks a free lock: the head of the queue gets it.
-local t = redis.call('TIME')
-local nowms = enqueue(token, t, math.max(wait, 1), ttl, false)
-local w, f = grant(channel, token, nowms)
-if w == token then
-  return {1, f, 1, ttl, nowms}
+if mode == 'a' and redis.call('EXISTS', KEYS[3]) == 0 then
+  return {1, take(token, ttl, '0'), 1, ttl, 0}
 end
-return {0, 0, 0, redis.call('PTTL', KEYS[1]), nowms}
+-- Free while waiters are queued (a grant lapsed, a holder's lease ran out,
+-- or a queued waiter re-checks): first come, first served, so a new caller
+-- queues behind them and the head of the queue gets the lock.
+local t = redis.call('TIME')
+lapse(channel, now_us(t))
+local nowms = now_ms(t)
+if wait > 0 or mode == 'r' then
+  nowms = enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a')
+end
+local w, f, px = grant(channel, token, nowms, window)
+if w == token then
+  return {1, f, 1, px, nowms}
+end
+if not w then
+  -- Nobody in the queue was alive: a caller that does not wait takes it.
+  return {1, take(token, ttl, '0'), 1, ttl, 0}
+end
+return {0, 0, 0, px, nowms}

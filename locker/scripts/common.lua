@@ -1,9 +1,16 @@
 -- Shared by the scripts that take or hand over a lock.
 -- KEYS[1] lock: string "owner fence holds waiting" with the lease as expiry;
---         waiting is 1 when the queue may hold waiters (release then hands over).
+--         waiting is 1 when the lock came from the queue or waiters joined
+--         while it was held (its release then goes through free).
 -- KEYS[2] fencing counter (expires FENCE_TTL after it was seeded)
--- KEYS[3] waiter queue (zset of "token deadline_ms ttl_ms", scored by arrival
---         in server microseconds: first come, first served)
+-- KEYS[3] waiter queue: zset of waiter tokens scored by arrival in server
+--         microseconds (first come, first served). A token's entry is found
+--         by ZSCORE and removed by ZREM: no queue operation reads the queue.
+-- KEYS[4] waiter details: hash. token -> "deadline_ms ttl_ms sid" (sid: the
+--         waiter's subscriber, one per Locker); "!"..sid -> a cut-off in
+--         server microseconds: that subscriber's entries that arrived before
+--         it are gone (a grant to one of them lapsed); "?" -> "token sid
+--         fence" of the last grant from the queue, until it is released.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
 local FENCE_TTL = 3600000
@@ -12,12 +19,23 @@ local function now_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+local function now_us(t)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
 local function parse(v)
   local o, f, n, w = string.match(v, '^(%S+) (%d+) (%d+) (%d)$')
   return o, f, tonumber(n), w
 end
 
 local function fmt(x) return string.format('%.0f', x) end
+
+-- keep makes key live at least ms milliseconds more.
+local function keep(key, ms)
+  if redis.call('PTTL', key) < ms then
+    redis.call('PEXPIRE', key, ms)
+  end
+end
 
 -- mint returns a fencing token larger than every earlier one for this key.
 -- A missing counter (first use, expired, or a restart without persistence)
@@ -39,85 +57,121 @@ local function take(owner, ttl, waiting)
   return f
 end
 
--- member splits a queue entry into token, deadline and ttl.
-local function member(m)
-  local w, dl, ttl = string.match(m, '^(%S+) (%d+) (%d+)$')
-  return w, tonumber(dl), tonumber(ttl)
+-- cut reports whether sid's entry that arrived at arrival (microseconds)
+-- was cut off by a lapsed grant.
+local function cut(sid, arrival)
+  local c = redis.call('HGET', KEYS[4], '!' .. sid)
+  return c ~= false and arrival < tonumber(c)
 end
 
--- pop removes waiters from the head of the queue until a live one (whose
--- wait is not over), and returns its token and ttl, or nil. The queue
--- vanishes when it empties.
+-- pop removes waiters from the head of the queue until a live one (its wait
+-- not over, not cut off), and returns its token, ttl and sid, or nil. Each
+-- entry is popped once, so the loop costs O(log N) per entry it removes.
 local function pop(nowms)
   while true do
     local h = redis.call('ZPOPMIN', KEYS[3])
     if #h == 0 then return nil end
-    local w, dl, ttl = member(h[1])
-    if dl >= nowms then return w, ttl end
+    local w = h[1]
+    local info = redis.call('HGET', KEYS[4], w)
+    if info then
+      redis.call('HDEL', KEYS[4], w)
+      local dl, ttl, sid = string.match(info, '^(%d+) (%d+) (%S+)$')
+      if tonumber(dl) >= nowms and not cut(sid, tonumber(h[2])) then
+        return w, tonumber(ttl), sid
+      end
+    end
   end
 end
 
--- live reports whether a live waiter is queued, dropping dead ones first.
+-- live reports whether a live waiter is queued, dropping dead ones first
+-- (Redlock's free notices).
 local function live(nowms)
   while true do
     local h = redis.call('ZRANGE', KEYS[3], 0, 0)
     if #h == 0 then return false end
-    local _, dl = member(h[1])
-    if dl >= nowms then return true end
+    local info = redis.call('HGET', KEYS[4], h[1])
+    if info then
+      local dl = string.match(info, '^(%d+)')
+      if tonumber(dl) >= nowms then return true end
+    end
     redis.call('ZREM', KEYS[3], h[1])
+    redis.call('HDEL', KEYS[4], h[1])
   end
 end
 
--- queued returns token's queue entry, or nil (a scan: rare paths only).
-local function queued(token)
-  local p = token .. ' '
-  for _, m in ipairs(redis.call('ZRANGE', KEYS[3], 0, -1)) do
-    if string.sub(m, 1, #p) == p then return m end
+-- grant hands the free lock to the first live waiter and records the grant.
+-- A waiter other than self gets the lock for at most window ms: it confirms
+-- by extending the lease (its first renewal), so a grant to a waiter that
+-- has gone lapses within the window instead of a whole lease. Every process
+-- waiting on the key is told "token fence server_ms pttl_ms", so each can
+-- re-check when that lease ends. Returns the new owner, fence and pttl, or
+-- nil.
+local function grant(channel, self, nowms, window)
+  local w, ttl, sid = pop(nowms)
+  if not w then
+    redis.call('HDEL', KEYS[4], '?')
+    return nil
   end
-  return nil
+  local px = ttl
+  if w ~= self then px = math.min(ttl, window) end
+  local f = take(w, px, '1')
+  redis.call('HSET', KEYS[4], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
+  keep(KEYS[4], px + 1000)
+  if w ~= self or redis.call('EXISTS', KEYS[3]) == 1 then
+    redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+  end
+  return w, f, px
 end
 
--- grant hands the free lock to the first live waiter and, unless it is
--- self, tells it on the channel: "token fence grant_ms". Returns the new
--- owner and fence, or nil.
-local function grant(channel, self, nowms)
-  local w, ttl = pop(nowms)
-  if not w then return nil end
-  local more = '0'
-  if redis.call('EXISTS', KEYS[3]) == 1 then more = '1' end
-  local f = take(w, ttl, more)
-  if w ~= self then
-    redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms)
-  end
-  return w, f
+-- lapse runs when the lock is found free while waiters are queued. If the
+-- last grant from the queue is still recorded and no holder came after it,
+-- its grantee let the lease run out without releasing: it gave up, paused
+-- or crashed. Every entry its subscriber queued before now is cut off (its
+-- other waiters are likely gone too), and the subscriber is told ("!sid"),
+-- so those of its waiters that are alive queue again.
+local function lapse(channel, nowus)
+  local g = redis.call('HGET', KEYS[4], '?')
+  if not g then return end
+  redis.call('HDEL', KEYS[4], '?')
+  local _, sid, f = string.match(g, '^(%S+) (%S+) (%d+)$')
+  if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(f) then return end
+  redis.call('HSET', KEYS[4], '!' .. sid, fmt(nowus))
+  redis.call('PUBLISH', channel, '!' .. sid)
 end
 
--- enqueue adds token to the queue; fresh says it cannot be there yet
--- (otherwise an entry it has keeps its place).
-local function enqueue(token, t, wait, ttl, fresh)
-  local nowms = now_ms(t)
-  if fresh or not queued(token) then
-    local arrival = fmt(tonumber(t[1]) * 1000000 + tonumber(t[2]))
-    redis.call('ZADD', KEYS[3], arrival, token .. ' ' .. fmt(nowms + wait) .. ' ' .. ttl)
+-- enqueue adds token to the queue; fresh says it cannot be there yet.
+-- Otherwise an entry it has keeps its place, unless it was cut off.
+local function enqueue(token, t, wait, ttl, sid, fresh)
+  local nowus = now_us(t)
+  local nowms = math.floor(nowus / 1000)
+  local add = fresh
+  if not fresh then
+    local s = redis.call('ZSCORE', KEYS[3], token)
+    add = not s or cut(sid, tonumber(s))
   end
-  local keep = wait + 1000
-  if redis.call('PTTL', KEYS[3]) < keep then
-    redis.call('PEXPIRE', KEYS[3], keep)
+  if add then
+    redis.call('ZADD', KEYS[3], fmt(nowus), token)
+    redis.call('HSET', KEYS[4], token, fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid)
+    local life = wait + 1000
+    if redis.call('PTTL', KEYS[3]) < life then
+      redis.call('PEXPIRE', KEYS[3], life)
+      keep(KEYS[4], life)
+    end
   end
   return nowms
 end
 
 -- free runs after the lock was deleted with its waiting flag set. handoff
--- 'g' hands it to the queue's head and returns (owner, fence, server_ms) of
--- the hand-over; 'n' (Redlock, whose masters must not
--- pick a holder each on their own) publishes the free notice "-" when live
--- waiters are queued, and they try again.
-local function free(channel, handoff)
+-- 'g' hands it to the queue's head and returns (owner, fence, server_ms,
+-- pttl_ms) of the hand-over; 'n' (Redlock, whose masters must not pick a
+-- holder each on their own) publishes the free notice "-" when live waiters
+-- are queued, and they try again.
+local function free(channel, handoff, window)
   local nowms = now_ms(redis.call('TIME'))
   if handoff == 'n' then
     if live(nowms) then redis.call('PUBLISH', channel, '-') end
     return nil
   end
-  local w, f = grant(channel, nil, nowms)
-  return w, f, nowms
+  local w, f, px = grant(channel, nil, nowms, window)
+  return w, f, nowms, px
 end

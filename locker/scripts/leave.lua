@@ -1,8 +1,8 @@
 -- leave: a queued waiter gives up. If the lock was handed to it meanwhile,
 -- mode 'k' keeps it (reply as acquire's) and mode 'r' releases it to the next
--- waiter. ARGV: token, mode, channel, handoff ('g' | 'n', see free).
--- Reply: {status, fence, holds, pttl_ms, 0}.
-local token, mode, channel, handoff = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+-- waiter. ARGV: token, mode, channel, handoff ('g' | 'n', see free),
+-- window_ms. Reply: {status, fence, holds, pttl_ms, 0}.
+local token, mode, channel, handoff, window = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
@@ -11,10 +11,10 @@ if v then
       return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
     redis.call('DEL', KEYS[1])
-    free(channel, handoff)
+    free(channel, handoff, window)
     return {0, 0, 0, -2, 0}
   end
 end
-local m = queued(token)
-if m then redis.call('ZREM', KEYS[3], m) end
+redis.call('ZREM', KEYS[3], token)
+redis.call('HDEL', KEYS[4], token)
 return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
