@@ -196,8 +196,8 @@ func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply,
 	return parseReply(v)
 }
 
-// abandon cleans up after an acquire that failed with err and whose outcome
-// is unknown (its reply was lost or its context ended mid-call): the script
+// abandon cleans up after an acquire that failed with err (nil: a re-check
+// of a queued waiter) and whose outcome is unknown (its reply was lost or its context ended mid-call): the script
 // may have run, so the token may hold the lock or sit in the queue. Best
 // effort, on a fresh context, so that nothing is left behind when Obtain
 // returns. A call that never left this process (err matches ErrNotSent: no
@@ -273,7 +273,9 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 			sent = time.Now()
 			r, err = l.acquire(ctx, n, token, t.ttl, time.Until(waitUntil), modeRecheck)
 			if err != nil {
-				l.abandon(n, token, err)
+				// Queued before, so there is something to clean up even
+				// when this call was never sent.
+				l.abandon(n, token, nil)
 				return nil, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {

@@ -95,8 +95,8 @@ func testClusterPublish(t *testing.T, c *redistest.Cluster, keys map[*redistest.
 		for i, n := range c.Nodes {
 			select {
 			case msg := <-subs[i]:
-				if f := strings.Fields(msg); len(f) != 3 {
-					t.Errorf("%s on %s: hand-over %q is not \"token fence ms\"", channel, n.Addr(), msg)
+				if f := strings.Fields(msg); len(f) != 4 {
+					t.Errorf("%s on %s: hand-over %q is not \"token fence ms pttl\"", channel, n.Addr(), msg)
 				}
 			case <-time.After(10 * time.Second):
 				t.Errorf("%s: no hand-over message on node %s", channel, n.Addr())

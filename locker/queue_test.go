@@ -1,0 +1,360 @@
+package locker_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+)
+
+// killable passes calls through to a Driver until killed; then every call
+// fails as one whose reply was lost, so nothing the Locker sends reaches
+// Redis: a process cut off from Redis, or crashed, with its entries still
+// queued. Its subscriber connection keeps working.
+type killable struct {
+	locker.Driver
+	dead atomic.Bool
+}
+
+func (k *killable) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+	if k.dead.Load() {
+		return nil, errors.New("test: connection lost")
+	}
+	return k.Driver.Eval(ctx, s, keys, args...)
+}
+
+// channelLog records what is published on one channel.
+type channelLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func listenChannel(t *testing.T, srv *redistest.Server, channel string) *channelLog {
+	t.Helper()
+	c, err := redis.Dial("tcp", srv.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	psc := redis.PubSubConn{Conn: c}
+	if err := psc.Subscribe(channel); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := psc.Receive().(redis.Subscription); !ok {
+		t.Fatal("no subscription confirmation")
+	}
+	cl := &channelLog{}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			switch m := psc.Receive().(type) {
+			case redis.Message:
+				cl.mu.Lock()
+				cl.msgs = append(cl.msgs, string(m.Data))
+				cl.mu.Unlock()
+			case error:
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { _ = c.Close(); <-done })
+	return cl
+}
+
+func (cl *channelLog) snapshot() []string {
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	return append([]string(nil), cl.msgs...)
+}
+
+// TestGhostGrantHandedOn: waiters whose process lost Redis (so their
+// give-up never arrived) are still queued when the holder releases. The
+// lock goes to the first of them for one grant window only; the next live
+// waiter's re-check, timed by the grant's notice rather than by the
+// previous holder's 30s lease, hands it on, and cuts off the ghost's
+// Locker's other entry, so that one is never granted.
+func TestGhostGrantHandedOn(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	live := newLocker(t, srv)
+	kd := &killable{Driver: locker.RedigoDriver(srv.Pool(t))}
+	ghosts := locker.NewWithDriver(kd)
+	t.Cleanup(func() { _ = ghosts.Close() })
+	msgs := listenChannel(t, srv, "locktag:{g}:c")
+
+	holder := mustObtain(t, live, ctx, "g", locker.Params{}) // watchdog: a 30s lease
+	gctx, gcancel := context.WithCancel(ctx)
+	var gone sync.WaitGroup
+	for i := range 2 {
+		gone.Go(func() {
+			if _, err := ghosts.Obtain(gctx, "g", locker.Params{TTL: 2 * time.Second, Wait: time.Minute}); err == nil {
+				t.Error("a ghost obtained the lock")
+			}
+		})
+		eventually(t, 5*time.Second, "ghost queued", func() bool { return queueLen(t, srv, "g") == int64(i+1) })
+	}
+	got := make(chan *locker.Lease, 1)
+	go func() {
+		le, err := live.Obtain(ctx, "g", locker.Params{Wait: 20 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- le
+	}()
+	eventually(t, 5*time.Second, "live waiter queued", func() bool { return queueLen(t, srv, "g") == 3 })
+	kd.dead.Store(true)
+	gcancel()
+	gone.Wait()
+	if n := queueLen(t, srv, "g"); n != 3 {
+		t.Fatalf("queue length %d after the ghosts gave up unheard, want 3", n)
+	}
+
+	released := time.Now()
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var le *locker.Lease
+	select {
+	case le = <-got:
+	case <-time.After(15 * time.Second):
+		t.Fatal("the live waiter did not get the lock (a ghost grant held it)")
+	}
+	if le == nil {
+		t.FailNow()
+	}
+	t.Logf("obtained %v after the release (grant window 250ms; previous holder's lease 30s)", time.Since(released).Round(time.Millisecond))
+	owner, _ := lockState(t, srv, "g")
+	defer func() { _ = le.Release(ctx) }()
+
+	eventually(t, 5*time.Second, "cut-off notice", func() bool {
+		for _, m := range msgs.snapshot() {
+			if strings.HasPrefix(m, "!") {
+				return true
+			}
+		}
+		return false
+	})
+	var ghostGrants []string
+	for _, m := range msgs.snapshot() {
+		if f := strings.Fields(m); len(f) == 4 && f[0] != owner {
+			ghostGrants = append(ghostGrants, f[0])
+		}
+	}
+	if len(ghostGrants) != 1 {
+		t.Fatalf("grants to ghosts: %v, want exactly one (the cut-off spares the second)", ghostGrants)
+	}
+}
+
+// TestGrantConfirmed: a holder handed the lock by a release, whose work
+// outlasts the grant window, keeps it: its first renewal confirms the grant
+// to its own terms (a fixed TTL here), so the lock does not lapse.
+func TestGrantConfirmed(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	lk := newLocker(t, srv, locker.WithGrantWindow(60*time.Millisecond))
+	holder := mustObtain(t, lk, ctx, "c", locker.Params{TTL: 10 * time.Second})
+	got := make(chan *locker.Lease, 1)
+	go func() {
+		le, err := lk.Obtain(ctx, "c", locker.Params{TTL: 5 * time.Second, Wait: 10 * time.Second})
+		if err != nil {
+			t.Error(err)
+		}
+		got <- le
+	}()
+	eventually(t, 5*time.Second, "waiter queued", func() bool { return queueLen(t, srv, "c") == 1 })
+	if err := holder.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	le := <-got
+	if le == nil {
+		t.FailNow()
+	}
+	// Past the window, the lease in Redis is the holder's own.
+	eventually(t, 5*time.Second, "grant confirmed", func() bool {
+		return intReply(t, srv, "PTTL", "locktag:{c}") > 1000
+	})
+	if le.Lost() {
+		t.Fatal("lease lost after its grant was confirmed")
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLateGrantIsNotObtained: a lock granted for a lease that ended before
+// the reply arrived (Redis paused longer than the TTL) fails with an error
+// that reads as busy (ErrNotObtained, ErrLate), not as Redis being down.
+func TestLateGrantIsNotObtained(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	warmListener(t, lk)
+	if _, err := srv.Do("CLIENT", "PAUSE", "150", "ALL"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := lk.Obtain(context.Background(), "late", locker.Params{TTL: 20 * time.Millisecond})
+	if !errors.Is(err, locker.ErrLate) || !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("err = %v, want ErrLate and ErrNotObtained", err)
+	}
+	if errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("err = %v matches ErrUnavailable: Redis was healthy", err)
+	}
+}
+
+// TestUnsentCallSendsNoCleanup: an Obtain whose call never reached Redis
+// (no connection could be had) fails with ErrUnavailable and ErrNotSent,
+// and sends no clean-up: a burst of such failures must not turn into a
+// burst of dials.
+func TestUnsentCallSendsNoCleanup(t *testing.T) {
+	var dials atomic.Int32
+	pool := &redis.Pool{Dial: func() (redis.Conn, error) {
+		dials.Add(1)
+		return nil, errors.New("test: connection refused")
+	}}
+	lk := locker.New(pool, locker.WithCallTimeout(20*time.Millisecond))
+	defer lk.Close()
+	_, err := lk.Obtain(context.Background(), "k", locker.Params{Wait: time.Second})
+	if !errors.Is(err, locker.ErrUnavailable) || !errors.Is(err, locker.ErrNotSent) {
+		t.Fatalf("err = %v, want ErrUnavailable and ErrNotSent", err)
+	}
+	// A negative check: a clean-up would dial now and once more a call
+	// timeout later, so give it five.
+	time.Sleep(100 * time.Millisecond)
+	if n := dials.Load(); n != 1 {
+		t.Fatalf("%d dials, want 1 (no clean-up for a call never sent)", n)
+	}
+}
+
+// TestNoDialStorm: 2,000 waiters in one process give up together on a pool
+// configured as the README shows (MaxIdle 64, no MaxActive). Calls per node
+// are bounded inside the Locker, so they reuse idle connections instead of
+// dialling one each, and every one of them reads as busy, none as Redis
+// unavailable.
+func TestNoDialStorm(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	pool := srv.Pool(t)
+	var dials atomic.Int32
+	dial := pool.DialContext
+	pool.DialContext = func(ctx context.Context) (redis.Conn, error) {
+		dials.Add(1)
+		return dial(ctx)
+	}
+	lk := locker.New(pool)
+	t.Cleanup(func() { _ = lk.Close() })
+	holder := mustObtain(t, newLocker(t, srv), ctx, "storm", locker.Params{})
+	defer func() { _ = holder.Release(ctx) }()
+	const n = 2000
+	var busy, unavailable atomic.Int32
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			_, err := lk.Obtain(ctx, "storm", locker.Params{Wait: 2 * time.Second})
+			switch {
+			case errors.Is(err, locker.ErrUnavailable):
+				unavailable.Add(1)
+			case errors.Is(err, locker.ErrNotObtained):
+				busy.Add(1)
+			default:
+				t.Errorf("err = %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d waiters gave up: %d busy, %d unavailable, %d connections dialled", n, busy.Load(), unavailable.Load(), dials.Load())
+	if unavailable.Load() != 0 {
+		t.Fatalf("%d of %d waiters failed as unavailable while Redis was up", unavailable.Load(), n)
+	}
+	// 64 call slots, the subscriber connection and the reserved one.
+	if d := dials.Load(); d > 64+2 {
+		t.Fatalf("%d connections dialled, want at most 66", d)
+	}
+}
+
+// commandUsec reads cmdstat_<cmd>'s calls and usec from INFO commandstats.
+func commandUsec(t *testing.T, srv *redistest.Server, cmd string) (calls, usec int64) {
+	t.Helper()
+	info, err := redis.String(srv.Do("INFO", "commandstats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(line, "cmdstat_"+cmd+":"); ok {
+			for _, f := range strings.Split(strings.TrimSpace(rest), ",") {
+				k, v, _ := strings.Cut(f, "=")
+				switch k {
+				case "calls":
+					calls, _ = strconv.ParseInt(v, 10, 64)
+				case "usec":
+					usec, _ = strconv.ParseInt(v, 10, 64)
+				}
+			}
+		}
+	}
+	return calls, usec
+}
+
+// queueCosts queues n waiters behind a holder and reports Redis's own
+// microseconds per script call when they all re-check (their subscriber
+// connection is killed, so each asks Redis again) and when they all leave.
+func queueCosts(t *testing.T, srv *redistest.Server, n int) (recheck, leave float64) {
+	t.Helper()
+	ctx := context.Background()
+	key := fmt.Sprintf("cost%d", n)
+	lk := newLocker(t, srv)
+	holder := mustObtain(t, newLocker(t, srv), ctx, key, locker.Params{TTL: time.Minute})
+	defer func() { _ = holder.Release(ctx) }()
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() { _, _ = lk.Obtain(wctx, key, locker.Params{TTL: time.Minute, Wait: time.Minute}) })
+	}
+	eventually(t, 60*time.Second, "waiters queued", func() bool { return queueLen(t, srv, key) == int64(n) })
+
+	cost := func(what string, trigger func(), done func(calls int64) bool) float64 {
+		if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
+			t.Fatal(err)
+		}
+		trigger()
+		eventually(t, 60*time.Second, what, func() bool {
+			calls, _ := commandUsec(t, srv, "evalsha")
+			return done(calls)
+		})
+		calls, usec := commandUsec(t, srv, "evalsha")
+		return float64(usec) / float64(calls)
+	}
+	recheck = cost("re-checks", func() {
+		if _, err := srv.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+			t.Fatal(err)
+		}
+	}, func(calls int64) bool { return calls >= int64(n) })
+	leave = cost("leaves", cancel, func(int64) bool { return queueLen(t, srv, key) == 0 })
+	wg.Wait()
+	return recheck, leave
+}
+
+// TestQueueCostScaling: what a waiter's re-check and leave cost Redis does
+// not grow with the queue (every queue operation is O(log N)). Measured
+// from Redis's own per-command statistics, not wall time.
+func TestQueueCostScaling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("queues 4,000 waiters")
+	}
+	srv := redistest.Start(t)
+	r250, l250 := queueCosts(t, srv, 250)
+	r4k, l4k := queueCosts(t, srv, 4000)
+	t.Logf("µs per script call: re-check %.1f at 250 waiters, %.1f at 4,000 (%.2fx); leave %.1f, %.1f (%.2fx)",
+		r250, r4k, r4k/r250, l250, l4k, l4k/l250)
+	if r4k > 2*r250 || l4k > 2*l250 {
+		t.Fatalf("queue operations grow with the queue: re-check %.2fx, leave %.2fx from 250 to 4,000 waiters (want <= 2x)", r4k/r250, l4k/l250)
+	}
+}
