@@ -196,13 +196,15 @@ func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply,
 	return parseReply(v)
 }
 
-// abandon cleans up after an acquire that failed with err (nil: a re-check
-// of a queued waiter) and whose outcome is unknown (its reply was lost or its context ended mid-call): the script
+// abandon cleans up after an acquire that failed with err and whose outcome
+// is unknown (its reply was lost or its context ended mid-call): the script
 // may have run, so the token may hold the lock or sit in the queue. Best
 // effort, on a fresh context, so that nothing is left behind when Obtain
-// returns. A call that never left this process (err matches ErrNotSent: no
-// connection could be had) wrote nothing, and nothing is sent for it: a
-// burst of failures must not turn into a burst of clean-up calls.
+// returns. A first call that never left this process (err matches
+// ErrNotSent: no connection or call slot could be had) wrote nothing, and
+// nothing is sent for it: a burst of failures must not turn into a burst of
+// clean-up calls. A queued waiter's failed re-check passes err nil: its
+// earlier call queued it, so it always cleans up.
 func (l *Locker) abandon(n names, token string, err error) {
 	if errors.Is(err, ErrNotSent) {
 		return
