@@ -10,8 +10,8 @@
 // option on a gRPC method (shop.v1.Shop/Buy, key item:{req.sku}), an
 // idempotency guard (POST /payments with Idempotency-Key, scoped by X-User),
 // a manual nested lock that re-enters the route's lock (shop.Buy), fencing
-// tokens checked by the storage layer (store.Put with a locker.Fence), and
-// OpenTelemetry.
+// tokens checked by the storage layer on the read and the write of each sale
+// (store.Claim and store.Put with a locker.Fence), and OpenTelemetry.
 //
 // Without configuration it runs on an embedded miniredis — for development
 // only. REDIS_ADDR (with REDIS_PASSWORD, REDIS_TLS=1) selects a real Redis;

@@ -23,7 +23,7 @@ type order struct {
 	SKU       string `json:"sku"`
 	User      string `json:"user"`
 	StockLeft int64  `json:"stock_left"`
-	// Fence is the fencing token the stock write carried (0: unlocked).
+	// Fence is the fencing token the stock read and write carried (0: unlocked).
 	Fence int64 `json:"fence"`
 	// Holds is the hold count the purchase's nested lock reached: 2 when it
 	// re-entered the lock a tag or proto option took for the request.
@@ -60,7 +60,7 @@ func newShop(lk *locker.Locker, db *store) *shop {
 // option already holds "item:<sku>", the context carries that lease and this
 // Obtain re-enters it (the hold count goes to 2, nothing waits); called from
 // anywhere else — a job, a CLI, a test — it takes the lock for real. Either
-// way the stock write carries the lease's fencing token.
+// way the stock's read and write carry the lease's fencing token.
 func (s *shop) Buy(ctx context.Context, sku, user string) (order, error) {
 	if _, err := s.db.Get(sku); err != nil {
 		return order{}, err
@@ -92,10 +92,11 @@ func (s *shop) BuyUnlocked(ctx context.Context, sku, user string) (order, error)
 	return s.confirm(it, user, 0, 0), nil
 }
 
-// sell is the read-modify-write of one sale: read the stock, take one,
-// write it back with fence (0: unfenced). Safe only under the item's lock.
+// sell is the read-modify-write of one sale: claim and read the stock,
+// take one, write it back, both steps fenced with fence (0: unfenced). Safe
+// only under the item's lock.
 func (s *shop) sell(ctx context.Context, sku string, fence int64) (item, error) {
-	it, err := s.db.Get(sku)
+	it, err := s.db.Claim(sku, fence)
 	if err != nil {
 		return item{}, err
 	}

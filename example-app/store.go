@@ -27,15 +27,21 @@ type item struct {
 }
 
 // store is the shop's storage: a stock table kept in memory, standing in for
-// a database. Every write that a lock protects carries the lock's fencing
-// token and goes through a locker.Fence, so a writer that lost its lock (its
-// lease ran out while it was paused) cannot overwrite a newer holder's write.
-// In SQL the same check is one conditional UPDATE:
+// a database. A sale is a read-modify-write (read the stock, take one, write
+// it back), and both its steps carry the lock's fencing token through a
+// locker.Fence: Claim records the token on the row before reading it, and
+// Put writes only if that claim still stands. So a holder that lost its lock
+// (its lease ran out while it was paused between its read and its write)
+// cannot write back a stock that a newer holder has also read — which
+// fencing the write alone would allow. In SQL, with a fence column that
+// starts at 0:
 //
-//	UPDATE items SET stock = $1, fence = $2 WHERE sku = $3 AND fence < $2
+//	UPDATE items SET fence = $2 WHERE sku = $1 AND fence <= $2 RETURNING stock, sold  -- Claim
+//	UPDATE items SET stock = $3, sold = $4 WHERE sku = $1 AND fence = $2              -- Put
 //
-// The store itself is safe for concurrent use, but its read-modify-write
-// cycle (Get, then Put) is not atomic: that is the race the locks prevent.
+// and zero rows from either means the token is stale. The store itself is
+// safe for concurrent use, but its read-modify-write cycle (Claim, then Put)
+// is not atomic: that is the race the locks prevent.
 type store struct {
 	mu    sync.Mutex
 	items map[string]*item
@@ -54,13 +60,33 @@ func newStore(latency time.Duration, stock map[string]int64) *store {
 	return s
 }
 
-// Get returns a copy of the item.
+// Get returns a copy of the item, unfenced: for display. The input of a
+// write comes from Claim.
 func (s *store) Get(sku string) (item, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	it, ok := s.items[sku]
 	if !ok {
 		return item{}, errUnknownItem
+	}
+	return *it, nil
+}
+
+// Claim records token on the item's row and returns a copy of the item: the
+// read of a read-modify-write. A token older than one that claimed the row
+// before gets locker.ErrStaleToken and reads nothing. Token 0 (no lock at
+// all) reads without a claim: the demo's unlocked route.
+func (s *store) Claim(sku string, token int64) (item, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	it, ok := s.items[sku]
+	if !ok {
+		return item{}, errUnknownItem
+	}
+	if token != 0 {
+		if err := s.fence.Claim(sku, token); err != nil {
+			return item{}, fmt.Errorf("read of %s refused: %w", sku, err)
+		}
 	}
 	return *it, nil
 }
@@ -78,10 +104,11 @@ func (s *store) List() []item {
 }
 
 // Put writes the item's new stock and sold count after the store's write
-// latency, if the fencing token is newer than every token written for this
-// SKU before; a stale token gets locker.ErrStaleToken and changes nothing.
-// Token 0 (no lock at all) skips the check: that is the unprotected write
-// the demo's unlocked route makes.
+// latency, if token's Claim on the SKU still stands; otherwise it changes
+// nothing and returns locker.ErrStaleToken (a newer holder claimed the row)
+// or locker.ErrNotClaimed (the caller skipped Claim). Token 0 (no lock at
+// all) skips the check: that is the unprotected write the demo's unlocked
+// route makes.
 func (s *store) Put(ctx context.Context, it item, token int64) error {
 	if err := s.pause(ctx); err != nil {
 		return err
@@ -89,8 +116,8 @@ func (s *store) Put(ctx context.Context, it item, token int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if token != 0 {
-		if err := s.fence.Admit(it.SKU, token); err != nil {
-			return fmt.Errorf("write of %s rejected: %w", it.SKU, err)
+		if err := s.fence.Check(it.SKU, token); err != nil {
+			return fmt.Errorf("write of %s refused: %w", it.SKU, err)
 		}
 	}
 	cp := it

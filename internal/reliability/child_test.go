@@ -27,6 +27,8 @@ func TestHelperProcess(t *testing.T) {
 		childWorker()
 	case "holder":
 		childHolder()
+	case "incrementer":
+		childIncrementer()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)

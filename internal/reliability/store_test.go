@@ -26,13 +26,31 @@ type resource interface {
 	Write(ctx context.Context, name string, token, read, next int64) error
 }
 
-// store is a resource kept in this process. With fencing on, it admits a
-// read or a write only if its token is at least the largest it admitted
-// for the name (locker.Fence.AdmitAgain: a holder reads and then writes
-// with one token), so a holder that lost its lock can neither read nor
-// write after a newer holder did. It counts the anomalies it sees.
+// fencing is how a store checks fencing tokens.
+type fencing int
+
+const (
+	// unfenced: no check; a holder that lost its lock reads and writes.
+	unfenced fencing = iota
+	// claimFenced: a read claims the name with its token
+	// (locker.Fence.Claim) and a write is applied only if that claim still
+	// stands (Check), so a holder that lost its lock can neither read nor
+	// write after a newer holder read: the read-modify-write recipe.
+	claimFenced
+	// writeFenced: only the write is checked (locker.Fence.Admit: its
+	// token must be larger than every token written before) — the
+	// write-only recipe, which does not protect a read-modify-write.
+	writeFenced
+)
+
+func (f fencing) String() string {
+	return [...]string{"unfenced", "claim-fenced", "write-fenced"}[f]
+}
+
+// store is a resource kept in this process, fenced as its mode says. It
+// counts the anomalies it sees.
 type store struct {
-	fenced bool
+	mode fencing
 
 	mu     sync.Mutex
 	fence  locker.Fence
@@ -42,15 +60,33 @@ type store struct {
 	stale  int64 // reads and writes refused for a stale token
 }
 
-func newStore(fenced bool) *store { return &store{fenced: fenced, values: map[string]int64{}} }
+// newStore returns a store that fences reads and writes (claimFenced), or
+// nothing.
+func newStore(fenced bool) *store {
+	if fenced {
+		return newFencedStore(claimFenced)
+	}
+	return newFencedStore(unfenced)
+}
+
+func newFencedStore(mode fencing) *store { return &store{mode: mode, values: map[string]int64{}} }
+
+// refuse turns a fence's error into the store's, counting stale tokens.
+// Called with s.mu held.
+func (s *store) refuse(err error) error {
+	if errors.Is(err, locker.ErrStaleToken) {
+		s.stale++
+		return errStale
+	}
+	return err
+}
 
 func (s *store) Read(_ context.Context, name string, token int64) (int64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fenced {
-		if err := s.fence.AdmitAgain(name, token); err != nil {
-			s.stale++
-			return 0, errStale
+	if s.mode == claimFenced {
+		if err := s.fence.Claim(name, token); err != nil {
+			return 0, s.refuse(err)
 		}
 	}
 	return s.values[name], nil
@@ -59,11 +95,15 @@ func (s *store) Read(_ context.Context, name string, token int64) (int64, error)
 func (s *store) Write(_ context.Context, name string, token, read, next int64) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.fenced {
-		if err := s.fence.AdmitAgain(name, token); err != nil {
-			s.stale++
-			return errStale
-		}
+	var err error
+	switch s.mode {
+	case claimFenced:
+		err = s.fence.Check(name, token)
+	case writeFenced:
+		err = s.fence.Admit(name, token)
+	}
+	if err != nil {
+		return s.refuse(err)
 	}
 	if s.values[name] != read {
 		s.lost++ // another writer's update since our read is overwritten
@@ -82,9 +122,15 @@ func (s *store) stats(name string) (value, writes, lost, stale int64) {
 
 // serve exposes s over HTTP on loopback for child processes:
 // GET /read?name=&token= and POST /write?name=&token=&read=&next=; 409 is
-// a stale token.
+// a stale token, 500 any other refusal.
 func (s *store) serve(t testing.TB) string {
 	mux := http.NewServeMux()
+	status := func(err error) int {
+		if errors.Is(err, errStale) {
+			return http.StatusConflict
+		}
+		return http.StatusInternalServerError
+	}
 	num := func(r *http.Request, k string) int64 {
 		n, _ := strconv.ParseInt(r.URL.Query().Get(k), 10, 64)
 		return n
@@ -92,7 +138,7 @@ func (s *store) serve(t testing.TB) string {
 	mux.HandleFunc("GET /read", func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.Read(r.Context(), r.URL.Query().Get("name"), num(r, "token"))
 		if err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
+			http.Error(w, err.Error(), status(err))
 			return
 		}
 		fmt.Fprint(w, v)
@@ -100,7 +146,7 @@ func (s *store) serve(t testing.TB) string {
 	mux.HandleFunc("POST /write", func(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		if err := s.Write(r.Context(), q.Get("name"), num(r, "token"), num(r, "read"), num(r, "next")); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
+			http.Error(w, err.Error(), status(err))
 			return
 		}
 		w.WriteHeader(http.StatusNoContent)
