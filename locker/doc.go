@@ -16,9 +16,10 @@
 // # Redis layout
 //
 // A lock named K is a string at prefix+"{K}" (owner token, fencing token,
-// hold count, waiting flag) with the lease as its expiry. Its fencing counter, waiter
-// queue and channel use the same hash tag, so all of them share one
-// Redis Cluster slot. Every operation is a single Lua script run by SHA.
+// hold count, waiting flag) with the lease as its expiry. Its fencing
+// counter, waiter queue, waiter details and channel use the same hash tag,
+// so all of them share one Redis Cluster slot. Every operation is a single
+// Lua script run by SHA.
 //
 // # Waiting
 //
@@ -27,12 +28,18 @@
 // publishes that on the key's channel; each Locker listens through one
 // shared subscriber connection and wakes exactly the waiter named. New
 // callers queue behind waiters, so the order is first come, first served
-// across processes.
+// across processes. A hand-over is reserved for its waiter only for a grant
+// window (WithGrantWindow) until the waiter confirms it, so a waiter that
+// has gone costs the others that window, never a whole lease.
 //
 // # Fencing
 //
 // Every new holder gets a fencing token ([Lease.Token]) larger than every
 // earlier holder's, including across a Redis restart without persistence:
 // the token is the larger of the stored counter plus one and the Redis
-// server clock in microseconds.
+// server clock in microseconds. The protected side must check the token on
+// every access the result depends on: for a read-modify-write, claim the
+// resource with the token before reading it and check the claim with the
+// write ([Fence.Claim], [Fence.Check], [Fenced]); fencing only the write
+// ([Fence.Admit]) protects blind writes, not a read-modify-write.
 package locker
