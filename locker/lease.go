@@ -257,7 +257,7 @@ func (le *Lease) release(ctx context.Context) error {
 		}
 		return err
 	}
-	v, err := le.l.drv.Eval(cctx, scriptRelease, le.n.keys, le.token, le.n.channel, handoffGrant, ms(le.l.o.grantWindow))
+	v, err := le.l.drv.Eval(cctx, scriptRelease, le.n.keys, le.token, le.n.channel, handoffGrant, le.l.windowArg)
 	if last {
 		root.finish(ErrNotHeld)
 	}

@@ -19,6 +19,8 @@ type Locker struct {
 	nodes  []*node // one, or Redlock's N masters
 	quorum int     // len(nodes)/2 + 1
 	sid    string  // names this Locker's waiters in queue entries (see hub)
+	// Script arguments made once: boxing them per call would allocate.
+	sidArg, windowArg any
 
 	// The single node's driver and hub (nodes[0]), for the one-node paths.
 	drv Driver
@@ -58,6 +60,7 @@ func newLocker(ds []Driver, opts []Option) *Locker {
 	}
 	l := &Locker{o: evaluateOptions(opts), quorum: len(ds)/2 + 1}
 	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
+	l.sidArg, l.windowArg = l.sid, ms(l.o.grantWindow)
 	for _, d := range ds {
 		d = bound(d, l.o.maxCalls)
 		l.nodes = append(l.nodes, &node{drv: d, hub: newHub(d, &l.o, l.sid)})
@@ -177,7 +180,7 @@ type terms struct {
 func (l *Locker) acquire(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string) (reply, error) {
 	cctx, cancel := l.callCtx(ctx)
 	defer cancel()
-	v, err := l.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, l.sid, ms(l.o.grantWindow))
+	v, err := l.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, l.sidArg, l.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
@@ -189,7 +192,7 @@ func (l *Locker) acquire(ctx context.Context, n names, token string, ttl, wait t
 func (l *Locker) leave(ctx context.Context, n names, token, mode string) (reply, error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.o.callTimeout)
 	defer cancel()
-	v, err := l.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant, ms(l.o.grantWindow))
+	v, err := l.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant, l.windowArg)
 	if err != nil {
 		return reply{}, err
 	}

@@ -122,7 +122,7 @@ type quorumTry struct {
 // round that does not win undoes what it took.
 func (l *Locker) tryQuorum(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
 	sent := time.Now()
-	res := l.fanout(ctx, l.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, l.sid, ms(l.o.grantWindow))
+	res := l.fanout(ctx, l.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, l.sidArg, l.windowArg)
 	var out quorumTry
 	out.sent = sent
 	out.pttl = ttl

@@ -77,6 +77,17 @@ func TestLatencyLongerThanTTLNotObtained(t *testing.T) {
 	if n := exists(t, srv, lockKeys("slow3")[0]); n != 0 {
 		t.Fatal("the late lock was not released")
 	}
+
+	// Through the Gin adapter a late grant is a busy lock: 409 with a
+	// retry hint, and the handler does not run.
+	r, runs := lockRouter(t, lk, `key:"order:{path.id}" expire:"200ms"`)
+	tox = px.Latency(faults.Downstream, 400*time.Millisecond, 0)
+	w := serveHTTP(r, httptest.NewRequest(http.MethodPost, "/orders/8/pay", nil))
+	px.Remove(tox)
+	if w.Code != http.StatusConflict || w.Header().Get("Retry-After") == "" || runs.Load() != 0 {
+		t.Fatalf("late grant through Gin: status %d, Retry-After %q, runs %d; want 409 with Retry-After and no run",
+			w.Code, w.Header().Get("Retry-After"), runs.Load())
+	}
 }
 
 // lockRouter is a Gin router with one locked route that counts its runs.
