@@ -61,6 +61,7 @@ type subscription struct {
 	// waiter reports nothing (it left, or its call failed).
 	safety   *time.Timer
 	backstop time.Duration
+	seen     int64 // server ms of the report the timer follows
 }
 
 // waiter is one waiting Obtain (or idempotency) call.
@@ -151,7 +152,7 @@ func (h *hub) deliver(channel, payload string) {
 		g.pttl = time.Duration(p) * time.Millisecond
 		h.mu.Lock()
 		if s := h.chans[channel]; s != nil {
-			h.observeLocked(s, g.pttl)
+			h.observeLocked(s, g.pttl, g.server, true)
 		}
 		h.mu.Unlock()
 	}
@@ -174,12 +175,22 @@ func (h *hub) handOver(token string, g grant) {
 	}
 }
 
-// observeLocked records that the current holder's lease ends pttl from now:
-// the first local waiter re-checks then. The latest report wins (a renewal
-// makes an earlier one stale). h.mu is held.
-func (h *hub) observeLocked(s *subscription, pttl time.Duration) {
+// observeLocked records that the current holder's lease ends pttl from now,
+// as Redis reported at server time server (ms; 0: unknown): the first local
+// waiter re-checks then. The newest report by server time wins — a grant
+// notice delivered while a waiter was still handling an older busy reply
+// must not be undone by it, and a reply from the same millisecond as a
+// grant may predate it (notice tells which kind of report this is). h.mu
+// is held.
+func (h *hub) observeLocked(s *subscription, pttl time.Duration, server int64, notice bool) {
 	if h.chans[s.channel] != s {
 		return
+	}
+	if server != 0 {
+		if server < s.seen || server == s.seen && !notice {
+			return
+		}
+		s.seen = server
 	}
 	d := max(pttl, 0) + 2*time.Millisecond
 	s.backstop = min(max(pttl, 20*time.Millisecond), time.Second)
@@ -439,13 +450,14 @@ func (wt *watch) ensure(ctx context.Context, since time.Time) (missed bool, err 
 	return false, nil
 }
 
-// observe records a busy reply: the holder's lease has pttl left. Subscribed,
-// the key's one safety timer moves there; unsubscribed, the watch polls at
-// that time or within 100ms, whichever comes first.
-func (wt *watch) observe(pttl time.Duration) {
+// observe records a busy reply: the holder's lease had pttl left at server
+// time server (ms; 0: unknown). Subscribed, the key's one safety timer moves
+// there; unsubscribed, the watch polls at that time or within 100ms,
+// whichever comes first.
+func (wt *watch) observe(pttl time.Duration, server int64) {
 	if wt.m.s != nil {
 		wt.h.mu.Lock()
-		wt.h.observeLocked(wt.m.s, pttl)
+		wt.h.observeLocked(wt.m.s, pttl, server, false)
 		wt.h.mu.Unlock()
 		return
 	}

@@ -232,7 +232,7 @@ func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p I
 		}
 		if !observed {
 			observed = true
-			wt.observe(pttl)
+			wt.observe(pttl, 0)
 		}
 		select {
 		case <-w.grant:

@@ -290,7 +290,7 @@ func (l *Locker) wait(ctx context.Context, key string, n names, token string, t 
 		}
 		if !observed {
 			observed = true
-			wt.observe(r.pttl)
+			wt.observe(r.pttl, r.server)
 		}
 		select {
 		case g := <-w.grant:

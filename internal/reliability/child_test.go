@@ -29,6 +29,8 @@ func TestHelperProcess(t *testing.T) {
 		childHolder()
 	case "incrementer":
 		childIncrementer()
+	case "waiters":
+		childWaiters()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)
