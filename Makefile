@@ -3,10 +3,15 @@ GO ?= go
 
 .PHONY: test deps vet fmt bench fuzz
 
-## test: install what the tests need (redis-server) and run the whole suite with -race.
+## test: install what the tests need (redis-server) and run the whole suite with
+## -race: the library module, the fault suite (its own module, so its tooling
+## stays out of the library's go.mod) and the go.work consumer check.
 test: deps
 	$(GO) vet ./...
+	cd internal/reliability && $(GO) vet ./...
+	bash .ci/consumer-check.sh
 	$(GO) test -race -count=1 -timeout 15m ./...
+	cd internal/reliability && $(GO) test -race -count=1 -timeout 15m ./...
 
 ## deps: install redis-server and redis-cli (for the Cluster tests) when missing
 ## (Debian/Ubuntu, needs root or sudo).
@@ -20,6 +25,7 @@ deps:
 
 vet:
 	$(GO) vet ./...
+	cd internal/reliability && $(GO) vet ./...
 
 fmt:
 	gofmt -l -w .
@@ -38,4 +44,4 @@ fuzz:
 SOAK ?= 10m
 .PHONY: soak
 soak: deps
-	$(GO) test -run '^TestSoak$$' -v -timeout 60m ./internal/reliability -soak=$(SOAK)
+	cd internal/reliability && $(GO) test -run '^TestSoak$$' -v -timeout 60m . -soak=$(SOAK)

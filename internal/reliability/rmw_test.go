@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktag/locktag/internal/faults"
+	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )

@@ -12,7 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/locktag/locktag/internal/faults"
+	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )
