@@ -1,9 +1,62 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
 	"time"
 )
+
+// childSet is a set of child processes of this binary (mode is -child),
+// each writing its JSON result into a file of dir. The
+// kernel kills them if the tool dies first.
+type childSet struct {
+	dir  string
+	cmds []*exec.Cmd
+}
+
+// startChildren starts n children in mode; args(p) are child p's flags,
+// to which its -out is added.
+func startChildren(mode string, n int, args func(p int) []string) *childSet {
+	exe, err := os.Executable()
+	if err != nil {
+		fatalf("%v", err)
+	}
+	dir, err := os.MkdirTemp("", "locktag-bench"+mode+"-")
+	if err != nil {
+		fatalf("%v", err)
+	}
+	cs := &childSet{dir: dir}
+	for p := range n {
+		cmd := exec.Command(exe, append(append([]string{mode}, args(p)...), "-out", cs.out(p))...)
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			cs.remove()
+			fatalf("start child: %v", err)
+		}
+		cs.cmds = append(cs.cmds, cmd)
+	}
+	return cs
+}
+
+func (cs *childSet) out(p int) string { return filepath.Join(cs.dir, strconv.Itoa(p)+".json") }
+
+// read decodes child p's result into v.
+func (cs *childSet) read(p int, v any) error {
+	b, err := os.ReadFile(cs.out(p))
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
+
+// remove deletes the result files; the children must have ended.
+func (cs *childSet) remove() { os.RemoveAll(cs.dir) }
 
 type childFlags struct {
 	fs              *flag.FlagSet

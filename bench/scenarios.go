@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -418,32 +416,17 @@ func (rep *report) procsLine(r row) {
 
 func runProcs(cfg *config, s subject) row {
 	logf("procs %s %d×%d", s.name, cfg.procs, cfg.procWorkers)
-	exe, err := os.Executable()
-	if err != nil {
-		fatalf("%v", err)
-	}
-	dir, err := os.MkdirTemp("", "locktag-bench-procs-")
-	if err != nil {
-		fatalf("%v", err)
-	}
-	defer os.RemoveAll(dir)
 	addrs := cfg.addrs
 	key := fmt.Sprintf("bench:%s:p:%s", cfg.runID, s.name)
 	t0 := mono() + int64(700*time.Millisecond)
-	var cmds []*exec.Cmd
-	for p := range cfg.procs {
-		cmd := exec.Command(exe, "-child",
-			"-lib", s.name, "-addrs", strings.Join(addrs, ","), "-key", key,
+	cs := startChildren("-child", cfg.procs, func(p int) []string {
+		return []string{"-lib", s.name, "-addrs", strings.Join(addrs, ","), "-key", key,
 			"-c", strconv.Itoa(cfg.procWorkers), "-t0", strconv.FormatInt(t0, 10),
 			"-warm", cfg.warm.String(), "-dur", cfg.dur.String(),
 			"-hold", cfg.hold.String(), "-think", cfg.think.String(),
-			"-base", strconv.Itoa(p*1000), "-out", filepath.Join(dir, strconv.Itoa(p)+".json"))
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			fatalf("start child: %v", err)
-		}
-		cmds = append(cmds, cmd)
-	}
+			"-base", strconv.Itoa(p * 1000)}
+	})
+	defer cs.remove()
 	w := window{start: t0 + int64(cfg.warm), end: t0 + int64(cfg.warm+cfg.dur)}
 	time.Sleep(time.Duration(w.start - mono()))
 	c0 := serverStatsAll(addrs)
@@ -451,7 +434,7 @@ func runProcs(cfg *config, s subject) row {
 	time.Sleep(time.Duration(w.end - mono()))
 	pg.stop()
 	c1 := serverStatsAll(addrs)
-	for _, cmd := range cmds {
+	for _, cmd := range cs.cmds {
 		if err := cmd.Wait(); err != nil {
 			fatalf("child of %s: %v", s.name, err)
 		}
@@ -462,12 +445,8 @@ func runProcs(cfg *config, s subject) row {
 	var ids []int32
 	r := row{scenario: "procs", lib: s.name, c: cfg.procs * cfg.procWorkers, procs: cfg.procs, procMin: -1, loadedRTT: pg.p50()}
 	for p := range cfg.procs {
-		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(p)+".json"))
-		if err != nil {
-			fatalf("child output: %v", err)
-		}
 		var cr childResult
-		if err := json.Unmarshal(b, &cr); err != nil {
+		if err := cs.read(p, &cr); err != nil {
 			fatalf("child output: %v", err)
 		}
 		all = append(all, cr.Recs...)
