@@ -56,8 +56,13 @@ func (r row) vsRef(ref row) float64 {
 
 // ideal is the first-come-first-served wait bound (c-1)·(hold+hand-over),
 // with the run's own mean hold and hand-over p50.
-func (r row) ideal() time.Duration {
-	return time.Duration(r.c-1) * (r.st.holdMean + r.st.gapP50)
+func (r row) ideal() time.Duration { return fcfsBound(r.c-1, r.st) }
+
+// fcfsBound is the wait of a caller with ahead callers before it in a
+// first-come-first-served queue: ahead·(hold + hand-over), with st's mean
+// hold and hand-over p50.
+func fcfsBound(ahead int, st stats) time.Duration {
+	return time.Duration(max(ahead, 0)) * (st.holdMean + st.gapP50)
 }
 
 type report struct {
@@ -152,6 +157,9 @@ func runAll(cfg *config, rep *report) {
 	}
 	if cfg.want("e2e") {
 		runE2E(cfg, rep)
+	}
+	if cfg.scenarios["burst"] { // minutes long: only when named
+		runBurst(cfg, rep)
 	}
 	rtt2 := pingRTT(cfg.addrs[0], 300*time.Millisecond)
 	fmt.Fprintf(&rep.md, "PING p50 at the end of the run: %s (start: %s).\n\n", fmtD(rtt2), fmtD(rep.rtt))
@@ -625,6 +633,8 @@ func runControl(cfg *config, rep *report) int {
 	fmt.Fprintf(&rep.md, "| hot key, one process | %d | %.0f | %d | %s |\n", c, r.st.rate, r.st.violations, verdict(r.st.violations))
 	p := runProcs(cfg, s)
 	fmt.Fprintf(&rep.md, "| hot key, %d processes × %d | %d | %.0f | %d | %s |\n", p.procs, cfg.procWorkers, p.c, p.st.rate, p.st.violations, verdict(p.st.violations))
+	b := runBurstOne(cfg, burstLibOf(s), 300, burstStock(300), false)
+	fmt.Fprintf(&rep.md, "| burst, %d processes, stock %d: oversold / overlaps | %d | – | %d / %d | %s |\n", min(cfg.burstProcs, b.buyers), b.stock, b.buyers, b.oversold, b.violations, verdict(int64(b.oversold)))
 	rep.md.WriteString("\n")
 	return code
 }
