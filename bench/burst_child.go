@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -167,6 +168,9 @@ type burstResult struct {
 
 const maxErrTexts = 12
 
+// addrRE matches host:port in error texts, which differ by ephemeral port.
+var addrRE = regexp.MustCompile(`\d{1,3}(\.\d{1,3}){3}:\d+`)
+
 // buyers is one child's share of the burst.
 type buyers struct {
 	l          Lock
@@ -258,7 +262,7 @@ func (b *buyers) count(err error) errClass {
 	default:
 		b.other.Add(1)
 	}
-	msg := err.Error()
+	msg := addrRE.ReplaceAllString(err.Error(), "ADDR")
 	if len(msg) > 120 {
 		msg = msg[:120]
 	}
@@ -335,7 +339,7 @@ func burstChildMain(args []string) int {
 		return 1
 	}
 	stock := &redis.Pool{MaxIdle: 4, MaxActive: 4, Wait: true, Dial: func() (redis.Conn, error) {
-		return redis.Dial("tcp", addr, redis.DialConnectTimeout(2*time.Second),
+		return redis.Dial("tcp", *fs.stockAddr, redis.DialConnectTimeout(2*time.Second),
 			redis.DialReadTimeout(3*time.Second), redis.DialWriteTimeout(3*time.Second))
 	}}
 	defer stock.Close()

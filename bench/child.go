@@ -67,30 +67,32 @@ type childFlags struct {
 	warm, dur       *time.Duration
 	hold, think     *time.Duration
 	// burst only
-	stock  *string // the key holding the stock left
-	wait   *time.Duration
-	end    *int64 // mono time at which the buyers give up
-	closed *bool  // a new buyer takes the place of each one that bought
+	stock     *string // the key holding the stock left
+	stockAddr *string // the server holding it
+	wait      *time.Duration
+	end       *int64 // mono time at which the buyers give up
+	closed    *bool  // a new buyer takes the place of each one that bought
 }
 
 func newChildFlags() *childFlags {
 	fs := flag.NewFlagSet("child", flag.ContinueOnError)
 	return &childFlags{
-		fs:     fs,
-		lib:    fs.String("lib", "", ""),
-		addrs:  fs.String("addrs", "", ""),
-		key:    fs.String("key", "", ""),
-		out:    fs.String("out", "", ""),
-		c:      fs.Int("c", 16, ""),
-		base:   fs.Int("base", 0, ""),
-		t0:     fs.Int64("t0", 0, ""),
-		warm:   fs.Duration("warm", 0, ""),
-		dur:    fs.Duration("dur", 0, ""),
-		hold:   fs.Duration("hold", 0, ""),
-		think:  fs.Duration("think", 0, ""),
-		stock:  fs.String("stock", "", ""),
-		wait:   fs.Duration("wait", 0, ""),
-		end:    fs.Int64("end", 0, ""),
-		closed: fs.Bool("closed", false, ""),
+		fs:        fs,
+		lib:       fs.String("lib", "", ""),
+		addrs:     fs.String("addrs", "", ""),
+		key:       fs.String("key", "", ""),
+		out:       fs.String("out", "", ""),
+		c:         fs.Int("c", 16, ""),
+		base:      fs.Int("base", 0, ""),
+		t0:        fs.Int64("t0", 0, ""),
+		warm:      fs.Duration("warm", 0, ""),
+		dur:       fs.Duration("dur", 0, ""),
+		hold:      fs.Duration("hold", 0, ""),
+		think:     fs.Duration("think", 0, ""),
+		stock:     fs.String("stock", "", ""),
+		stockAddr: fs.String("stock-addr", "", ""),
+		wait:      fs.Duration("wait", 0, ""),
+		end:       fs.Int64("end", 0, ""),
+		closed:    fs.Bool("closed", false, ""),
 	}
 }

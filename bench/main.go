@@ -39,6 +39,7 @@ type config struct {
 	burstWait      time.Duration
 	burstLimit     time.Duration
 	burstBaseStock int
+	stockAddr      string // burst: the server holding the stock (the shop's own store)
 }
 
 func (c *config) want(scenario string) bool { return c.scenarios == nil || c.scenarios[scenario] }
@@ -160,6 +161,19 @@ func main() {
 				cfg.redlock = append(cfg.redlock, s.addr)
 			}
 		}
+	}
+
+	if cfg.control || cfg.scenarios["burst"] {
+		// The burst's stock lives on a server of its own, as a shop's data
+		// would: its reads and writes neither queue behind the lock's
+		// Redis (stretching the hold) nor count in that server's INFO.
+		logf("starting the burst's stock redis-server")
+		s, err := startServer()
+		if err != nil {
+			fatalf("%v", err)
+		}
+		servers = append(servers, s)
+		cfg.stockAddr = s.addr
 	}
 
 	var rep report
