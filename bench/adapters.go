@@ -135,10 +135,14 @@ func redigoPool(addr string, c int, reqs *atomic.Int64) *redis.Pool {
 
 // --- locktag ---
 
-type locktagLock struct{ lk *locker.Locker }
+// locktagLock obtains every lock with the same Params.
+type locktagLock struct {
+	lk *locker.Locker
+	p  locker.Params
+}
 
 func (l locktagLock) Lock(ctx context.Context, key string) (func() error, error) {
-	le, err := l.lk.Obtain(ctx, key, locker.Params{TTL: lockTTL, Wait: time.Minute})
+	le, err := l.lk.Obtain(ctx, key, l.p)
 	if err != nil {
 		return nil, err
 	}
@@ -162,13 +166,19 @@ func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, opts ...locker.O
 	for _, a := range addrs {
 		pools = append(pools, redigoPool(a, c, reqs))
 	}
+	return locktagOn(pools, locker.Params{TTL: lockTTL, Wait: time.Minute}, opts...)
+}
+
+// locktagOn builds a Locker on pools (Redlock when there are several) whose
+// Lock obtains with p; closing it closes the pools too.
+func locktagOn(pools []*redis.Pool, p locker.Params, opts ...locker.Option) (Lock, func(), error) {
 	var lk *locker.Locker
 	if len(pools) == 1 {
 		lk = locker.New(pools[0], opts...)
 	} else {
 		lk = locker.NewRedlock(pools, opts...)
 	}
-	return locktagLock{lk}, func() {
+	return locktagLock{lk, p}, func() {
 		lk.Close()
 		for _, p := range pools {
 			p.Close()
@@ -188,8 +198,12 @@ func (l redsyncLock) Lock(ctx context.Context, key string) (func() error, error)
 	if err := m.LockContext(ctx); err != nil {
 		return nil, err
 	}
+	// The unlock outlives ctx: a caller whose ctx carries its wait as a
+	// deadline (the burst scenario) must still release after that deadline.
+	// The pool's read timeout bounds it.
+	rctx := context.WithoutCancel(ctx)
 	return func() error {
-		ok, err := m.UnlockContext(ctx)
+		ok, err := m.UnlockContext(rctx)
 		if err == nil && !ok {
 			err = errors.New("redsync: unlock refused")
 		}
@@ -224,7 +238,8 @@ func (l redislockLock) Lock(ctx context.Context, key string) (func() error, erro
 	if err != nil {
 		return nil, err
 	}
-	return func() error { return lk.Release(ctx) }, nil
+	rctx := context.WithoutCancel(ctx) // as for redsync; go-redis's read timeout bounds it
+	return func() error { return lk.Release(rctx) }, nil
 }
 
 type countHook struct{ n *atomic.Int64 }

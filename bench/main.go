@@ -32,23 +32,36 @@ type config struct {
 	control     bool
 	runID       string
 	rounds      int // uncontended: interleaved rounds per contention level
+	// burst
+	burstNs        []int
+	burstProcs     int
+	burstHold      time.Duration
+	burstWait      time.Duration
+	burstLimit     time.Duration
+	burstBaseStock int
+	stockAddr      string // burst: the server holding the stock (the shop's own store)
 }
 
 func (c *config) want(scenario string) bool { return c.scenarios == nil || c.scenarios[scenario] }
 func (c *config) wantLib(lib string) bool   { return c.libs == nil || c.libs[lib] }
 
+// allScenarios run by default; burst runs only when named.
 var allScenarios = []string{"uncontended", "hot", "procs", "redlock", "e2e"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-child" {
 		os.Exit(childMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-burst-child" {
+		os.Exit(burstChildMain(os.Args[2:]))
+	}
 	var (
 		cfg        config
 		csFlag     = flag.String("c", "2,16,64", "worker counts (contention levels), comma-separated")
 		quick      = flag.Bool("quick", false, "CI-sized run: 400ms windows, c=2,16")
 		libs       = flag.String("libs", "", "libraries to run, comma-separated (default all): "+libNames())
-		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ","))
+		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst, which runs only when named")
+		burst      = flag.String("burst", "1000,6000", "burst: buyer counts, comma-separated (stock N·5/12)")
 		addr       = flag.String("addr", "", "use this redis-server (host:port) instead of starting one; it must be idle, since INFO commandstats deltas are read")
 		addrs      = flag.String("addrs", "", "five redis-server masters for Redlock (comma-separated) instead of starting them")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of this process to `file`")
@@ -60,7 +73,10 @@ func main() {
 	flag.DurationVar(&cfg.hold, "hold", time.Millisecond, "hot key: time the lock is held")
 	flag.DurationVar(&cfg.think, "think", 5*time.Millisecond, "hot key: time between a release and the next lock call")
 	flag.StringVar(&cfg.charts, "charts", "", "write PNG charts into `dir`")
-	flag.IntVar(&cfg.procs, "procs", 4, "many processes: number of OS processes")
+	flag.IntVar(&cfg.procs, "procs", 4, "many processes: number of OS processes; burst: the same, but 3 unless set")
+	flag.DurationVar(&cfg.burstHold, "burst-hold", 2*time.Millisecond, "burst: time a buyer holds the lock to sell")
+	flag.DurationVar(&cfg.burstWait, "burst-wait", 5*time.Second, "burst: wait of one Lock call")
+	flag.DurationVar(&cfg.burstLimit, "burst-limit", time.Minute, "burst: time limit of one run; buyers still waiting then give up")
 	flag.IntVar(&cfg.procWorkers, "proc-workers", 16, "many processes: workers per process")
 	flag.BoolVar(&cfg.control, "control", false, "control run: show the overlap detector catching the SET+DEL reference (exit 1 if it does not)")
 	flag.DurationVar(&redislockBackoff, "redislock-backoff", redislockBackoff, "bsm/redislock LinearBackoff interval")
@@ -69,19 +85,28 @@ func main() {
 		flag.PrintDefaults()
 	}
 	flag.Parse()
+	cfg.burstProcs, cfg.burstBaseStock = 3, 500
+	if flagSet("procs") {
+		cfg.burstProcs = cfg.procs
+	}
 	if *quick {
 		cfg.dur, cfg.warm = 400*time.Millisecond, 150*time.Millisecond
 		if !flagSet("c") {
 			*csFlag = "2,16"
 		}
-	}
-	for _, f := range strings.Split(*csFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			fatalf("bad -c %q", *csFlag)
+		if !flagSet("burst") {
+			*burst = "300"
 		}
-		cfg.cs = append(cfg.cs, n)
+		if !flagSet("burst-limit") {
+			cfg.burstLimit = 20 * time.Second
+		}
+		cfg.burstBaseStock = 100
 	}
+	cfg.burstNs = counts("burst", *burst, 20000)
+	if cfg.burstProcs < 1 || cfg.burstLimit <= 0 || cfg.burstWait <= 0 {
+		fatalf("-procs, -burst-limit and -burst-wait must be positive")
+	}
+	cfg.cs = counts("c", *csFlag, 1<<20)
 	cfg.libs = set(*libs)
 	cfg.scenarios = set(*scen)
 	cfg.runID = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
@@ -138,6 +163,19 @@ func main() {
 		}
 	}
 
+	if cfg.control || cfg.scenarios["burst"] {
+		// The burst's stock lives on a server of its own, as a shop's data
+		// would: its reads and writes neither queue behind the lock's
+		// Redis (stretching the hold) nor count in that server's INFO.
+		logf("starting the burst's stock redis-server")
+		s, err := startServer()
+		if err != nil {
+			fatalf("%v", err)
+		}
+		servers = append(servers, s)
+		cfg.stockAddr = s.addr
+	}
+
 	var rep report
 	code := 0
 	if cfg.control {
@@ -176,6 +214,19 @@ func libNames() string {
 		n = append(n, s.name)
 	}
 	return strings.Join(n, ",")
+}
+
+// counts parses the comma-separated counts of flag name, each 1 to most.
+func counts(name, s string, most int) []int {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > most {
+			fatalf("bad -%s %q (counts 1 to %d)", name, s, most)
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func set(s string) map[string]bool {

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -58,8 +56,13 @@ func (r row) vsRef(ref row) float64 {
 
 // ideal is the first-come-first-served wait bound (c-1)·(hold+hand-over),
 // with the run's own mean hold and hand-over p50.
-func (r row) ideal() time.Duration {
-	return time.Duration(r.c-1) * (r.st.holdMean + r.st.gapP50)
+func (r row) ideal() time.Duration { return fcfsBound(r.c-1, r.st) }
+
+// fcfsBound is the wait of a caller with ahead callers before it in a
+// first-come-first-served queue: ahead·(hold + hand-over), with st's mean
+// hold and hand-over p50.
+func fcfsBound(ahead int, st stats) time.Duration {
+	return time.Duration(max(ahead, 0)) * (st.holdMean + st.gapP50)
 }
 
 type report struct {
@@ -154,6 +157,9 @@ func runAll(cfg *config, rep *report) {
 	}
 	if cfg.want("e2e") {
 		runE2E(cfg, rep)
+	}
+	if cfg.scenarios["burst"] { // minutes long: only when named
+		runBurst(cfg, rep)
 	}
 	rtt2 := pingRTT(cfg.addrs[0], 300*time.Millisecond)
 	fmt.Fprintf(&rep.md, "PING p50 at the end of the run: %s (start: %s).\n\n", fmtD(rtt2), fmtD(rep.rtt))
@@ -418,32 +424,17 @@ func (rep *report) procsLine(r row) {
 
 func runProcs(cfg *config, s subject) row {
 	logf("procs %s %d×%d", s.name, cfg.procs, cfg.procWorkers)
-	exe, err := os.Executable()
-	if err != nil {
-		fatalf("%v", err)
-	}
-	dir, err := os.MkdirTemp("", "locktag-bench-procs-")
-	if err != nil {
-		fatalf("%v", err)
-	}
-	defer os.RemoveAll(dir)
 	addrs := cfg.addrs
 	key := fmt.Sprintf("bench:%s:p:%s", cfg.runID, s.name)
 	t0 := mono() + int64(700*time.Millisecond)
-	var cmds []*exec.Cmd
-	for p := range cfg.procs {
-		cmd := exec.Command(exe, "-child",
-			"-lib", s.name, "-addrs", strings.Join(addrs, ","), "-key", key,
+	cs := startChildren("-child", cfg.procs, func(p int) []string {
+		return []string{"-lib", s.name, "-addrs", strings.Join(addrs, ","), "-key", key,
 			"-c", strconv.Itoa(cfg.procWorkers), "-t0", strconv.FormatInt(t0, 10),
 			"-warm", cfg.warm.String(), "-dur", cfg.dur.String(),
 			"-hold", cfg.hold.String(), "-think", cfg.think.String(),
-			"-base", strconv.Itoa(p*1000), "-out", filepath.Join(dir, strconv.Itoa(p)+".json"))
-		cmd.Stderr = os.Stderr
-		if err := cmd.Start(); err != nil {
-			fatalf("start child: %v", err)
-		}
-		cmds = append(cmds, cmd)
-	}
+			"-base", strconv.Itoa(p * 1000)}
+	})
+	defer cs.remove()
 	w := window{start: t0 + int64(cfg.warm), end: t0 + int64(cfg.warm+cfg.dur)}
 	time.Sleep(time.Duration(w.start - mono()))
 	c0 := serverStatsAll(addrs)
@@ -451,7 +442,7 @@ func runProcs(cfg *config, s subject) row {
 	time.Sleep(time.Duration(w.end - mono()))
 	pg.stop()
 	c1 := serverStatsAll(addrs)
-	for _, cmd := range cmds {
+	for _, cmd := range cs.cmds {
 		if err := cmd.Wait(); err != nil {
 			fatalf("child of %s: %v", s.name, err)
 		}
@@ -462,12 +453,8 @@ func runProcs(cfg *config, s subject) row {
 	var ids []int32
 	r := row{scenario: "procs", lib: s.name, c: cfg.procs * cfg.procWorkers, procs: cfg.procs, procMin: -1, loadedRTT: pg.p50()}
 	for p := range cfg.procs {
-		b, err := os.ReadFile(filepath.Join(dir, strconv.Itoa(p)+".json"))
-		if err != nil {
-			fatalf("child output: %v", err)
-		}
 		var cr childResult
-		if err := json.Unmarshal(b, &cr); err != nil {
+		if err := cs.read(p, &cr); err != nil {
 			fatalf("child output: %v", err)
 		}
 		all = append(all, cr.Recs...)
@@ -646,6 +633,8 @@ func runControl(cfg *config, rep *report) int {
 	fmt.Fprintf(&rep.md, "| hot key, one process | %d | %.0f | %d | %s |\n", c, r.st.rate, r.st.violations, verdict(r.st.violations))
 	p := runProcs(cfg, s)
 	fmt.Fprintf(&rep.md, "| hot key, %d processes × %d | %d | %.0f | %d | %s |\n", p.procs, cfg.procWorkers, p.c, p.st.rate, p.st.violations, verdict(p.st.violations))
+	b := runBurstOne(cfg, burstLibOf(s), 300, burstStock(300), false)
+	fmt.Fprintf(&rep.md, "| burst, %d processes, stock %d: oversold / overlaps | %d | – | %d / %d | %s |\n", min(cfg.burstProcs, b.buyers), b.stock, b.buyers, b.oversold, b.violations, verdict(int64(b.oversold)))
 	rep.md.WriteString("\n")
 	return code
 }
