@@ -16,66 +16,6 @@ import (
 	"github.com/locktag/locktag/locker"
 )
 
-// killable passes calls through to a Driver until killed; then every call
-// fails as one whose reply was lost, so nothing the Locker sends reaches
-// Redis: a process cut off from Redis, or crashed, with its entries still
-// queued. Its subscriber connection keeps working.
-type killable struct {
-	locker.Driver
-	dead atomic.Bool
-}
-
-func (k *killable) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
-	if k.dead.Load() {
-		return nil, errors.New("test: connection lost")
-	}
-	return k.Driver.Eval(ctx, s, keys, args...)
-}
-
-// channelLog records what is published on one channel.
-type channelLog struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func listenChannel(t *testing.T, srv *redistest.Server, channel string) *channelLog {
-	t.Helper()
-	c, err := redis.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	psc := redis.PubSubConn{Conn: c}
-	if err := psc.Subscribe(channel); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := psc.Receive().(redis.Subscription); !ok {
-		t.Fatal("no subscription confirmation")
-	}
-	cl := &channelLog{}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			switch m := psc.Receive().(type) {
-			case redis.Message:
-				cl.mu.Lock()
-				cl.msgs = append(cl.msgs, string(m.Data))
-				cl.mu.Unlock()
-			case error:
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { _ = c.Close(); <-done })
-	return cl
-}
-
-func (cl *channelLog) snapshot() []string {
-	cl.mu.Lock()
-	defer cl.mu.Unlock()
-	return append([]string(nil), cl.msgs...)
-}
-
 // TestGhostGrantHandedOn: waiters whose process lost Redis (so their
 // give-up never arrived) are still queued when the holder releases. The
 // lock goes to the first of them for one grant window only; the next live
@@ -86,10 +26,10 @@ func TestGhostGrantHandedOn(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	live := newLocker(t, srv)
-	kd := &killable{Driver: locker.RedigoDriver(srv.Pool(t))}
+	kd := &flaky{Driver: locker.RedigoDriver(srv.Pool(t))}
 	ghosts := locker.NewWithDriver(kd)
 	t.Cleanup(func() { _ = ghosts.Close() })
-	msgs := listenChannel(t, srv, "locktag:{g}:c")
+	msgs := srv.Messages(t, "locktag:{g}:c")
 
 	holder := mustObtain(t, live, ctx, "g", locker.Params{}) // watchdog: a 30s lease
 	gctx, gcancel := context.WithCancel(ctx)
@@ -111,7 +51,7 @@ func TestGhostGrantHandedOn(t *testing.T) {
 		got <- le
 	}()
 	eventually(t, 5*time.Second, "live waiter queued", func() bool { return queueLen(t, srv, "g") == 3 })
-	kd.dead.Store(true)
+	kd.down.Store(true)
 	gcancel()
 	gone.Wait()
 	if n := queueLen(t, srv, "g"); n != 3 {
@@ -136,7 +76,7 @@ func TestGhostGrantHandedOn(t *testing.T) {
 	defer func() { _ = le.Release(ctx) }()
 
 	eventually(t, 5*time.Second, "cut-off notice", func() bool {
-		for _, m := range msgs.snapshot() {
+		for _, m := range msgs() {
 			if strings.HasPrefix(m, "!") {
 				return true
 			}
@@ -144,7 +84,7 @@ func TestGhostGrantHandedOn(t *testing.T) {
 		return false
 	})
 	var ghostGrants []string
-	for _, m := range msgs.snapshot() {
+	for _, m := range msgs() {
 		if f := strings.Fields(m); len(f) == 4 && f[0] != owner {
 			ghostGrants = append(ghostGrants, f[0])
 		}

@@ -36,48 +36,6 @@ func childWaiters() {
 	say("DONE")
 }
 
-// grantTokens subscribes to channel and returns a function that lists the
-// tokens named by the grant notices ("token fence server_ms lease_ms") seen
-// so far.
-func grantTokens(t *testing.T, srv *redistest.Server, channel string) func() []string {
-	t.Helper()
-	c, err := redis.Dial("tcp", srv.Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	psc := redis.PubSubConn{Conn: c}
-	if err := psc.Subscribe(channel); err != nil {
-		t.Fatal(err)
-	}
-	if _, ok := psc.Receive().(redis.Subscription); !ok {
-		t.Fatal("no subscription confirmation")
-	}
-	var mu sync.Mutex
-	var tokens []string
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			switch m := psc.Receive().(type) {
-			case redis.Message:
-				if f := strings.Fields(string(m.Data)); len(f) == 4 {
-					mu.Lock()
-					tokens = append(tokens, f[0])
-					mu.Unlock()
-				}
-			case error:
-				return
-			}
-		}
-	}()
-	t.Cleanup(func() { _ = c.Close(); <-done })
-	return func() []string {
-		mu.Lock()
-		defer mu.Unlock()
-		return append([]string(nil), tokens...)
-	}
-}
-
 // TestPausedWaitersCutOff: a process with five waiters queued first is
 // frozen (SIGSTOP) when the holder releases. The lock is handed to its first
 // waiter for one grant window; then the next live waiter, in another
@@ -89,7 +47,7 @@ func TestPausedWaitersCutOff(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	const key = "paused-waiters"
-	grants := grantTokens(t, srv, "locktag:{"+key+"}:c")
+	msgs := srv.Messages(t, "locktag:{"+key+"}:c")
 	lk := newLocker(t, srv.Pool(t))
 	holder, err := lk.Obtain(ctx, key, locker.Params{}) // watchdog: a 30s lease
 	if err != nil {
@@ -127,9 +85,9 @@ func TestPausedWaitersCutOff(t *testing.T) {
 	t.Logf("live waiter obtained %v after the release", time.Since(released).Round(time.Millisecond))
 	owner := owner(t, srv, key)
 	var frozen []string
-	for _, tok := range grants() {
-		if tok != owner {
-			frozen = append(frozen, tok)
+	for _, m := range msgs() {
+		if f := strings.Fields(m); len(f) == 4 && f[0] != owner { // a grant: token fence server_ms lease_ms
+			frozen = append(frozen, f[0])
 		}
 	}
 	if len(frozen) != 1 {
