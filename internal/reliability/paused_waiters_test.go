@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
 )
 

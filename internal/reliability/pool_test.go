@@ -11,8 +11,8 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/interceptor"
-	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
-	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/middleware"
 )

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
 )
 

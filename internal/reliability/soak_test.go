@@ -12,8 +12,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
 )
 
