@@ -13,6 +13,7 @@ import (
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -88,7 +89,7 @@ func newEnv(t testing.TB, opts ...locker.Option) *env {
 
 // serve starts a gRPC server over bufconn with the interceptor built from
 // rules and opts in front of impl, and returns a client.
-func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...Option) testpb.InventoryClient {
+func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...guard.Option) testpb.InventoryClient {
 	t.Helper()
 	ic, err := New(e.lk, rules, opts...)
 	if err != nil {

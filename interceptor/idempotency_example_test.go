@@ -8,6 +8,7 @@ import (
 	"github.com/locktag/locktag/interceptor"
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -38,7 +39,7 @@ func ExampleNewIdempotency() {
 	}
 	guard, err := interceptor.NewIdempotency(lk,
 		[]string{testpb.Inventory_Reserve_FullMethodName},
-		interceptor.WithScope(account))
+		guard.WithScope(account))
 	if err != nil {
 		log.Fatal(err)
 	}
