@@ -24,8 +24,9 @@ const buyTag = `key:"item:{path.id}" wait:"5s"`
 // per request.
 func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 	r := gin.New()
+	r.Use(middleware.RouteCheck()) // first: lets middleware.CheckRoutes probe the routes safely
 	if accessLog != nil {
-		r.Use(gin.LoggerWithWriter(accessLog))
+		r.Use(gin.LoggerWithConfig(gin.LoggerConfig{Output: accessLog, Skip: middleware.IsProbe}))
 	}
 	r.Use(gin.Recovery()) // a panicking handler's lock is released before this sees the panic
 

@@ -112,6 +112,11 @@ type probe struct {
 	errs  []error
 }
 
+// IsProbe reports whether c is one of CheckRoutes' probe requests, for
+// middleware between RouteCheck and a Lock that should ignore it — e.g. an
+// access log: gin.LoggerWithConfig(gin.LoggerConfig{Skip: middleware.IsProbe}).
+func IsProbe(c *gin.Context) bool { return probeOf(c) != nil }
+
 func probeOf(c *gin.Context) *probe {
 	if c.Request == nil {
 		return nil
