@@ -12,6 +12,7 @@ import (
 
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -166,16 +167,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// recv receives from ch or fails after 10s.
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
+// recv is testwait.Recv.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return testwait.Recv(t, ch, what)
 }
 
 // detector counts the handlers inside a critical section at once.

@@ -51,7 +51,7 @@ type Idempotency struct {
 // guard.ErrNoScope or guard.ErrNilLocker; NewIdempotency never touches
 // Redis.
 func NewIdempotency(l *locker.Locker, methods []string, opts ...guard.Option) (*Idempotency, error) {
-	s, err := evaluateOptions(true, opts)
+	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
 	errs := []error{err}
 	all := append([]guard.Option{guard.WithMaxRequestBytes(math.MaxInt64)}, opts...)
 	g, err := guard.NewIdempotency[context.Context](l, recordFormat, all...)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/internal/flaky"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -237,23 +238,9 @@ func TestIdempotencyUnaryPanicFreesKey(t *testing.T) {
 	sameOutcome(t, retry, reserve(t, c, "k", "alice", sku("a")))
 }
 
-// flakyDriver fails every script while down is set (a process cut off
-// from Redis, or dead).
-type flakyDriver struct {
-	locker.Driver
-	down atomic.Bool
-}
-
-func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
-	if f.down.Load() {
-		return nil, errors.New("flaky: connection refused")
-	}
-	return f.Driver.Eval(ctx, s, keys, args...)
-}
-
 func TestIdempotencyUnaryCrash(t *testing.T) {
 	e := newEnv(t)
-	f := &flakyDriver{Driver: locker.RedigoDriver(e.redis.Pool(t))}
+	f := &flaky.Driver{Driver: locker.RedigoDriver(e.redis.Pool(t))}
 	crashing := locker.NewWithDriver(f)
 	t.Cleanup(func() { _ = crashing.Close() })
 	lease := guard.WithInFlightLease(300 * time.Millisecond)
@@ -271,7 +258,7 @@ func TestIdempotencyUnaryCrash(t *testing.T) {
 	done := make(chan callResult, 1)
 	go func() { done <- reserve(t, c1, "k", "alice", sku("a")) }()
 	recv(t, entered, "the first handler")
-	f.down.Store(true)
+	f.Down.Store(true)
 	wantReason(t, reserve(t, c2, "k", "alice", sku("a")).err, codes.Aborted, ReasonInFlight)
 	var retry callResult
 	waitFor(t, "the retry to run after the lease", func() bool {
@@ -283,7 +270,7 @@ func TestIdempotencyUnaryCrash(t *testing.T) {
 	}
 	close(resume)
 	recv(t, done, "the first call")
-	f.down.Store(false)
+	f.Down.Store(false)
 	sameOutcome(t, retry, reserve(t, c1, "k", "alice", sku("a")))
 }
 

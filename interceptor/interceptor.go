@@ -36,7 +36,7 @@ func New(l *locker.Locker, rules Rules, opts ...guard.Option) (*Interceptor, err
 	if l == nil {
 		return nil, guard.ErrNilLocker
 	}
-	s, err := evaluateOptions(false, opts)
+	s, err := evaluateOptions(guard.LockGuards, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,6 @@
 package interceptor
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 
@@ -12,7 +11,6 @@ import (
 
 // settings are this adapter's own options, beside the guard's.
 type settings struct {
-	idem         bool // building an Idempotency
 	sources      keyexpr.Sources[*Call]
 	errorHandler ErrorHandler
 	failOpen     []string
@@ -23,30 +21,20 @@ type settings struct {
 
 // evaluateOptions starts from a copy of the defaults and applies this
 // package's options among opts.
-func evaluateOptions(idem bool, opts []guard.Option) (*settings, error) {
+func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 	s := &settings{
-		idem:         idem,
 		errorHandler: DefaultErrorHandler,
 		protoOptions: true,
 		files:        protoregistry.GlobalFiles,
 		types:        protoregistry.GlobalTypes,
 	}
-	return s, guard.ApplyAdapterOptions(opts, s)
-}
-
-// adapterOption is an option of this package; lockOnly ones are refused by
-// NewIdempotency.
-func adapterOption(name string, lockOnly bool, set func(s *settings) error) guard.Option {
-	return guard.AdapterOption(name, func(v any) error {
-		s, ok := v.(*settings)
-		switch {
-		case !ok:
-			return errors.New("an option of package interceptor given to another adapter")
-		case lockOnly && s.idem:
-			return errors.New("a lock option given to NewIdempotency")
-		}
-		return set(s)
-	})
+	if err := guard.ApplyAdapterOptions(t, opts, s); err != nil {
+		return nil, err
+	}
+	if s.errorHandler == nil {
+		return nil, fmt.Errorf("%w: WithErrorHandler: nil handler", guard.ErrBadOption)
+	}
+	return s, nil
 }
 
 // WithSource registers an application source for New: a placeholder
@@ -57,17 +45,14 @@ func adapterOption(name string, lockOnly bool, set func(s *settings) error) guar
 // sources req, md and method cannot be redefined (ErrBadSource). There are
 // no application sources by default.
 func WithSource(name string, src keyexpr.Source[*Call]) guard.Option {
-	return adapterOption("WithSource", true, func(s *settings) error {
+	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *settings) error {
 		switch {
 		case slices.Contains(builtinSources, name):
 			return fmt.Errorf("%w: %q is a built-in source", ErrBadSource, name)
 		case src == nil:
 			return fmt.Errorf("%w: nil source for %q", ErrBadSource, name)
 		}
-		if s.sources == nil {
-			s.sources = keyexpr.Sources[*Call]{}
-		}
-		s.sources[name] = src
+		s.sources = s.sources.With(name, src)
 		return nil
 	})
 }
@@ -79,13 +64,7 @@ func WithSource(name string, src keyexpr.Source[*Call]) guard.Option {
 // returns nil, DefaultErrorHandler's error is used: the handler never runs
 // without its lock. The default is DefaultErrorHandler.
 func WithErrorHandler(h ErrorHandler) guard.Option {
-	return adapterOption("WithErrorHandler", false, func(s *settings) error {
-		if h == nil {
-			return errors.New("nil handler")
-		}
-		s.errorHandler = h
-		return nil
-	})
+	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *settings) error { s.errorHandler = h; return nil })
 }
 
 // WithFailOpenFor makes the rules of the full methods named fail open, as
@@ -93,7 +72,7 @@ func WithErrorHandler(h ErrorHandler) guard.Option {
 // handler runs without a lock. Each method must have a rule. New only.
 // The default is fail-closed.
 func WithFailOpenFor(fullMethods ...string) guard.Option {
-	return adapterOption("WithFailOpenFor", true, func(s *settings) error {
+	return guard.AdapterOption("WithFailOpenFor", guard.LockGuards, func(s *settings) error {
 		s.failOpen = append(s.failOpen, fullMethods...)
 		return nil
 	})
@@ -104,7 +83,7 @@ func WithFailOpenFor(fullMethods ...string) guard.Option {
 // WithRegistry) whose options carry the extension gets that rule, unless
 // Rules has an entry for it. The default is on.
 func WithProtoOptions(on bool) guard.Option {
-	return adapterOption("WithProtoOptions", true, func(s *settings) error {
+	return guard.AdapterOption("WithProtoOptions", guard.LockGuards, func(s *settings) error {
 		s.protoOptions = on
 		return nil
 	})
@@ -116,7 +95,7 @@ func WithProtoOptions(on bool) guard.Option {
 // NewIdempotency. A nil argument keeps its default: protoregistry.GlobalFiles
 // and protoregistry.GlobalTypes, where generated code registers itself.
 func WithRegistry(files *protoregistry.Files, types *protoregistry.Types) guard.Option {
-	return adapterOption("WithRegistry", false, func(s *settings) error {
+	return guard.AdapterOption("WithRegistry", guard.AllGuards, func(s *settings) error {
 		if files != nil {
 			s.files = files
 		}

@@ -59,7 +59,7 @@ func Idempotency(l *locker.Locker, opts ...guard.Option) gin.HandlerFunc {
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...guard.Option) (gin.HandlerFunc, error) {
-	s, err := evaluateOptions(true, opts)
+	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
 	g, gerr := guard.NewIdempotency[*gin.Context](l, recordFormat, opts...)
 	if err := errors.Join(err, gerr); err != nil {
 		if errors.Is(gerr, guard.ErrNilLocker) {

@@ -16,6 +16,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/locktag/locktag/internal/flaky"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -221,27 +222,13 @@ func TestIdempotencyPanicFreesKey(t *testing.T) {
 	}
 }
 
-// flakyDriver fails every script while down is set: its process is cut off
-// from Redis (or dead), so it can neither renew nor complete.
-type flakyDriver struct {
-	locker.Driver
-	down atomic.Bool
-}
-
-func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
-	if f.down.Load() {
-		return nil, errors.New("flaky: connection refused")
-	}
-	return f.Driver.Eval(ctx, s, keys, args...)
-}
-
 // TestIdempotencyCrash: the first request's process stops reaching Redis
 // mid-request (neither completing nor abandoning); after the in-flight
 // lease a retry on another process executes and its response is the one
 // replayed; the first process's late response is not stored.
 func TestIdempotencyCrash(t *testing.T) {
 	srv, lk := setup(t)
-	f := &flakyDriver{Driver: locker.RedigoDriver(srv.Pool(t))}
+	f := &flaky.Driver{Driver: locker.RedigoDriver(srv.Pool(t))}
 	crashing := locker.NewWithDriver(f)
 	t.Cleanup(func() { _ = crashing.Close() })
 	lease := guard.WithInFlightLease(300 * time.Millisecond)
@@ -253,7 +240,7 @@ func TestIdempotencyCrash(t *testing.T) {
 	done := make(chan *httptest.ResponseRecorder, 1)
 	go func() { done <- pay(h1, "k", "alice", "{}") }()
 	recv(t, entered, "the first handler")
-	f.down.Store(true)
+	f.Down.Store(true)
 	wantStatus(t, pay(h2, "k", "alice", "{}"), http.StatusConflict, "idempotency-key-in-flight")
 	var retry *httptest.ResponseRecorder
 	eventually(t, 5*time.Second, "the retry executes after the lease", func() bool {
@@ -263,7 +250,7 @@ func TestIdempotencyCrash(t *testing.T) {
 	wantStatus(t, retry, http.StatusCreated, "")
 	close(resume)
 	recv(t, done, "the first response")
-	f.down.Store(false)
+	f.Down.Store(false)
 	sameResponse(t, retry, pay(h1, "k", "alice", "{}"))
 	if p1.executions.Load() != 1 || p2.executions.Load() != 1 {
 		t.Fatalf("executions %d + %d, want 1 + 1", p1.executions.Load(), p2.executions.Load())

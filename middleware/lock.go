@@ -90,7 +90,7 @@ func newLocks(l *locker.Locker, opts []guard.Option) (*locks, error) {
 	if l == nil {
 		return nil, guard.ErrNilLocker
 	}
-	s, err := evaluateOptions(false, opts)
+	s, err := evaluateOptions(guard.LockGuards, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package middleware
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -38,36 +39,23 @@ func DefaultReplayHeaders() []string {
 
 // settings are this adapter's own options, beside the guard's.
 type settings struct {
-	idem          bool // building an Idempotency middleware
 	errorHandler  ErrorHandler
 	sources       keyexpr.Sources[*gin.Context] // the application's
 	header        string
 	replayHeaders []string // canonical
 }
 
-func evaluateOptions(idem bool, opts []guard.Option) (*settings, error) {
+func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 	s := &settings{
-		idem:          idem,
 		errorHandler:  WriteProblem,
 		header:        DefaultIdempotencyHeader,
 		replayHeaders: canonical(DefaultReplayHeaders()),
 	}
-	return s, guard.ApplyAdapterOptions(opts, s)
-}
-
-// adapterOption is an option of this package; idemOnly ones are refused by
-// Lock and LockRules.
-func adapterOption(name string, idemOnly bool, set func(s *settings) error) guard.Option {
-	return guard.AdapterOption(name, func(v any) error {
-		s, ok := v.(*settings)
-		switch {
-		case !ok:
-			return errors.New("an option of package middleware given to another adapter")
-		case idemOnly && !s.idem:
-			return errors.New("an Idempotency option given to a lock middleware")
-		}
-		return set(s)
-	})
+	err := guard.ApplyAdapterOptions(t, opts, s)
+	if s.errorHandler == nil {
+		err = errors.Join(err, fmt.Errorf("%w: WithErrorHandler: nil handler", guard.ErrBadOption))
+	}
+	return s, err
 }
 
 func canonical(names []string) []string {
@@ -83,13 +71,7 @@ func canonical(names []string) []string {
 // RFC 9457 application/problem+json body. A Retry-After header is set
 // before h runs when the outcome has a retry hint; h may remove it.
 func WithErrorHandler(h ErrorHandler) guard.Option {
-	return adapterOption("WithErrorHandler", false, func(s *settings) error {
-		if h == nil {
-			return errors.New("nil handler")
-		}
-		s.errorHandler = h
-		return nil
-	})
+	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *settings) error { s.errorHandler = h; return nil })
 }
 
 // WithSource adds the key source name for Lock and LockRules, so
@@ -100,14 +82,11 @@ func WithErrorHandler(h ErrorHandler) guard.Option {
 // body, method, route, ip) is replaced. There are no application sources by
 // default. See GinKeys and SourceFunc for ready-made ones.
 func WithSource(name string, src keyexpr.Source[*gin.Context]) guard.Option {
-	return adapterOption("WithSource", false, func(s *settings) error {
+	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *settings) error {
 		if name == "" || src == nil {
 			return errors.New("a source needs a name and a function")
 		}
-		if s.sources == nil {
-			s.sources = make(keyexpr.Sources[*gin.Context])
-		}
-		s.sources[name] = src
+		s.sources = s.sources.With(name, src)
 		return nil
 	})
 }
@@ -115,7 +94,7 @@ func WithSource(name string, src keyexpr.Source[*gin.Context]) guard.Option {
 // WithKeyHeader sets the request header that carries the idempotency key.
 // Idempotency only. The default is DefaultIdempotencyHeader.
 func WithKeyHeader(name string) guard.Option {
-	return adapterOption("WithKeyHeader", true, func(s *settings) error {
+	return guard.AdapterOption("WithKeyHeader", guard.IdempotencyGuards, func(s *settings) error {
 		if name == "" {
 			return errors.New("empty header name")
 		}
@@ -129,7 +108,7 @@ func WithKeyHeader(name string) guard.Option {
 // DefaultReplayHeaders(). Set-Cookie and other per-caller headers do not
 // belong here.
 func WithReplayHeaders(names ...string) guard.Option {
-	return adapterOption("WithReplayHeaders", true, func(s *settings) error {
+	return guard.AdapterOption("WithReplayHeaders", guard.IdempotencyGuards, func(s *settings) error {
 		s.replayHeaders = canonical(names)
 		return nil
 	})

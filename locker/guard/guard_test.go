@@ -120,20 +120,17 @@ func TestOptionErrors(t *testing.T) {
 
 func TestAdapterOptions(t *testing.T) {
 	type mine struct{ n int }
-	set := AdapterOption("WithN", func(v any) error {
-		m, ok := v.(*mine)
-		if !ok {
-			return errors.New("not mine")
-		}
-		m.n++
-		return nil
-	})
+	set := AdapterOption("WithN", LockGuards, func(m *mine) error { m.n++; return nil })
 	var m mine
-	if err := ApplyAdapterOptions([]Option{set, WithFailOpen(), set}, &m); err != nil || m.n != 2 {
+	if err := ApplyAdapterOptions(LockGuards, []Option{set, WithFailOpen(), set}, &m); err != nil || m.n != 2 {
 		t.Fatalf("ApplyAdapterOptions: %v, n=%d", err, m.n)
 	}
-	if err := ApplyAdapterOptions([]Option{set}, "other"); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "WithN: not mine") {
+	other := "other"
+	if err := ApplyAdapterOptions(LockGuards, []Option{set}, &other); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "WithN: an option for") {
 		t.Fatalf("foreign settings: %v", err)
+	}
+	if err := ApplyAdapterOptions(IdempotencyGuards, []Option{set}, &m); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "does not apply") {
+		t.Fatalf("lock option for an idempotency guard: %v", err)
 	}
 	// Guards ignore adapter options.
 	if _, err := NewLock(locker.New(nil), keyexpr.MustParseTag(`key:"a"`), sources, set); err != nil {

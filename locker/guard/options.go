@@ -17,18 +17,23 @@ import (
 // is an invalid value. Options apply in order; a later one wins.
 type Option struct {
 	name    string
-	use     use
+	use     Target
 	apply   func(*settings) error
 	adapter func(settings any) error
 }
 
-// use says which guards an option applies to.
-type use uint8
+// Target says which guards an option applies to.
+type Target uint8
 
+// The targets.
 const (
-	forLock use = 1 << iota
-	forIdem
-	forBoth = forLock | forIdem
+	LockGuards Target = 1 << iota
+	IdempotencyGuards
+	AllGuards = LockGuards | IdempotencyGuards
+
+	forLock = LockGuards
+	forIdem = IdempotencyGuards
+	forBoth = AllGuards
 )
 
 // Defaults.
@@ -79,7 +84,7 @@ type ScopeFunc[R any] func(r R) (string, error)
 
 // settings are the evaluated options of one guard.
 type settings struct {
-	use          use
+	use          Target
 	logger       *slog.Logger
 	maxReqBytes  int64
 	failOpen     bool
@@ -96,7 +101,7 @@ type settings struct {
 }
 
 // evaluate applies opts for a guard of kind u, collecting every error.
-func evaluate(u use, opts []Option) (*settings, error) {
+func evaluate(u Target, opts []Option) (*settings, error) {
 	s := &settings{
 		use:          u,
 		logger:       slog.Default(),
@@ -141,32 +146,43 @@ func scopeFor[R any](s *settings) (ScopeFunc[R], error) {
 	}
 }
 
-// AdapterOption makes an adapter's own setting an Option, so that users
-// pass it among the guard's options. set receives the settings value the
-// adapter hands to ApplyAdapterOptions and should type-assert it; its
-// error (for a bad value, or settings of another adapter) becomes a
-// construction error wrapping ErrBadOption. Guards ignore adapter options.
-func AdapterOption(name string, set func(settings any) error) Option {
-	return Option{name: name, adapter: set}
+// AdapterOption makes an adapter's own setting an Option for the guards
+// in t, so that users pass it among the guard's options: set is applied
+// to the adapter's settings, of type *S, by ApplyAdapterOptions. Its error
+// becomes a construction error wrapping ErrBadOption. Guards ignore
+// adapter options.
+func AdapterOption[S any](name string, t Target, set func(settings *S) error) Option {
+	return Option{name: name, use: t, adapter: func(v any) error {
+		s, ok := v.(*S)
+		if !ok {
+			return fmt.Errorf("an option for %v, not %T", reflect.TypeFor[*S](), v)
+		}
+		return set(s)
+	}}
 }
 
 // ApplyAdapterOptions applies the adapter options among opts to settings,
-// in order, and returns their errors joined, each wrapping ErrBadOption.
+// in order, for a guard of target t (LockGuards or IdempotencyGuards), and
+// returns their errors joined, each wrapping ErrBadOption: an option that
+// does not apply to t, an option of another adapter, an invalid value.
 // The guard's own options are skipped.
-func ApplyAdapterOptions(opts []Option, settings any) error {
+func ApplyAdapterOptions[S any](t Target, opts []Option, settings *S) error {
 	var errs []error
 	for _, o := range opts {
-		if o.adapter == nil {
-			continue
-		}
-		if err := o.adapter(settings); err != nil {
-			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadOption, o.name, err))
+		switch {
+		case o.adapter == nil:
+		case o.use&t == 0:
+			errs = append(errs, fmt.Errorf("%w: %s does not apply to this guard", ErrBadOption, o.name))
+		default:
+			if err := o.adapter(settings); err != nil {
+				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadOption, o.name, err))
+			}
 		}
 	}
 	return joinErrs(errs)
 }
 
-func option(name string, u use, apply func(*settings) error) Option {
+func option(name string, u Target, apply func(*settings) error) Option {
 	return Option{name: name, use: u, apply: apply}
 }
 
