@@ -37,14 +37,14 @@ func ExampleNewIdempotency() {
 		}
 		return "", nil
 	}
-	guard, err := interceptor.NewIdempotency(lk,
+	idem, err := interceptor.NewIdempotency(lk,
 		[]string{testpb.Inventory_Reserve_FullMethodName},
 		guard.WithScope(account))
 	if err != nil {
 		log.Fatal(err)
 	}
 	// The guard goes before any lock interceptor.
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(guard.Unary()))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(idem.Unary()))
 	testpb.RegisterInventoryServer(srv, &charges{})
 	client, stop := dial(srv)
 	defer stop()
