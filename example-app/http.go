@@ -10,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -23,8 +24,9 @@ const buyTag = `key:"item:{path.id}" wait:"5s"`
 // per request.
 func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 	r := gin.New()
+	r.Use(middleware.RouteCheck()) // first: lets middleware.CheckRoutes probe the routes safely
 	if accessLog != nil {
-		r.Use(gin.LoggerWithWriter(accessLog))
+		r.Use(gin.LoggerWithConfig(gin.LoggerConfig{Output: accessLog, Skip: middleware.IsProbe}))
 	}
 	r.Use(gin.Recovery()) // a panicking handler's lock is released before this sees the panic
 
@@ -63,7 +65,7 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 
 	// Idempotent payments: a retry with the same Idempotency-Key (from the
 	// same X-User) replays the first response instead of charging again.
-	r.POST("/payments", middleware.Idempotency(s.lk, middleware.WithScope(userScope)), func(c *gin.Context) {
+	r.POST("/payments", middleware.Idempotency(s.lk, guard.WithScope(userScope)), func(c *gin.Context) {
 		var in struct {
 			OrderID     string `json:"order_id" binding:"required"`
 			AmountCents int64  `json:"amount_cents" binding:"required,gt=0"`

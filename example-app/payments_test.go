@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"sync"
 	"testing"
+
+	"github.com/locktag/locktag/middleware"
 )
 
 // POST /payments charges once per (X-User, Idempotency-Key): a retry replays
@@ -61,5 +63,14 @@ func TestPaymentReplay(t *testing.T) {
 	wg.Wait()
 	if s.Charges() != 3 {
 		t.Fatalf("%d charges after 20 concurrent duplicates, want 3", s.Charges())
+	}
+}
+
+// TestRoutesChecked: the shop's lock tags pass the start-up check serve runs.
+func TestRoutesChecked(t *testing.T) {
+	_, lk := realRedis(t)
+	s := newShop(lk, newStore(0, seedStock))
+	if err := middleware.CheckRoutes(newRouter(s, nil)); err != nil {
+		t.Fatal(err)
 	}
 }

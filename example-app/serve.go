@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/locktag/locktag/middleware"
 )
 
 // seedStock is what the shop sells when it starts.
@@ -21,7 +23,13 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	if !cfg.Quiet {
 		accessLog = out
 	}
-	hs := &http.Server{Handler: newRouter(s, accessLog), ReadHeaderTimeout: 5 * time.Second}
+	router := newRouter(s, accessLog)
+	// Before traffic: every lock tag must be resolvable on its route (a
+	// {path.X} the route lacks would otherwise answer 500 to every request).
+	if err := middleware.CheckRoutes(router); err != nil {
+		return fmt.Errorf("lock tags: %w", err)
+	}
+	hs := &http.Server{Handler: router, ReadHeaderTimeout: 5 * time.Second}
 	gs, err := newGRPCServer(s)
 	if err != nil {
 		return err

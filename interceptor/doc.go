@@ -50,11 +50,19 @@
 // fails with codes.Aborted carrying google.rpc.ErrorInfo (reason LOCK_BUSY,
 // domain locktag) and google.rpc.RetryInfo; the call's deadline while
 // waiting with codes.DeadlineExceeded; Redis down with codes.Unavailable,
-// unless WithFailOpen. If the lock is lost while the handler runs, the
+// unless guard.WithFailOpen. If the lock is lost while the handler runs, the
 // handler's context is cancelled with cause locker.ErrLockLost, and an error
 // it then returns becomes codes.Aborted (reason LOCK_LOST). Statuses never
 // contain the resolved key or the Redis address. WithErrorHandler replaces
-// the mapping; see Kind and DefaultErrorHandler.
+// the mapping; see Code and DefaultErrorHandler.
+//
+// # The guard layer
+//
+// The lock flow and the idempotency policy are package locker/guard's: an
+// Interceptor compiles each rule into a guard.Lock over this package's
+// sources, and maps the guard's typed outcomes (guard.Kind) to statuses.
+// Options are guard.Option values: the guard's own (guard.WithFailOpen,
+// guard.WithMaxValueLen, guard.WithScope, ...) and this package's.
 //
 // # Streams
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -153,11 +154,11 @@ func ExampleWithErrorHandler() {
 	defer lk.Close()
 
 	// Busy locks become ResourceExhausted; everything else keeps the default.
-	h := func(ctx context.Context, f *interceptor.Failure) error {
-		if f.Kind == interceptor.KindBusy {
-			return status.Errorf(codes.ResourceExhausted, "%s is busy, retry in %v", f.Name, f.RetryDelay)
+	h := func(ctx context.Context, fullMethod string, o guard.Outcome) error {
+		if o.Kind == guard.Busy {
+			return status.Errorf(codes.ResourceExhausted, "%s is busy, retry in %v", o.Name, o.RetryAfter)
 		}
-		return interceptor.DefaultErrorHandler(ctx, f)
+		return interceptor.DefaultErrorHandler(ctx, fullMethod, o)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptor.UnaryServerInterceptor(lk,
 		interceptor.Rules{"/locktag.test.v1.Inventory/Reserve": `key:"sku:{req.sku}" name:"reserve"`},

@@ -12,7 +12,9 @@ import (
 
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -88,7 +90,7 @@ func newEnv(t testing.TB, opts ...locker.Option) *env {
 
 // serve starts a gRPC server over bufconn with the interceptor built from
 // rules and opts in front of impl, and returns a client.
-func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...Option) testpb.InventoryClient {
+func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...guard.Option) testpb.InventoryClient {
 	t.Helper()
 	ic, err := New(e.lk, rules, opts...)
 	if err != nil {
@@ -165,16 +167,10 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// recv receives from ch or fails after 10s.
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
+// recv is testwait.Recv.
+func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		panic("unreachable")
-	}
+	return testwait.Recv(t, ch, what)
 }
 
 // detector counts the handlers inside a critical section at once.

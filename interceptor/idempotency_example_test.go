@@ -8,6 +8,7 @@ import (
 	"github.com/locktag/locktag/interceptor"
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -36,14 +37,14 @@ func ExampleNewIdempotency() {
 		}
 		return "", nil
 	}
-	guard, err := interceptor.NewIdempotency(lk,
+	idem, err := interceptor.NewIdempotency(lk,
 		[]string{testpb.Inventory_Reserve_FullMethodName},
-		interceptor.WithScope(account))
+		guard.WithScope(account))
 	if err != nil {
 		log.Fatal(err)
 	}
 	// The guard goes before any lock interceptor.
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(guard.Unary()))
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(idem.Unary()))
 	testpb.RegisterInventoryServer(srv, &charges{})
 	client, stop := dial(srv)
 	defer stop()

@@ -12,8 +12,10 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/internal/flaky"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -23,7 +25,7 @@ import (
 )
 
 // userScope scopes keys by x-user metadata (a stand-in for real auth).
-var userScope = WithScope(func(ctx context.Context) (string, error) {
+var userScope = guard.WithScope(func(ctx context.Context) (string, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
 	if v := md.Get("x-user"); len(v) == 1 {
 		return v[0], nil
@@ -44,9 +46,9 @@ func recoverPanics(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc
 
 // idemServe serves impl behind a panic recovery, the guard on Reserve built
 // with lk and opts, and the interceptors in after; it returns a client.
-func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...IdempotencyOption) testpb.InventoryClient {
+func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...guard.Option) testpb.InventoryClient {
 	t.Helper()
-	g, err := NewIdempotency(lk, []string{methodReserve}, append([]IdempotencyOption{userScope}, opts...)...)
+	g, err := NewIdempotency(lk, []string{methodReserve}, append([]guard.Option{userScope}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +169,7 @@ func scripts(t *testing.T, srv *redistest.Server) int {
 func TestIdempotencyUnaryBadKeys(t *testing.T) {
 	e := newEnv(t)
 	impl := &inventory{}
-	c := idemServe(t, e.lk, impl, nil, WithMaxKeyLen(8))
+	c := idemServe(t, e.lk, impl, nil, guard.WithMaxKeyLen(8))
 	before := scripts(t, e.redis)
 	wantReason(t, reserve(t, c, "", "alice", sku("a")).err, codes.InvalidArgument, ReasonKeyMissing)
 	for _, key := range []string{"123456789", `"open`, "two words", `"bad\x"`} {
@@ -184,7 +186,7 @@ func TestIdempotencyUnaryBadKeys(t *testing.T) {
 func TestIdempotencyUnaryOptionalKey(t *testing.T) {
 	e := newEnv(t)
 	impl := &inventory{}
-	c := idemServe(t, e.lk, impl, nil, WithOptionalKey())
+	c := idemServe(t, e.lk, impl, nil, guard.WithOptionalKey())
 	for range 2 {
 		if r := reserve(t, c, "", "alice", sku("a")); r.err != nil {
 			t.Fatal(r.err)
@@ -200,14 +202,14 @@ func TestNewIdempotencyErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		methods []string
-		opts    []IdempotencyOption
+		opts    []guard.Option
 		want    error
 	}{
-		{"no scope", []string{methodReserve}, nil, ErrNoScope},
-		{"scope and public", []string{methodReserve}, []IdempotencyOption{userScope, WithPublicScope()}, ErrBadOption},
-		{"stream", []string{methodWatch}, []IdempotencyOption{userScope}, ErrUnknownMethod},
-		{"unknown", []string{"/x.Y/Z"}, []IdempotencyOption{userScope}, ErrUnknownMethod},
-		{"bad lease", []string{methodReserve}, []IdempotencyOption{userScope, WithInFlightLease(0)}, ErrBadOption},
+		{"no scope", []string{methodReserve}, nil, guard.ErrNoScope},
+		{"scope and public", []string{methodReserve}, []guard.Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
+		{"stream", []string{methodWatch}, []guard.Option{userScope}, ErrUnknownMethod},
+		{"unknown", []string{"/x.Y/Z"}, []guard.Option{userScope}, ErrUnknownMethod},
+		{"bad lease", []string{methodReserve}, []guard.Option{userScope, guard.WithInFlightLease(0)}, guard.ErrBadOption},
 	} {
 		if _, err := NewIdempotency(e.lk, tc.methods, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -236,26 +238,12 @@ func TestIdempotencyUnaryPanicFreesKey(t *testing.T) {
 	sameOutcome(t, retry, reserve(t, c, "k", "alice", sku("a")))
 }
 
-// flakyDriver fails every script while down is set (a process cut off
-// from Redis, or dead).
-type flakyDriver struct {
-	locker.Driver
-	down atomic.Bool
-}
-
-func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
-	if f.down.Load() {
-		return nil, errors.New("flaky: connection refused")
-	}
-	return f.Driver.Eval(ctx, s, keys, args...)
-}
-
 func TestIdempotencyUnaryCrash(t *testing.T) {
 	e := newEnv(t)
-	f := &flakyDriver{Driver: locker.RedigoDriver(e.redis.Pool(t))}
+	f := &flaky.Driver{Driver: locker.RedigoDriver(e.redis.Pool(t))}
 	crashing := locker.NewWithDriver(f)
 	t.Cleanup(func() { _ = crashing.Close() })
-	lease := WithInFlightLease(300 * time.Millisecond)
+	lease := guard.WithInFlightLease(300 * time.Millisecond)
 	entered, resume := make(chan struct{}), make(chan struct{})
 	impl1, impl2 := &inventory{}, &inventory{}
 	impl1.reserve = func(context.Context, *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
@@ -270,7 +258,7 @@ func TestIdempotencyUnaryCrash(t *testing.T) {
 	done := make(chan callResult, 1)
 	go func() { done <- reserve(t, c1, "k", "alice", sku("a")) }()
 	recv(t, entered, "the first handler")
-	f.down.Store(true)
+	f.Down.Store(true)
 	wantReason(t, reserve(t, c2, "k", "alice", sku("a")).err, codes.Aborted, ReasonInFlight)
 	var retry callResult
 	waitFor(t, "the retry to run after the lease", func() bool {
@@ -282,21 +270,21 @@ func TestIdempotencyUnaryCrash(t *testing.T) {
 	}
 	close(resume)
 	recv(t, done, "the first call")
-	f.down.Store(false)
+	f.Down.Store(false)
 	sameOutcome(t, retry, reserve(t, c1, "k", "alice", sku("a")))
 }
 
 func TestIdempotencyUnaryPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		opts    []IdempotencyOption
+		opts    []guard.Option
 		fail    bool // the first call fails with Internal
 		replays bool // the retry replays (else runs again)
 	}{
-		{"oversize keep", []IdempotencyOption{WithMaxResponseBytes(4)}, false, false},
-		{"oversize release", []IdempotencyOption{WithMaxResponseBytes(4), WithOversizePolicy(OversizeReleaseKey)}, false, false},
+		{"oversize keep", []guard.Option{guard.WithMaxResponseBytes(4)}, false, false},
+		{"oversize release", []guard.Option{guard.WithMaxResponseBytes(4), guard.WithOversizePolicy(guard.OversizeReleaseKey)}, false, false},
 		{"server error stored", nil, true, true},
-		{"server error released", []IdempotencyOption{WithServerErrorPolicy(ReleaseServerErrors)}, true, false},
+		{"server error released", []guard.Option{guard.WithServerErrorPolicy(guard.ReleaseServerErrors)}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -341,7 +329,7 @@ func TestIdempotencyUnaryReplayWait(t *testing.T) {
 		}
 		return counting(impl)(ctx, req)
 	}
-	c := idemServe(t, e.lk, impl, nil, WithReplayWait(10*time.Second))
+	c := idemServe(t, e.lk, impl, nil, guard.WithReplayWait(10*time.Second))
 	first, second := make(chan callResult, 1), make(chan callResult, 1)
 	go func() { first <- reserve(t, c, "k", "alice", sku("a")) }()
 	recv(t, entered, "the first handler")
@@ -392,11 +380,11 @@ func TestIdempotencyUnaryExactlyOnce(t *testing.T) {
 	const procs, calls = 5, 50
 	for _, tc := range []struct {
 		name  string
-		opts  []IdempotencyOption
+		opts  []guard.Option
 		guard bool
 	}{
 		{"aborted or replay", nil, true},
-		{"wait and replay", []IdempotencyOption{WithReplayWait(10 * time.Second)}, true},
+		{"wait and replay", []guard.Option{guard.WithReplayWait(10 * time.Second)}, true},
 		{"control: no guard", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -463,4 +451,36 @@ func TestIdempotencyUnaryExactlyOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestIdempotencyUnaryBadLockKeyFreesKey (drift bug 1): a lock interceptor
+// after the guard refuses a call whose lock key cannot be resolved (here:
+// metadata the key names is missing). The handler did not run, so the
+// refusal must not become the key's recorded outcome: a retry that carries
+// the metadata executes, and is not a replay of the InvalidArgument.
+func TestIdempotencyUnaryBadLockKeyFreesKey(t *testing.T) {
+	e := newEnv(t)
+	impl := &inventory{}
+	impl.reserve = counting(impl)
+	ic, err := New(e.lk, Rules{methodReserve: `key:"shop:{md.x-shop}:{req.sku}"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := idemServe(t, e.lk, impl, []grpc.UnaryServerInterceptor{ic.Unary()})
+	call := func(kv ...string) callResult {
+		ctx, cancel := context.WithTimeout(metadataCtx(context.Background(),
+			append([]string{"x-user", "alice", IdempotencyKeyMetadata, "k"}, kv...)...), 20*time.Second)
+		defer cancel()
+		var r callResult
+		r.resp, r.err = c.Reserve(ctx, sku("a"), grpc.Header(&r.header), grpc.Trailer(&r.trailer))
+		return r
+	}
+	first := call()
+	wantCode(t, first.err, codes.InvalidArgument)
+	retry := call("x-shop", "s1")
+	if retry.err != nil || retry.replayed() || impl.calls.Load() != 1 {
+		t.Fatalf("retry with the lock key's metadata: %v (replayed %v, %d executions); want a fresh execution",
+			retry.err, retry.replayed(), impl.calls.Load())
+	}
+	sameOutcome(t, retry, call("x-shop", "s1"))
 }

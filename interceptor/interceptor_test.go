@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -132,7 +133,7 @@ func TestParallelAcrossKeys(t *testing.T) {
 func TestBusyAborted(t *testing.T) {
 	e := newEnv(t)
 	impl := &inventory{}
-	client := e.serve(t, impl, Rules{methodReserve: `key:"sku:{req.sku}" name:"reserve"`}, WithRetryDelay(250*time.Millisecond))
+	client := e.serve(t, impl, Rules{methodReserve: `key:"sku:{req.sku}" name:"reserve"`}, guard.WithRetryAfter(250*time.Millisecond))
 	ctx := testCtx(t)
 	held := e.hold(t, "sku:secret-sku")
 
@@ -198,14 +199,14 @@ func TestInvalidArgument(t *testing.T) {
 	tests := []struct {
 		name, tag string
 		req       *testpb.ReserveRequest
-		opts      []Option
+		opts      []guard.Option
 		field     string // BadRequest field, "" for none
 	}{
 		{"empty sku", `key:"sku:{req.sku}"`, &testpb.ReserveRequest{}, nil, "sku"},
 		{"unset item", `key:"sku:{req.item.sku}"`, &testpb.ReserveRequest{Sku: "x"}, nil, "item.sku"},
 		{"empty item sku", `key:"sku:{req.item.sku}"`, &testpb.ReserveRequest{Item: &testpb.Item{}}, nil, "item.sku"},
 		{"zero qty", `key:"q:{req.qty}"`, &testpb.ReserveRequest{}, nil, "qty"},
-		{"too long", `key:"sku:{req.sku}"`, &testpb.ReserveRequest{Sku: "123456789"}, []Option{WithMaxValueLen(8)}, "sku"},
+		{"too long", `key:"sku:{req.sku}"`, &testpb.ReserveRequest{Sku: "123456789"}, []guard.Option{guard.WithMaxValueLen(8)}, "sku"},
 		{"no metadata", `key:"u:{md.x-user}"`, &testpb.ReserveRequest{Sku: "x"}, nil, ""},
 	}
 	for _, tt := range tests {
@@ -262,7 +263,7 @@ func TestUnavailable(t *testing.T) {
 	closed := &inventory{}
 	clientClosed := e.serve(t, closed, Rules{methodReserve: `key:"sku:{req.sku}"`})
 	open := &inventory{}
-	clientOpen := e.serve(t, open, Rules{methodReserve: `key:"sku:{req.sku}"`}, WithFailOpen(methodReserve))
+	clientOpen := e.serve(t, open, Rules{methodReserve: `key:"sku:{req.sku}"`}, WithFailOpenFor(methodReserve))
 	addr := e.redis.Addr()
 	e.redis.Stop()
 	ctx := testCtx(t)

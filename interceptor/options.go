@@ -3,141 +3,105 @@ package interceptor
 import (
 	"fmt"
 	"slices"
-	"time"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
-// Option configures an Interceptor.
-type Option func(*options)
-
-type options struct {
-	sources         keyexpr.Sources[*Call]
-	errorHandler    ErrorHandler
-	failOpenAll     bool
-	failOpenMethods []string
-	protoOptions    bool
-	files           *protoregistry.Files
-	retryDelay      time.Duration
-	maxValueLen     int     // 0 = keyexpr's default
-	errs            []error // reported by New
+// settings are this adapter's own options, beside the guard's.
+type settings struct {
+	sources      keyexpr.Sources[*Call]
+	errorHandler ErrorHandler
+	failOpen     []string
+	protoOptions bool
+	files        *protoregistry.Files
+	types        *protoregistry.Types
 }
 
-// DefaultRetryDelay is the retry delay the default error handler advertises
-// in google.rpc.RetryInfo when a lock is busy.
-const DefaultRetryDelay = time.Second
-
-// evaluateOptions starts from a copy of the defaults and applies opts.
-func evaluateOptions(opts []Option) *options {
-	o := &options{
+// evaluateOptions starts from a copy of the defaults and applies this
+// package's options among opts.
+func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
+	s := &settings{
 		errorHandler: DefaultErrorHandler,
 		protoOptions: true,
 		files:        protoregistry.GlobalFiles,
-		retryDelay:   DefaultRetryDelay,
+		types:        protoregistry.GlobalTypes,
 	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(o)
-		}
+	if err := guard.ApplyAdapterOptions(t, opts, s); err != nil {
+		return nil, err
 	}
-	return o
+	if s.errorHandler == nil {
+		return nil, fmt.Errorf("%w: WithErrorHandler: nil handler", guard.ErrBadOption)
+	}
+	return s, nil
 }
 
-// WithSource registers an application source: a placeholder {name.path} in
-// any rule is bound by calling src(path) when the interceptor is built (an
-// error there is a construction error), and the Getter it returns is called
-// for every locked call. ContextSource builds one for values in the call's
-// context, such as {ctx.user}. The built-in sources req, md and method
-// cannot be redefined. There are no application sources by default.
-func WithSource(name string, src keyexpr.Source[*Call]) Option {
-	return func(o *options) {
+// WithSource registers an application source for New: a placeholder
+// {name.path} in any rule is bound by calling src(path) when the
+// interceptor is built (an error there is a construction error), and the
+// Getter it returns is called for every locked call. ContextSource builds
+// one for values in the call's context, such as {ctx.user}. The built-in
+// sources req, md and method cannot be redefined (ErrBadSource). There are
+// no application sources by default.
+func WithSource(name string, src keyexpr.Source[*Call]) guard.Option {
+	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *settings) error {
 		switch {
 		case slices.Contains(builtinSources, name):
-			o.errs = append(o.errs, fmt.Errorf("%w: WithSource(%q): %q is a built-in source", ErrBadSource, name, name))
+			return fmt.Errorf("%w: %q is a built-in source", ErrBadSource, name)
 		case src == nil:
-			o.errs = append(o.errs, fmt.Errorf("%w: WithSource(%q): nil source", ErrBadSource, name))
-		default:
-			if o.sources == nil {
-				o.sources = keyexpr.Sources[*Call]{}
-			}
-			o.sources[name] = src
+			return fmt.Errorf("%w: nil source for %q", ErrBadSource, name)
 		}
-	}
+		s.sources = s.sources.With(name, src)
+		return nil
+	})
 }
 
-// WithErrorHandler replaces the mapping of lock failures to the errors the
-// client sees. h is called when a call cannot take its lock (the handler
-// does not run) and when the lock was lost while the handler ran (see
-// KindLost); what it returns is the call's error. If h returns nil the
-// default handler's error is used: the handler never runs without its lock
-// (except with WithFailOpen). The default is DefaultErrorHandler.
-func WithErrorHandler(h ErrorHandler) Option {
-	return func(o *options) {
-		if h != nil {
-			o.errorHandler = h
-		}
-	}
+// WithErrorHandler replaces the mapping of refusals to the errors the
+// client sees, for New and NewIdempotency. h is called when a guard
+// refused a call (the handler did not run) and when the lock or claim was
+// lost while the handler ran; what it returns is the call's error. If h
+// returns nil, DefaultErrorHandler's error is used: the handler never runs
+// without its lock. The default is DefaultErrorHandler.
+func WithErrorHandler(h ErrorHandler) guard.Option {
+	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *settings) error { s.errorHandler = h; return nil })
 }
 
-// WithFailOpen makes calls run their handler without a lock when Redis is
-// unavailable (or the client's connection pool is exhausted), instead of
-// failing with codes.Unavailable. The handler's context then carries no
-// lease (locker.FromContext returns nil). Without arguments it applies to
-// every rule; otherwise only to the rules of the full methods named, each of
-// which must have a rule. Busy locks and bad keys still fail. The default is
-// fail-closed.
-func WithFailOpen(fullMethods ...string) Option {
-	return func(o *options) {
-		if len(fullMethods) == 0 {
-			o.failOpenAll = true
-			return
-		}
-		o.failOpenMethods = append(o.failOpenMethods, fullMethods...)
-	}
+// WithFailOpenFor makes the rules of the full methods named fail open, as
+// guard.WithFailOpen does for every rule: when Redis is unavailable the
+// handler runs without a lock. Each method must have a rule. New only.
+// The default is fail-closed.
+func WithFailOpenFor(fullMethods ...string) guard.Option {
+	return guard.AdapterOption("WithFailOpenFor", guard.LockGuards, func(s *settings) error {
+		s.failOpen = append(s.failOpen, fullMethods...)
+		return nil
+	})
 }
 
-// WithProtoOptions turns reading rules from (locktag.v1.lock) method options
-// on or off. When on, every method in the registry (see WithFiles) whose
-// options carry the extension gets that rule, unless Rules has an entry for
-// it. The default is on.
-func WithProtoOptions(on bool) Option {
-	return func(o *options) { o.protoOptions = on }
+// WithProtoOptions turns reading rules from (locktag.v1.lock) method
+// options on or off, for New. When on, every method in the registry (see
+// WithRegistry) whose options carry the extension gets that rule, unless
+// Rules has an entry for it. The default is on.
+func WithProtoOptions(on bool) guard.Option {
+	return guard.AdapterOption("WithProtoOptions", guard.LockGuards, func(s *settings) error {
+		s.protoOptions = on
+		return nil
+	})
 }
 
-// WithFiles sets the descriptor registry in which rules' methods are looked
-// up (to validate {req...} fields against the request message and to tell
-// unary from streaming methods) and proto options are read. The default is
-// protoregistry.GlobalFiles, where generated code registers itself.
-func WithFiles(files *protoregistry.Files) Option {
-	return func(o *options) {
+// WithRegistry sets where methods are looked up (to validate {req...}
+// fields, to tell unary from streaming methods, to read proto options) and
+// where response types are found (to replay idempotent calls), for New and
+// NewIdempotency. A nil argument keeps its default: protoregistry.GlobalFiles
+// and protoregistry.GlobalTypes, where generated code registers itself.
+func WithRegistry(files *protoregistry.Files, types *protoregistry.Types) guard.Option {
+	return guard.AdapterOption("WithRegistry", guard.AllGuards, func(s *settings) error {
 		if files != nil {
-			o.files = files
+			s.files = files
 		}
-	}
-}
-
-// WithRetryDelay sets the delay the default error handler advertises in the
-// google.rpc.RetryInfo of a busy lock's Aborted status (Failure.RetryDelay).
-// The default is DefaultRetryDelay (1s).
-func WithRetryDelay(d time.Duration) Option {
-	return func(o *options) {
-		if d >= 0 {
-			o.retryDelay = d
+		if types != nil {
+			s.types = types
 		}
-	}
-}
-
-// WithMaxValueLen caps the length, in bytes, of each key placeholder's raw
-// value; a longer value fails the call with codes.InvalidArgument, or is
-// hashed when the rule's tag says long:"hash". n must be at least 1. The
-// default is keyexpr.DefaultMaxValueLen (256).
-func WithMaxValueLen(n int) Option {
-	return func(o *options) {
-		if n < 1 {
-			o.errs = append(o.errs, fmt.Errorf("%w: WithMaxValueLen(%d): the cap must be at least 1", ErrBadOption, n))
-			return
-		}
-		o.maxValueLen = n
-	}
+		return nil
+	})
 }

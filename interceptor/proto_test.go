@@ -104,7 +104,7 @@ func badFiles(t *testing.T, unary, stream *locktagv1.LockRule) *protoregistry.Fi
 func TestProtoOptionErrors(t *testing.T) {
 	lk := offlineLocker(t)
 	files := badFiles(t, &locktagv1.LockRule{Key: "d:{req.nope}"}, &locktagv1.LockRule{Key: "t:{req.id}", Wait: "1s"})
-	_, err := New(lk, nil, WithFiles(files))
+	_, err := New(lk, nil, WithRegistry(files, nil))
 	var re *RuleError
 	if !errors.As(err, &re) || !errors.Is(err, ErrBadField) || !errors.Is(err, ErrReqInStream) {
 		t.Fatalf("New: %v, want ErrBadField and ErrReqInStream in RuleErrors", err)
@@ -113,11 +113,11 @@ func TestProtoOptionErrors(t *testing.T) {
 		t.Errorf("RuleError = %+v", re)
 	}
 	// Go rules replace (or remove) the broken options; then New succeeds.
-	_, err = New(lk, Rules{"/dyn.v1.Dyn/Do": `key:"d:{req.id}"`, "/dyn.v1.Dyn/Tail": ""}, WithFiles(files))
+	_, err = New(lk, Rules{"/dyn.v1.Dyn/Do": `key:"d:{req.id}"`, "/dyn.v1.Dyn/Tail": ""}, WithRegistry(files, nil))
 	if err != nil {
 		t.Fatalf("New with overriding rules: %v", err)
 	}
-	if _, err := New(lk, nil, WithFiles(files), WithProtoOptions(false)); err != nil {
+	if _, err := New(lk, nil, WithRegistry(files, nil), WithProtoOptions(false)); err != nil {
 		t.Fatalf("New without proto options: %v", err)
 	}
 }
@@ -137,7 +137,7 @@ func TestDynamicMessage(t *testing.T) {
 		return got, err
 	}
 
-	ic, err := New(e.lk, nil, WithFiles(files))
+	ic, err := New(e.lk, nil, WithRegistry(files, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

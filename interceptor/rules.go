@@ -3,13 +3,14 @@ package interceptor
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/locktag/locktag/interceptor/locktagv1"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
@@ -28,7 +29,7 @@ type Rules map[string]string
 var (
 	// ErrUnknownMethod: a rule names a method that is not well-formed
 	// ("/package.Service/Method") or not in the descriptor registry
-	// (protoregistry.GlobalFiles unless WithFiles), usually a typo.
+	// (protoregistry.GlobalFiles unless WithRegistry), usually a typo.
 	ErrUnknownMethod = errors.New("interceptor: unknown method")
 	// ErrBadField: a {req...} placeholder names a field the request message
 	// does not have, or one that cannot name a lock: repeated, map, message
@@ -40,11 +41,9 @@ var (
 	ErrReqInStream = errors.New("interceptor: request field in a stream rule")
 	// ErrBadSource: a placeholder path a source cannot serve ({md.Bad Key},
 	// {method.x}, an unknown ContextSource path), or a WithSource call that
-	// redefines a built-in source or passes nil.
+	// redefines a built-in source or passes nil (then it also matches
+	// guard.ErrBadOption).
 	ErrBadSource = errors.New("interceptor: bad source")
-	// ErrBadOption: an option that cannot be honoured, such as WithFailOpen
-	// naming a method without a rule.
-	ErrBadOption = errors.New("interceptor: bad option")
 )
 
 // RuleError describes a rule that cannot be used. New returns it (joined
@@ -67,69 +66,58 @@ func (e *RuleError) Error() string {
 // Unwrap returns e.Err.
 func (e *RuleError) Unwrap() error { return e.Err }
 
-// rule is one compiled method rule.
-type rule struct {
-	method   string
-	name     string // Spec.Name, or the full method
-	key      *keyexpr.Key[*Call]
-	params   locker.Params
-	failOpen bool
-}
-
-// ruleSource is a tag and where it came from.
+// ruleSource is a rule's parsed tag and where it came from.
 type ruleSource struct {
-	tag    string
+	spec   *keyexpr.Spec
+	tag    string // as given, for a *RuleError
+	err    error  // from parsing or building the spec
 	origin string
 }
 
 const originRules = "Rules"
 
-// compile builds the method rules of an Interceptor: proto options first,
+// compile builds the lock guards of an Interceptor: proto options first,
 // then Go rules over them. Errors are sorted by method and joined.
-func compile(rules Rules, o *options) (unary, stream map[string]*rule, err error) {
-	errs := slices.Clone(o.errs)
+func compile(l *locker.Locker, rules Rules, s *settings, opts []guard.Option) (unary, stream map[string]*guard.Lock[*Call], err error) {
+	var errs []error
 	tags := map[string]ruleSource{}
-	if o.protoOptions {
-		for method, rs := range protoRules(o.files) {
+	if s.protoOptions {
+		for method, rs := range protoRules(s.files) {
 			tags[method] = rs
 		}
 	}
 	for method, tag := range rules {
 		if tag == "" {
 			delete(tags, method)
-			if _, err := findMethod(o.files, method); err != nil {
+			if _, err := findMethod(s.files, method); err != nil {
 				errs = append(errs, &RuleError{Method: method, Origin: originRules, Err: err})
 			}
 			continue
 		}
-		tags[method] = ruleSource{tag: tag, origin: originRules}
+		spec, err := keyexpr.ParseTag(tag)
+		tags[method] = ruleSource{spec: spec, tag: tag, err: err, origin: originRules}
 	}
-	unary, stream = map[string]*rule{}, map[string]*rule{}
-	methods := make([]string, 0, len(tags))
-	for method := range tags {
-		methods = append(methods, method)
+	for _, method := range s.failOpen {
+		if _, ok := tags[method]; !ok {
+			errs = append(errs, fmt.Errorf("%w: WithFailOpenFor(%q): the method has no lock rule", guard.ErrBadOption, method))
+		}
 	}
-	slices.Sort(methods)
-	for _, method := range methods {
+	unary, stream = map[string]*guard.Lock[*Call]{}, map[string]*guard.Lock[*Call]{}
+	for _, method := range slices.Sorted(maps.Keys(tags)) {
 		rs := tags[method]
-		r, streaming, err := compileRule(method, rs.tag, o)
+		ropts := opts
+		if slices.Contains(s.failOpen, method) {
+			ropts = append(slices.Clip(opts), guard.WithFailOpen())
+		}
+		g, streaming, err := compileRule(l, method, rs, s, ropts)
 		if err != nil {
 			errs = append(errs, &RuleError{Method: method, Origin: rs.origin, Tag: rs.tag, Err: err})
 			continue
 		}
 		if streaming {
-			stream[method] = r
+			stream[method] = g
 		} else {
-			unary[method] = r
-		}
-	}
-	for _, method := range o.failOpenMethods {
-		if r := unary[method]; r != nil {
-			r.failOpen = true
-		} else if r := stream[method]; r != nil {
-			r.failOpen = true
-		} else {
-			errs = append(errs, fmt.Errorf("%w: WithFailOpen(%q): the method has no lock rule", ErrBadOption, method))
+			unary[method] = g
 		}
 	}
 	if len(errs) > 0 {
@@ -138,37 +126,18 @@ func compile(rules Rules, o *options) (unary, stream map[string]*rule, err error
 	return unary, stream, nil
 }
 
-// compileRule parses and binds one tag for method.
-func compileRule(method, tag string, o *options) (*rule, bool, error) {
-	md, err := findMethod(o.files, method)
+// compileRule binds one rule's spec for method.
+func compileRule(l *locker.Locker, method string, rs ruleSource, s *settings, opts []guard.Option) (*guard.Lock[*Call], bool, error) {
+	md, err := findMethod(s.files, method)
 	if err != nil {
 		return nil, false, err
 	}
-	spec, err := keyexpr.ParseTag(tag)
-	if err != nil {
-		return nil, false, err
+	if rs.err != nil {
+		return nil, false, rs.err
 	}
 	m := methodInfo{fullMethod: method, desc: md, streaming: isStreaming(md)}
-	var bopts []keyexpr.BindOption
-	if o.maxValueLen != 0 {
-		bopts = append(bopts, keyexpr.WithMaxValueLen(o.maxValueLen))
-	}
-	key, err := keyexpr.BindSpec(spec, sourcesFor(m, o.sources), bopts...)
-	if err != nil {
-		return nil, false, err
-	}
-	name := spec.Name
-	if name == "" {
-		name = method
-	}
-	r := &rule{
-		method:   method,
-		name:     name,
-		key:      key,
-		params:   locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: name, Template: spec.Key.String()},
-		failOpen: o.failOpenAll,
-	}
-	return r, m.streaming, nil
+	g, err := guard.NewLock(l, rs.spec, sourcesFor(m, s.sources), opts...)
+	return g, m.streaming, err
 }
 
 // findMethod looks a full method name up in files.
@@ -203,10 +172,7 @@ func protoRules(files *protoregistry.Files) map[string]ruleSource {
 				}
 				lr, _ := proto.GetExtension(opts, locktagv1.E_Lock).(*locktagv1.LockRule)
 				method := "/" + string(md.Parent().FullName()) + "/" + string(md.Name())
-				out[method] = ruleSource{
-					tag:    ruleTag(lr),
-					origin: "proto option (locktag.v1.lock) in " + fd.Path(),
-				}
+				out[method] = ruleSpec(lr, "proto option (locktag.v1.lock) in "+fd.Path())
 			}
 		}
 		return true
@@ -214,25 +180,18 @@ func protoRules(files *protoregistry.Files) map[string]ruleSource {
 	return out
 }
 
-// ruleTag writes a LockRule as the equivalent tag; empty fields are left
-// out, except key, which is required.
-func ruleTag(lr *locktagv1.LockRule) string {
-	var b strings.Builder
-	add := func(field, value string) {
-		if value == "" && field != "key" {
-			return
-		}
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(field)
-		b.WriteByte(':')
-		b.WriteString(strconv.Quote(value))
+// ruleSpec builds a LockRule's spec from its fields, with the tag's
+// validation and without writing and re-parsing a tag. The rule's tag, for
+// messages, is the equivalent one keyexpr.NewSpec renders.
+func ruleSpec(lr *locktagv1.LockRule, origin string) ruleSource {
+	spec, err := keyexpr.NewSpec(keyexpr.Fields{
+		Key: lr.GetKey(), Expire: lr.GetExpire(), Wait: lr.GetWait(), Name: lr.GetName(), Long: lr.GetLong(),
+	})
+	rs := ruleSource{spec: spec, err: err, origin: origin}
+	if te, ok := errors.AsType[*keyexpr.TagError](err); ok {
+		rs.tag = te.Tag
+	} else if spec != nil {
+		rs.tag = spec.Tag
 	}
-	add("key", lr.GetKey())
-	add("expire", lr.GetExpire())
-	add("wait", lr.GetWait())
-	add("name", lr.GetName())
-	add("long", lr.GetLong())
-	return b.String()
+	return rs
 }

@@ -4,10 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/locktag/locktag/keyexpr"
-	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -15,114 +14,128 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 )
 
-// Kind classifies a lock failure.
-type Kind int
-
-// The kinds of failure, with the status DefaultErrorHandler maps them to.
-const (
-	// KindBadKey: a key value is missing, empty or too long, or an
-	// application source failed. InvalidArgument (with google.rpc.BadRequest
-	// for {req...} fields).
-	KindBadKey Kind = iota + 1
-	// KindBusy: another holder kept the lock for the whole wait. Aborted,
-	// with google.rpc.ErrorInfo (reason "LOCK_BUSY") and google.rpc.RetryInfo.
-	KindBusy
-	// KindDeadline: the call's deadline passed while it waited for the lock.
-	// DeadlineExceeded.
-	KindDeadline
-	// KindCanceled: the client cancelled the call while it waited. Canceled.
-	KindCanceled
-	// KindUnavailable: Redis could not be reached, failed, or the connection
-	// pool was exhausted; the lock state is unknown. Unavailable, with
-	// ErrorInfo reason "LOCK_UNAVAILABLE" (or, with WithFailOpen, the handler
-	// runs without the lock and no error handler is called).
-	KindUnavailable
-	// KindLost: the lock was lost (its lease ran out or could not be renewed)
-	// before the handler returned, and the handler returned an error or no
-	// response. Aborted, with ErrorInfo reason "LOCK_LOST".
-	KindLost
-	// KindInternal: any other locker error. Internal.
-	KindInternal
-)
-
-var kindNames = [...]string{"", "bad key", "busy", "deadline", "canceled", "unavailable", "lost", "internal"}
-
-// String returns a short lower-case name, such as "busy".
-func (k Kind) String() string {
-	if k > 0 && int(k) < len(kindNames) {
-		return kindNames[k]
-	}
-	return "unknown"
-}
-
-// Failure describes why a call did not get, or did not keep, its lock.
-type Failure struct {
-	// Kind says what went wrong; DefaultErrorHandler maps it to a status.
-	Kind Kind
-	// FullMethod is the call's method, "/shop.v1.Inventory/Reserve".
-	FullMethod string
-	// Name is the rule's low-cardinality name: the tag's name field, or the
-	// full method.
-	Name string
-	// RetryDelay is the delay to advertise for KindBusy (WithRetryDelay).
-	RetryDelay time.Duration
-	// Err is the underlying error: a *keyexpr.TemplateError for KindBadKey
-	// (naming the placeholder, never the value), a locker error otherwise;
-	// for KindLost, locker.ErrLockLost joined with the handler's error. It
-	// may contain the lock key or a Redis address: log it, do not send it.
-	Err error
-}
-
-// ErrorHandler turns a lock failure into the error the client receives.
-// It should return a status error (see package status).
-type ErrorHandler func(ctx context.Context, f *Failure) error
+// ErrorHandler turns a guard's refusal into the error the client receives.
+// fullMethod is the call's method; o.Kind says what happened and o.Err is
+// the cause (it may contain the lock key or a Redis address: log it, do not
+// send it). It should return a status error (see package status).
+type ErrorHandler func(ctx context.Context, fullMethod string, o guard.Outcome) error
 
 // The google.rpc.ErrorInfo domain and reasons DefaultErrorHandler sets.
 const (
-	// ErrorDomain is the ErrorInfo domain of every lock failure.
+	// ErrorDomain is the ErrorInfo domain of every refusal.
 	ErrorDomain = "locktag"
-	// ReasonBusy: the lock stayed busy for the rule's whole wait (Aborted).
-	ReasonBusy = "LOCK_BUSY"
-	// ReasonLost: the lock was lost while the handler ran (Aborted).
-	ReasonLost = "LOCK_LOST"
-	// ReasonUnavailable: Redis could not be used (Unavailable).
-	ReasonUnavailable = "LOCK_UNAVAILABLE"
+
+	ReasonBusy        = "LOCK_BUSY"        // Aborted: the lock stayed busy for the rule's whole wait
+	ReasonLost        = "LOCK_LOST"        // Aborted: the lock was lost while the handler ran
+	ReasonUnavailable = "LOCK_UNAVAILABLE" // Unavailable: Redis could not be used for the lock
+
+	ReasonKeyMissing        = "IDEMPOTENCY_KEY_MISSING"         // InvalidArgument
+	ReasonKeyInvalid        = "IDEMPOTENCY_KEY_INVALID"         // InvalidArgument
+	ReasonScopeUnresolved   = "IDEMPOTENCY_SCOPE_UNRESOLVED"    // Unauthenticated
+	ReasonInFlight          = "IDEMPOTENCY_KEY_IN_FLIGHT"       // Aborted
+	ReasonKeyReused         = "IDEMPOTENCY_KEY_REUSED"          // FailedPrecondition
+	ReasonResponseNotStored = "IDEMPOTENCY_RESPONSE_NOT_STORED" // FailedPrecondition
+	ReasonIdemUnavailable   = "IDEMPOTENCY_UNAVAILABLE"         // Unavailable
+	ReasonClaimLost         = "IDEMPOTENCY_CLAIM_LOST"          // Aborted
 )
 
-// Status messages. They name no key, value or address.
-const (
-	errorInfoLockName = "lockName" // ErrorInfo metadata key: Failure.Name
-	msgBusy           = "lock busy: another call holds it; retry later"
-	msgDeadline       = "deadline exceeded while waiting for the lock"
-	msgCanceled       = "canceled while waiting for the lock"
-	msgUnavailable    = "lock service unavailable"
-	msgLost           = "lock lost while the call ran"
-	msgInternal       = "lock service error"
-)
+// Code returns the gRPC code DefaultErrorHandler answers an outcome of
+// kind k with; OK for the kinds in which the handler ran or a response is
+// replayed:
+//
+//	BadKey, MissingIdempotencyKey, BadIdempotencyKey  InvalidArgument
+//	TooLarge                                          ResourceExhausted
+//	TagMistake, Internal                              Internal
+//	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
+//	Unavailable                                       Unavailable (+ RetryInfo)
+//	Deadline                                          DeadlineExceeded
+//	Canceled                                          Canceled
+//	NoScope                                           Unauthenticated
+//	Mismatch, NotStored                               FailedPrecondition
+func Code(k guard.Kind) codes.Code {
+	switch k {
+	case guard.OK, guard.FailedOpen, guard.Replay:
+		return codes.OK
+	case guard.BadKey, guard.MissingIdempotencyKey, guard.BadIdempotencyKey:
+		return codes.InvalidArgument
+	case guard.TooLarge:
+		return codes.ResourceExhausted
+	case guard.Busy, guard.InFlight, guard.Lost:
+		return codes.Aborted
+	case guard.Unavailable:
+		return codes.Unavailable
+	case guard.Deadline:
+		return codes.DeadlineExceeded
+	case guard.Canceled:
+		return codes.Canceled
+	case guard.NoScope:
+		return codes.Unauthenticated
+	case guard.Mismatch, guard.NotStored:
+		return codes.FailedPrecondition
+	}
+	return codes.Internal
+}
 
-// DefaultErrorHandler maps failures to statuses as documented on each Kind.
-// Messages and details name the rule (Failure.Name) and, for a bad key, the
-// placeholder, never the resolved key, its values or the Redis address.
-func DefaultErrorHandler(_ context.Context, f *Failure) error {
-	info := func(reason string) *errdetails.ErrorInfo {
-		return &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain, Metadata: map[string]string{errorInfoLockName: f.Name}}
+// DefaultErrorHandler maps an outcome to the status with code Code(o.Kind),
+// a message that names no key, value or address, and details: a
+// google.rpc.ErrorInfo (domain ErrorDomain, a Reason... constant, metadata
+// lockName = o.Name for lock refusals, firstCode for NotStored), a
+// google.rpc.RetryInfo where the outcome has a retry hint, and a
+// google.rpc.BadRequest field violation for a bad {req...} key value.
+func DefaultErrorHandler(_ context.Context, _ string, o guard.Outcome) error {
+	c := Code(o.Kind)
+	info := func(reason string, kv ...string) protoadapt.MessageV1 {
+		ei := &errdetails.ErrorInfo{Reason: reason, Domain: ErrorDomain}
+		if len(kv) == 2 {
+			ei.Metadata = map[string]string{kv[0]: kv[1]}
+		}
+		return ei
 	}
-	switch f.Kind {
-	case KindBadKey:
-		return badKeyStatus(f.Err)
-	case KindBusy:
-		return withDetails(codes.Aborted, msgBusy, info(ReasonBusy),
-			&errdetails.RetryInfo{RetryDelay: durationpb.New(f.RetryDelay)})
-	case KindDeadline:
-		return status.Error(codes.DeadlineExceeded, msgDeadline)
-	case KindCanceled:
-		return status.Error(codes.Canceled, msgCanceled)
-	case KindUnavailable:
-		return withDetails(codes.Unavailable, msgUnavailable, info(ReasonUnavailable))
-	case KindLost:
-		return withDetails(codes.Aborted, msgLost, info(ReasonLost))
+	var details []protoadapt.MessageV1
+	msg := ""
+	lock := func(reason, m string) { msg, details = m, append(details, info(reason, "lockName", o.Name)) }
+	idem := func(reason, m string, kv ...string) { msg, details = m, append(details, info(reason, kv...)) }
+	switch k := o.Kind; {
+	case k == guard.BadKey:
+		return badKeyStatus(o.Err)
+	case k == guard.Busy:
+		lock(ReasonBusy, "lock busy: another call holds it; retry later")
+	case k == guard.Unavailable && !o.Idempotency:
+		lock(ReasonUnavailable, "lock service unavailable")
+	case k == guard.Lost && !o.Idempotency:
+		lock(ReasonLost, "lock lost while the call ran")
+	case k == guard.Unavailable:
+		idem(ReasonIdemUnavailable, "idempotency store unavailable; retry with the same key")
+	case k == guard.Lost:
+		idem(ReasonClaimLost, "idempotency claim lost while the call ran")
+	case k == guard.MissingIdempotencyKey:
+		idem(ReasonKeyMissing, "idempotency-key metadata missing")
+	case k == guard.BadIdempotencyKey:
+		idem(ReasonKeyInvalid, "idempotency-key must be one string of printable ASCII, at most the allowed length")
+	case k == guard.NoScope:
+		idem(ReasonScopeUnresolved, "caller unknown: idempotency keys cannot be scoped")
+	case k == guard.InFlight:
+		idem(ReasonInFlight, "a call with this idempotency key is in progress; retry later")
+	case k == guard.Mismatch:
+		idem(ReasonKeyReused, "idempotency key reused with a different request; use a new key")
+	case k == guard.NotStored:
+		first := codes.Code(o.Record.Status).String()
+		idem(ReasonResponseNotStored, "the call with this idempotency key was processed ("+first+") but its response was too large to store", "firstCode", first)
+	case k == guard.Deadline:
+		msg = "deadline exceeded while waiting for the lock or the idempotency key"
+	case k == guard.Canceled:
+		msg = "canceled while waiting for the lock or the idempotency key"
+	case k == guard.TooLarge:
+		msg = "request too large for the idempotency check"
+	case k == guard.TagMistake:
+		msg = "lock rule misconfigured for this method; see the server log"
+	default:
+		msg = "lock service error"
 	}
-	return status.Error(codes.Internal, msgInternal)
+	if o.RetryAfter > 0 {
+		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(o.RetryAfter)})
+	}
+	return withDetails(c, msg, details...)
 }
 
 // badKeyStatus is InvalidArgument naming the placeholder, with a BadRequest
@@ -151,28 +164,11 @@ func badKeyStatus(err error) error {
 
 func withDetails(c codes.Code, msg string, details ...protoadapt.MessageV1) error {
 	st := status.New(c, msg)
+	if len(details) == 0 {
+		return st.Err()
+	}
 	if ds, err := st.WithDetails(details...); err == nil {
 		st = ds
 	}
 	return st.Err()
-}
-
-// classify sorts an error from Key.Eval or Locker.Obtain into a Kind.
-func classify(err error) Kind {
-	var te *keyexpr.TemplateError
-	switch {
-	case errors.As(err, &te):
-		return KindBadKey
-	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrPoolExhausted):
-		return KindUnavailable
-	case errors.Is(err, context.DeadlineExceeded):
-		return KindDeadline
-	case errors.Is(err, context.Canceled):
-		return KindCanceled
-	case errors.Is(err, locker.ErrLockLost):
-		return KindLost
-	case errors.Is(err, locker.ErrNotObtained):
-		return KindBusy
-	}
-	return KindInternal
 }

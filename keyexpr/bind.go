@@ -3,6 +3,7 @@ package keyexpr
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -131,4 +132,14 @@ func sourceNames[R any](src Sources[R]) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// With returns a copy of s (which may be nil) in which name is bound to
+// src, replacing any source of that name. Adapters use it to add the
+// application's sources to their own.
+func (s Sources[R]) With(name string, src Source[R]) Sources[R] {
+	out := make(Sources[R], len(s)+1)
+	maps.Copy(out, s)
+	out[name] = src
+	return out
 }

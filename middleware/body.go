@@ -27,9 +27,11 @@ type parsedBody struct {
 // bodyGetter serves {body.a.b}: the JSON field at a.b. Numbers are returned
 // exactly as sent, strings unquoted, booleans as "true"/"false"; a missing
 // field or null is a missing value, an object or array an error.
-func bodyGetter(path string, maxBytes int64) getter {
+// maxBytes is read per request: it is set once the guards are built.
+func bodyGetter(path string, maxBytes *int64) getter {
 	segs := strings.Split(path, ".")
 	return func(c *gin.Context) (string, error) {
+		maxBytes := *maxBytes
 		pb := loadBody(c, maxBytes)
 		if pb.err != nil {
 			return "", pb.err

@@ -34,19 +34,22 @@
 //
 // # Outcomes
 //
-// The handler runs only when the lock is held (or, with WithFailOpen, when
+// The handler runs only when the lock is held (or, with guard.WithFailOpen, when
 // Redis is unavailable and the route explicitly allows running unlocked).
 // Otherwise the chain is aborted and an RFC 9457 application/problem+json
 // response is written:
 //
 //	key value missing, empty, too long, body not JSON      400
 //	JSON body over the size cap                            413
+//	tag names a path parameter the route lacks             500 (logged)
 //	lock busy after the tag's wait                         409 + Retry-After
 //	request deadline or cancellation while waiting         503
 //	Redis unavailable or pool exhausted (fail-closed)      503
 //	lock lost while the handler ran, nothing written yet   503
 //
-// WithErrorHandler replaces the writer. The underlying error is also
+// The tag mistake is found before traffic by CheckRoutes (with RouteCheck
+// as the engine's first middleware). WithErrorHandler replaces the writer;
+// Status gives the default mapping of a guard.Kind. The underlying error is also
 // attached to the request with c.Error, so gin's logger shows it; response
 // bodies never contain the resolved key or Redis addresses.
 //
@@ -60,4 +63,13 @@
 //	token := lease.Token()
 //
 // and should pass c.Request.Context() to everything the lock protects.
+//
+// # The guard layer
+//
+// The lock flow and the idempotency policy are package locker/guard's:
+// this package reads request values, captures and replays responses, and
+// maps the guard's typed outcomes to statuses. Options are guard.Option
+// values: the guard's own (guard.WithFailOpen, guard.WithScope, ...) and
+// this package's (WithSource, WithErrorHandler, WithKeyHeader,
+// WithReplayHeaders).
 package middleware

@@ -1,27 +1,44 @@
 package middleware
 
-import "errors"
+import (
+	"errors"
 
-// Sentinel errors. Construction errors wrap ErrBadOption, ErrBadRule or
-// ErrNilLocker (or a *keyexpr.TagError for a bad tag); request-time errors
-// from the body source wrap ErrBodyTooLarge, ErrBodyNotJSON or
-// ErrBodyNotScalar and reach an ErrorHandler inside a *keyexpr.TemplateError,
-// so errors.Is finds them.
+	"github.com/locktag/locktag/locker/guard"
+)
+
+// Sentinel errors. Construction errors wrap ErrBadRule, guard.ErrBadOption
+// or guard.ErrNilLocker (or are a *keyexpr.TagError for a bad tag);
+// request-time errors from the body source wrap ErrBodyTooLarge,
+// ErrBodyNotJSON or ErrBodyNotScalar and reach an ErrorHandler in
+// guard.Outcome.Err inside a *keyexpr.TemplateError, so errors.Is finds
+// them. A {path.X} naming a parameter the route lacks wraps ErrNoRouteParam.
 var (
-	// ErrBadOption reports an invalid option value given to a constructor.
-	ErrBadOption = errors.New("middleware: bad option")
 	// ErrBadRule reports a Rules entry whose key is not "METHOD /path", or
 	// whose key template names a path parameter the route does not have.
 	ErrBadRule = errors.New("middleware: bad rule")
-	// ErrNilLocker reports a constructor called with a nil *locker.Locker.
-	ErrNilLocker = errors.New("middleware: nil locker")
 	// ErrBodyTooLarge reports a request body longer than the cap set with
-	// WithMaxBodyBytes. Answered with 413.
-	ErrBodyTooLarge = errors.New("middleware: request body too large")
+	// guard.WithMaxRequestBytes. It also matches guard.ErrTooLarge.
+	// Answered with 413.
+	ErrBodyTooLarge error = &twoSentinels{"middleware: request body too large", guard.ErrTooLarge}
 	// ErrBodyNotJSON reports a request body that a {body...} placeholder
 	// could not parse as one JSON value. Answered with 400.
 	ErrBodyNotJSON = errors.New("middleware: request body is not valid JSON")
 	// ErrBodyNotScalar reports a {body...} placeholder whose field is a JSON
 	// object or array. Answered with 400.
 	ErrBodyNotScalar = errors.New("middleware: body field is not a string, number or boolean")
+	// ErrNoRouteParam reports, at request time, a {path.X} placeholder
+	// whose X is not a parameter of the request's route: a mistake in the
+	// tag, answered with 500 and logged (it also matches
+	// guard.ErrTagMistake). CheckRoutes finds it before traffic.
+	ErrNoRouteParam error = &twoSentinels{"middleware: the route has no such path parameter", guard.ErrTagMistake}
 )
+
+// twoSentinels is a sentinel of this package that also matches one of the
+// guard's, so the guard can classify it.
+type twoSentinels struct {
+	msg   string
+	guard error
+}
+
+func (e *twoSentinels) Error() string { return e.msg }
+func (e *twoSentinels) Unwrap() error { return e.guard }

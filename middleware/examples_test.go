@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -92,7 +93,7 @@ func ExampleGinKeys() {
 func ExampleWriteProblem() {
 	rec := httptest.NewRecorder()
 	c, _ := gin.CreateTestContext(rec)
-	middleware.WriteProblem(c, locker.ErrNotObtained, http.StatusConflict)
+	middleware.WriteProblem(c, guard.Outcome{Kind: guard.Busy, Err: locker.ErrNotObtained}, http.StatusConflict)
 	fmt.Println(rec.Code, rec.Header().Get("Content-Type"))
 	fmt.Println(rec.Body)
 	// Output:
@@ -100,14 +101,14 @@ func ExampleWriteProblem() {
 	// {"type":"https://github.com/locktag/locktag/blob/main/docs/gin.md#lock-busy","title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
 }
 
-func ExampleWithFailOpen() {
+func ExampleFailedOpen() {
 	lk := newLocker()
 	defer lk.Close()
 
 	r := gin.New()
 	// Availability matters more than exclusion on this route: when Redis is
 	// down (and only then) the handler runs without the lock.
-	r.POST("/views/:id", middleware.Lock(lk, `key:"views:{path.id}"`, middleware.WithFailOpen()),
+	r.POST("/views/:id", middleware.Lock(lk, `key:"views:{path.id}"`, guard.WithFailOpen()),
 		func(c *gin.Context) {
 			if err := middleware.FailedOpen(c); err != nil {
 				c.Header("X-Unlocked", "1") // or log, count, degrade

@@ -17,6 +17,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 )
 
@@ -127,17 +128,10 @@ func eventually(t testing.TB, within time.Duration, what string, cond func() boo
 	}
 }
 
-// recv receives from ch or fails the test after a deadline.
+// recv is testwait.Recv.
 func recv[T any](t testing.TB, ch <-chan T, what string) T {
 	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-		var zero T
-		return zero
-	}
+	return testwait.Recv(t, ch, what)
 }
 
 // overlap is an overlap detector: handlers call enter and leave around the

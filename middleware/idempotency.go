@@ -2,16 +2,17 @@ package middleware
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 )
+
+// recordFormat names this adapter's stored responses (see response.go).
+const recordFormat = "H1"
 
 // Idempotency returns a per-route middleware that runs the rest of the
 // chain at most once per (route, caller scope, Idempotency-Key) and replays
@@ -19,32 +20,34 @@ import (
 // Idempotency-Key HTTP Header Field" and Stripe's rules:
 //
 //	r.POST("/payments",
-//		middleware.Idempotency(lk, middleware.WithScope(accountOf)),
+//		middleware.Idempotency(lk, guard.WithScope(accountOf)),
 //		pay)
 //
 // It panics with NewIdempotency's error if an option is invalid or no
-// scope is given.
+// scope is given. opts are guard options (guard.WithScope,
+// guard.WithRecordTTL, guard.WithReplayWait, ...; see package guard for
+// each default) and this package's WithKeyHeader, WithReplayHeaders and
+// WithErrorHandler.
 //
-// Per request, before Redis is touched: the key header is required (400
-// and ErrIdempotencyKeyMissing; WithOptionalKey lets requests without it
-// through unguarded), must be one Structured Field string or bare
-// printable ASCII of at most 255 bytes (400 and locker.ErrBadIdempotencyKey);
-// the scope is resolved (401 and ErrScopeUnresolved); the body is read up
-// to its cap (413) and restored for the handler. The fingerprint is the
-// SHA-256 of the method, route, path, query and body.
+// Per request, through a guard.Idempotency, before Redis is touched: the
+// key header is required (400; guard.WithOptionalKey lets requests
+// without it through unguarded) and must be one Structured Field string
+// or bare printable ASCII of at most 255 bytes (400); the scope is
+// resolved (401); the body is read up to its cap (413) and restored for
+// the handler. The fingerprint covers the method, route, path, query and
+// body.
 //
 // Then, atomically in Redis: a new key is marked in flight and the chain
 // runs; its response is passed through to the client and stored (status,
 // the headers in WithReplayHeaders, body) for the record TTL. A retry gets
 // the stored response with "Idempotent-Replayed: true" and the handler
 // does not run. A retry while the first request runs gets 409 with
-// Retry-After: 1 (or, with WithReplayWait, waits and replays); a reuse of
-// the key for a different request gets 422; Redis down gets 503 (there is
-// no fail-open). If a handler panics the key is freed (the panic goes on),
-// so the client can retry. See WithServerErrorPolicy and WithOversizePolicy
-// for 5xx and large responses, and docs/idempotency.md for composing with
-// Lock: put Idempotency first.
-func Idempotency(l *locker.Locker, opts ...IdempotencyOption) gin.HandlerFunc {
+// Retry-After: 1 (or, with guard.WithReplayWait, waits and replays); a
+// reuse of the key for a different request gets 422; Redis down gets 503
+// (there is no fail-open). If a handler panics, or a Lock after this
+// middleware refuses the request, the key is freed so the client can
+// retry. Put Idempotency before Lock (docs/idempotency.md).
+func Idempotency(l *locker.Locker, opts ...guard.Option) gin.HandlerFunc {
 	h, err := NewIdempotency(l, opts...)
 	if err != nil {
 		panic(err)
@@ -53,156 +56,75 @@ func Idempotency(l *locker.Locker, opts ...IdempotencyOption) gin.HandlerFunc {
 }
 
 // NewIdempotency is like Idempotency but returns construction errors:
-// ErrNilLocker, ErrNoScope, or an error wrapping ErrBadOption.
-func NewIdempotency(l *locker.Locker, opts ...IdempotencyOption) (gin.HandlerFunc, error) {
-	if l == nil {
-		return nil, ErrNilLocker
-	}
-	o, err := evaluateIdemOptions(opts)
-	if err != nil {
+// guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
+// guard.ErrBadOption.
+func NewIdempotency(l *locker.Locker, opts ...guard.Option) (gin.HandlerFunc, error) {
+	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
+	g, gerr := guard.NewIdempotency[*gin.Context](l, recordFormat, opts...)
+	if err := errors.Join(err, gerr); err != nil {
+		if errors.Is(gerr, guard.ErrNilLocker) {
+			return nil, guard.ErrNilLocker
+		}
 		return nil, err
 	}
-	g := &idemGuard{l: l, o: o}
-	return g.serve, nil
+	m := &idempotency{g: g, s: s}
+	return m.serve, nil
 }
 
-type idemGuard struct {
-	l *locker.Locker
-	o idemOptions
+// idempotency is one built Idempotency middleware.
+type idempotency struct {
+	g *guard.Idempotency[*gin.Context]
+	s *settings
 }
 
-func (g *idemGuard) serve(c *gin.Context) {
+func (m *idempotency) serve(c *gin.Context) {
 	route := c.FullPath()
-	if route == "" {
-		c.Next() // no route matched: nothing to guard
-		return
-	}
-	vals := c.Request.Header.Values(g.o.header)
-	if len(vals) == 0 {
-		if g.o.optional {
-			c.Next()
-			return
-		}
-		g.refuse(c, ErrIdempotencyKeyMissing, http.StatusBadRequest)
-		return
-	}
-	if len(vals) > 1 {
-		g.refuse(c, fmt.Errorf("%w: more than one field", locker.ErrBadIdempotencyKey), http.StatusBadRequest)
-		return
-	}
-	key, err := locker.ParseIdempotencyKey(vals[0], g.o.maxKeyLen)
-	if err != nil {
-		g.refuse(c, err, http.StatusBadRequest)
-		return
-	}
-	scope := ""
-	if !g.o.public {
-		scope, err = g.o.scope(c)
-		if err != nil || scope == "" {
-			g.refuse(c, errors.Join(ErrScopeUnresolved, err), http.StatusUnauthorized)
-			return
-		}
-	}
-	body, err := readBody(c, g.o.maxBodyBytes)
-	if err != nil {
-		g.refuse(c, err, keyStatus(err))
-		return
+	if route == "" || probeOf(c) != nil {
+		return // no route matched, or CheckRoutes: nothing to guard
 	}
 	orig := c.Request
-	name := locker.IdempotencyName(orig.Method+" "+route, scope, key)
-	params := g.o.params
-	params.Name = route // low cardinality, for spans and metrics
-	claim, err := g.l.Idempotent(orig.Context(), name, fingerprint(orig, route, body), params)
-	if err != nil {
-		status := idemStatus(err)
-		if status == http.StatusConflict {
-			c.Header("Retry-After", "1")
+	q := guard.Request{
+		Route: orig.Method + " " + route,
+		Name:  route,
+		Keys:  orig.Header.Values(m.s.header),
+		Parts: []string{orig.Method, route, orig.URL.EscapedPath(), orig.URL.RawQuery},
+		Body:  func(max int64) ([]byte, error) { return readBody(c, max) },
+	}
+	o := m.g.Run(orig.Context(), c, q, func(ctx context.Context) guard.Answer {
+		return m.call(c, orig, ctx)
+	})
+	switch o.Kind {
+	case guard.OK:
+		if o.Err != nil {
+			_ = c.Error(o.Err) // the response is sent; a retry may run the handler again
 		}
-		g.refuse(c, err, status)
-		return
-	}
-	if out, ok := claim.Replay(); ok {
-		g.replay(c, out)
-		return
-	}
-	g.execute(c, claim)
-}
-
-// fingerprint sums up what makes two requests the same request.
-func fingerprint(r *http.Request, route string, body []byte) string {
-	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	for _, s := range [...]string{r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery} {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
-	}
-	h.Write(body)
-	return string(h.Sum(nil))
-}
-
-func (g *idemGuard) replay(c *gin.Context, out []byte) {
-	r, err := decodeResponse(out)
-	switch {
-	case err != nil:
-		g.refuse(c, err, http.StatusInternalServerError) // written by a newer version?
-	case r.notStored:
-		g.refuse(c, &notStoredError{status: r.status}, http.StatusUnprocessableEntity)
-	default:
+	case guard.Replay:
 		c.Abort()
-		replay(c, r)
+		if err := replay(c, o.Record); err != nil {
+			refuse(c, m.s, guard.Outcome{Kind: guard.Internal, Err: err, Name: o.Name, Idempotency: true})
+		}
+	default:
+		refuse(c, m.s, o)
 	}
 }
 
-// execute runs the chain holding claim, then stores or frees the key.
-func (g *idemGuard) execute(c *gin.Context, claim *locker.Claim) {
-	orig := c.Request
-	cw := &captureWriter{ResponseWriter: c.Writer, max: g.o.maxRespBytes}
-	c.Writer = cw
-	running := orig.WithContext(claim.Context())
-	c.Request = running
-	finished := false
+// call runs the chain with ctx, capturing the response.
+func (m *idempotency) call(c *gin.Context, orig *http.Request, ctx context.Context) guard.Answer {
+	cw := &captureWriter{ResponseWriter: c.Writer, max: m.g.MaxResponseBytes()}
+	running := orig.WithContext(ctx)
+	c.Writer, c.Request = cw, running
 	defer func() {
-		if !finished { // the chain panicked: free the key, let the panic go on
-			_ = claim.Abandon(context.WithoutCancel(orig.Context()))
-		}
 		c.Writer = cw.ResponseWriter
-		if c.Request == running {
-			c.Request = orig
-		} else if c.Request != nil {
-			c.Request = c.Request.WithContext(orig.Context())
-		}
+		restore(c, orig, running)
 	}()
 	c.Next()
-	finished = true
-	if claim.Lost() && !cw.Written() {
-		_ = claim.Abandon(context.WithoutCancel(orig.Context()))
-		g.refuse(c, locker.ErrLockLost, http.StatusServiceUnavailable)
-		return
-	}
-	if err := g.finish(c, orig.Context(), cw, claim); err != nil {
-		_ = c.Error(err) // the response is sent; a retry may run the handler again
-	}
-}
-
-// finish stores the response as the key's outcome, or frees the key.
-func (g *idemGuard) finish(c *gin.Context, reqCtx context.Context, cw *captureWriter, claim *locker.Claim) error {
-	ctx := context.WithoutCancel(reqCtx)
-	status := cw.Status()
-	switch {
-	case lockRefused(c):
-		return claim.Abandon(ctx)
-	case status >= 500 && (g.o.serverErrors == ReleaseServerErrors || reqCtx.Err() != nil):
-		return claim.Abandon(ctx)
-	case cw.over && g.o.oversize == OversizeReleaseKey:
-		return claim.Abandon(ctx)
-	}
 	cw.snapshot() // nothing written yet: the headers gin is about to send
-	return claim.Complete(ctx, encodeResponse(status, cw.header, g.o.replayHeaders, cw.body.Bytes(), cw.over))
-}
-
-// refuse aborts the chain and hands err to the error handler.
-func (g *idemGuard) refuse(c *gin.Context, err error, status int) {
-	_ = c.Error(err)
-	c.Abort()
-	g.o.errorHandler(c, err, status)
+	status := cw.Status()
+	return guard.Answer{
+		Status:      status,
+		Payload:     encodeResponse(cw.header, m.s.replayHeaders, cw.body.Bytes()),
+		Oversize:    cw.over,
+		ServerError: status >= 500,
+		Sent:        cw.Written(),
+	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -33,7 +34,7 @@ func ExampleIdempotency() {
 	r := gin.New()
 	r.Use(gin.Recovery(), func(c *gin.Context) { c.Set("account", c.GetHeader("X-Demo-Account")) })
 	r.POST("/payments",
-		middleware.Idempotency(lk, middleware.WithScope(accountOf)),
+		middleware.Idempotency(lk, guard.WithScope(accountOf)),
 		func(c *gin.Context) {
 			charges++
 			c.JSON(http.StatusCreated, gin.H{"charge": charges})

@@ -16,13 +16,15 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/locktag/locktag/internal/flaky"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
 // userScope scopes keys by the X-User header (a stand-in for real auth).
-var userScope = middleware.WithScope(func(c *gin.Context) (string, error) {
+var userScope = guard.WithScope(func(c *gin.Context) (string, error) {
 	return c.GetHeader("X-User"), nil
 })
 
@@ -44,10 +46,10 @@ func (p *payments) handler(c *gin.Context) {
 }
 
 // engine serves p behind the guard built with lk and opts.
-func (p *payments) engine(lk *locker.Locker, opts ...middleware.IdempotencyOption) *gin.Engine {
+func (p *payments) engine(lk *locker.Locker, opts ...guard.Option) *gin.Engine {
 	r := gin.New()
 	r.Use(gin.RecoveryWithWriter(io.Discard))
-	r.POST("/pay/:id", middleware.Idempotency(lk, append([]middleware.IdempotencyOption{userScope}, opts...)...), p.handler)
+	r.POST("/pay/:id", middleware.Idempotency(lk, append([]guard.Option{userScope}, opts...)...), p.handler)
 	return r
 }
 
@@ -144,7 +146,7 @@ func TestIdempotencyScope(t *testing.T) {
 func TestIdempotencyBadKeys(t *testing.T) {
 	srv, lk := setup(t)
 	p := &payments{}
-	h := p.engine(lk, middleware.WithMaxKeyLen(8))
+	h := p.engine(lk, guard.WithMaxKeyLen(8))
 	before := evalCalls(t, srv)
 	wantStatus(t, pay(h, "", "alice", "{}"), http.StatusBadRequest, "idempotency-key-missing")
 	for _, key := range []string{"123456789", `"12345678x"`, `"open`, "two words", `"a"b"`, "caf\xc3\xa9"} {
@@ -165,7 +167,7 @@ func TestIdempotencyBadKeys(t *testing.T) {
 func TestIdempotencyOptionalKey(t *testing.T) {
 	_, lk := setup(t)
 	p := &payments{}
-	h := p.engine(lk, middleware.WithOptionalKey())
+	h := p.engine(lk, guard.WithOptionalKey())
 	wantStatus(t, pay(h, "", "alice", "{}"), http.StatusCreated, "")
 	wantStatus(t, pay(h, "", "alice", "{}"), http.StatusCreated, "")
 	if n := p.executions.Load(); n != 2 {
@@ -178,21 +180,21 @@ func TestNewIdempotencyErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		lk   *locker.Locker
-		opts []middleware.IdempotencyOption
+		opts []guard.Option
 		want error
 	}{
-		{"no scope", lk, nil, middleware.ErrNoScope},
-		{"nil locker", nil, []middleware.IdempotencyOption{middleware.WithPublicScope()}, middleware.ErrNilLocker},
-		{"scope and public", lk, []middleware.IdempotencyOption{userScope, middleware.WithPublicScope()}, middleware.ErrBadOption},
-		{"nil scope", lk, []middleware.IdempotencyOption{middleware.WithScope(nil)}, middleware.ErrBadOption},
-		{"bad key len", lk, []middleware.IdempotencyOption{userScope, middleware.WithMaxKeyLen(0)}, middleware.ErrBadOption},
-		{"bad lease", lk, []middleware.IdempotencyOption{userScope, middleware.WithInFlightLease(time.Microsecond)}, middleware.ErrBadOption},
+		{"no scope", lk, nil, guard.ErrNoScope},
+		{"nil locker", nil, []guard.Option{guard.WithPublicScope()}, guard.ErrNilLocker},
+		{"scope and public", lk, []guard.Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
+		{"nil scope", lk, []guard.Option{guard.WithScope[*gin.Context](nil)}, guard.ErrBadOption},
+		{"bad key len", lk, []guard.Option{userScope, guard.WithMaxKeyLen(0)}, guard.ErrBadOption},
+		{"bad lease", lk, []guard.Option{userScope, guard.WithInFlightLease(time.Microsecond)}, guard.ErrBadOption},
 	} {
 		if _, err := middleware.NewIdempotency(tc.lk, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
 		}
 	}
-	if _, err := middleware.NewIdempotency(lk, middleware.WithPublicScope()); err != nil {
+	if _, err := middleware.NewIdempotency(lk, guard.WithPublicScope()); err != nil {
 		t.Errorf("public: %v", err)
 	}
 }
@@ -220,30 +222,16 @@ func TestIdempotencyPanicFreesKey(t *testing.T) {
 	}
 }
 
-// flakyDriver fails every script while down is set: its process is cut off
-// from Redis (or dead), so it can neither renew nor complete.
-type flakyDriver struct {
-	locker.Driver
-	down atomic.Bool
-}
-
-func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
-	if f.down.Load() {
-		return nil, errors.New("flaky: connection refused")
-	}
-	return f.Driver.Eval(ctx, s, keys, args...)
-}
-
 // TestIdempotencyCrash: the first request's process stops reaching Redis
 // mid-request (neither completing nor abandoning); after the in-flight
 // lease a retry on another process executes and its response is the one
 // replayed; the first process's late response is not stored.
 func TestIdempotencyCrash(t *testing.T) {
 	srv, lk := setup(t)
-	f := &flakyDriver{Driver: locker.RedigoDriver(srv.Pool(t))}
+	f := &flaky.Driver{Driver: locker.RedigoDriver(srv.Pool(t))}
 	crashing := locker.NewWithDriver(f)
 	t.Cleanup(func() { _ = crashing.Close() })
-	lease := middleware.WithInFlightLease(300 * time.Millisecond)
+	lease := guard.WithInFlightLease(300 * time.Millisecond)
 	entered, resume := make(chan struct{}), make(chan struct{})
 	p1 := &payments{work: func(*gin.Context) { close(entered); <-resume }}
 	p2 := &payments{}
@@ -252,7 +240,7 @@ func TestIdempotencyCrash(t *testing.T) {
 	done := make(chan *httptest.ResponseRecorder, 1)
 	go func() { done <- pay(h1, "k", "alice", "{}") }()
 	recv(t, entered, "the first handler")
-	f.down.Store(true)
+	f.Down.Store(true)
 	wantStatus(t, pay(h2, "k", "alice", "{}"), http.StatusConflict, "idempotency-key-in-flight")
 	var retry *httptest.ResponseRecorder
 	eventually(t, 5*time.Second, "the retry executes after the lease", func() bool {
@@ -262,7 +250,7 @@ func TestIdempotencyCrash(t *testing.T) {
 	wantStatus(t, retry, http.StatusCreated, "")
 	close(resume)
 	recv(t, done, "the first response")
-	f.down.Store(false)
+	f.Down.Store(false)
 	sameResponse(t, retry, pay(h1, "k", "alice", "{}"))
 	if p1.executions.Load() != 1 || p2.executions.Load() != 1 {
 		t.Fatalf("executions %d + %d, want 1 + 1", p1.executions.Load(), p2.executions.Load())
@@ -272,19 +260,19 @@ func TestIdempotencyCrash(t *testing.T) {
 func TestIdempotencyOversize(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		policy middleware.OversizePolicy
-	}{{"keep key", middleware.OversizeKeepKey}, {"release key", middleware.OversizeReleaseKey}} {
+		policy guard.OversizePolicy
+	}{{"keep key", guard.OversizeKeepKey}, {"release key", guard.OversizeReleaseKey}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, lk := setup(t)
 			p := &payments{}
-			h := p.engine(lk, middleware.WithMaxResponseBytes(10), middleware.WithOversizePolicy(tc.policy))
+			h := p.engine(lk, guard.WithMaxResponseBytes(10), guard.WithOversizePolicy(tc.policy))
 			first := pay(h, "k", "alice", "{}")
 			wantStatus(t, first, http.StatusCreated, "")
 			if !strings.Contains(first.Body.String(), `"receipt":1`) {
 				t.Fatalf("first client did not get the whole response: %s", first.Body)
 			}
 			retry := pay(h, "k", "alice", "{}")
-			if tc.policy == middleware.OversizeKeepKey {
+			if tc.policy == guard.OversizeKeepKey {
 				wantStatus(t, retry, http.StatusUnprocessableEntity, "idempotency-response-not-stored")
 				if !strings.Contains(retry.Body.String(), "status 201") {
 					t.Fatalf("detail does not name the first status: %s", retry.Body)
@@ -305,13 +293,13 @@ func TestIdempotencyOversize(t *testing.T) {
 func TestIdempotencyServerErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		policy middleware.ServerErrorPolicy
-	}{{"store", middleware.StoreServerErrors}, {"release", middleware.ReleaseServerErrors}} {
+		policy guard.ServerErrorPolicy
+	}{{"store", guard.StoreServerErrors}, {"release", guard.ReleaseServerErrors}} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, lk := setup(t)
 			var calls atomic.Int64
 			r := gin.New()
-			r.POST("/pay/:id", middleware.Idempotency(lk, userScope, middleware.WithServerErrorPolicy(tc.policy)),
+			r.POST("/pay/:id", middleware.Idempotency(lk, userScope, guard.WithServerErrorPolicy(tc.policy)),
 				func(c *gin.Context) {
 					if calls.Add(1) == 1 {
 						c.String(http.StatusBadGateway, "upstream failed")
@@ -322,7 +310,7 @@ func TestIdempotencyServerErrors(t *testing.T) {
 			first := pay(r, "k", "alice", "{}")
 			wantStatus(t, first, http.StatusBadGateway, "")
 			retry := pay(r, "k", "alice", "{}")
-			if tc.policy == middleware.StoreServerErrors {
+			if tc.policy == guard.StoreServerErrors {
 				sameResponse(t, first, retry)
 			} else if retry.Code != http.StatusOK || retry.Header().Get(middleware.ReplayedHeader) != "" {
 				t.Fatalf("retry %d %s, want a fresh 200", retry.Code, retry.Body)
@@ -348,7 +336,7 @@ func TestIdempotencyReplayWait(t *testing.T) {
 	p := &payments{work: func(*gin.Context) {
 		once.Do(func() { close(entered); <-resume })
 	}}
-	h := p.engine(lk, middleware.WithReplayWait(10*time.Second))
+	h := p.engine(lk, guard.WithReplayWait(10*time.Second))
 	first := make(chan *httptest.ResponseRecorder, 1)
 	go func() { first <- pay(h, "k", "alice", "{}") }()
 	recv(t, entered, "the first handler")
@@ -405,11 +393,11 @@ func TestIdempotencyExactlyOnce(t *testing.T) {
 	const procs, requests = 5, 50
 	for _, tc := range []struct {
 		name string
-		opts []middleware.IdempotencyOption
+		opts []guard.Option
 		bare bool
 	}{
 		{"409 or replay", nil, false},
-		{"wait and replay", []middleware.IdempotencyOption{middleware.WithReplayWait(10 * time.Second)}, false},
+		{"wait and replay", []guard.Option{guard.WithReplayWait(10 * time.Second)}, false},
 		{"control: no guard", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

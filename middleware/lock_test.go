@@ -15,6 +15,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -200,7 +201,7 @@ func TestLockRedisDown(t *testing.T) {
 	r.GET("/closed/:id", middleware.Lock(lk, `key:"d:{path.id}"`), func(c *gin.Context) {
 		ran["closed"] = true
 	})
-	r.GET("/open/:id", middleware.Lock(lk, `key:"d:{path.id}"`, middleware.WithFailOpen()), func(c *gin.Context) {
+	r.GET("/open/:id", middleware.Lock(lk, `key:"d:{path.id}"`, guard.WithFailOpen()), func(c *gin.Context) {
 		ran["open"] = true
 		failedOpen = middleware.FailedOpen(c)
 		if failedOpen != nil && locker.FromContext(c.Request.Context()) != nil {

@@ -1,123 +1,115 @@
 package middleware
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker/guard"
 )
 
-// DefaultMaxBodyBytes is the default cap on a request body read for a
-// {body...} placeholder: 1 MiB.
-const DefaultMaxBodyBytes = 1 << 20
+// ErrorHandler writes the response for a request a guard refused (or whose
+// lock or claim was lost before anything was written). o is the guard's
+// outcome — o.Kind says what happened, o.Err is the cause for logs — and
+// status is the HTTP status this package chose for it. The handler should
+// write a response; the chain is aborted whether it does or not.
+type ErrorHandler func(c *gin.Context, o guard.Outcome, status int)
 
-// Option configures Lock, NewLock, LockRules and NewLockRules.
-type Option func(*options)
+// Defaults of the idempotency middleware.
+const (
+	// DefaultIdempotencyHeader is the request header carrying the key.
+	DefaultIdempotencyHeader = "Idempotency-Key"
+	// ReplayedHeader is set to "true" on every replayed response.
+	ReplayedHeader = "Idempotent-Replayed"
+)
 
-// ErrorHandler writes the response for a request the middleware refuses (or
-// whose lock was lost). err is the cause — it matches one of keyexpr's or
-// locker's sentinel errors, or one of this package's — and status is the
-// HTTP status the middleware chose for it. The handler should write a
-// response; the chain is aborted whether it does or not.
-type ErrorHandler func(c *gin.Context, err error, status int)
-
-type options struct {
-	errorHandler ErrorHandler
-	failOpen     bool
-	maxBodyBytes int64
-	maxValueLen  int
-	sources      keyexpr.Sources[*gin.Context]
-	err          error // the first invalid option
-}
-
-func evaluateOptions(opts []Option) (options, error) {
-	o := options{
-		errorHandler: WriteProblem,
-		maxBodyBytes: DefaultMaxBodyBytes,
-		maxValueLen:  keyexpr.DefaultMaxValueLen,
-	}
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	return o, o.err
-}
-
-func (o *options) fail(err error) {
-	if o.err == nil {
-		o.err = err
+// DefaultReplayHeaders returns the response headers stored and replayed
+// unless WithReplayHeaders says otherwise: Content-Type, Content-Language,
+// Content-Encoding, Content-Disposition, Location, ETag and Last-Modified.
+// Each call returns a new slice.
+func DefaultReplayHeaders() []string {
+	return []string{
+		"Content-Type", "Content-Language", "Content-Encoding", "Content-Disposition",
+		"Location", "ETag", "Last-Modified",
 	}
 }
 
-// WithErrorHandler replaces the writer of refusal responses. The default is
-// WriteProblem, which writes an RFC 9457 application/problem+json body. A
-// Retry-After header for 409 is set before h runs; h may remove it.
-func WithErrorHandler(h ErrorHandler) Option {
-	return func(o *options) {
-		if h == nil {
-			o.fail(fmt.Errorf("%w: WithErrorHandler(nil)", ErrBadOption))
-			return
-		}
-		o.errorHandler = h
+// settings are this adapter's own options, beside the guard's.
+type settings struct {
+	errorHandler  ErrorHandler
+	sources       keyexpr.Sources[*gin.Context] // the application's
+	header        string
+	replayHeaders []string // canonical
+}
+
+func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
+	s := &settings{
+		errorHandler:  WriteProblem,
+		header:        DefaultIdempotencyHeader,
+		replayHeaders: canonical(DefaultReplayHeaders()),
 	}
-}
-
-// WithFailOpen makes the route run its handler WITHOUT the lock when Redis
-// is unavailable or the connection pool is exhausted (an error matching
-// locker.ErrUnavailable). Nothing else fails open: a busy lock, a bad key and
-// the end of the caller's context are refused as usual. The handler can tell
-// with FailedOpen(c), and the error is attached with c.Error. The default is
-// fail-closed: 503 without running the handler.
-func WithFailOpen() Option {
-	return func(o *options) { o.failOpen = true }
-}
-
-// WithMaxBodyBytes caps how much of the request body a {body...}
-// placeholder reads. A longer body is refused with 413 and ErrBodyTooLarge
-// before Redis is touched. n must be at least 1. The default is
-// DefaultMaxBodyBytes (1 MiB). Routes without a {body...} placeholder never
-// read the body.
-func WithMaxBodyBytes(n int64) Option {
-	return func(o *options) {
-		if n < 1 {
-			o.fail(fmt.Errorf("%w: WithMaxBodyBytes(%d): the cap must be at least 1", ErrBadOption, n))
-			return
-		}
-		o.maxBodyBytes = n
+	err := guard.ApplyAdapterOptions(t, opts, s)
+	if s.errorHandler == nil {
+		err = errors.Join(err, fmt.Errorf("%w: WithErrorHandler: nil handler", guard.ErrBadOption))
 	}
+	return s, err
 }
 
-// WithMaxValueLen caps the length in bytes of each placeholder's value
-// (keyexpr.WithMaxValueLen). A longer value is refused with 400, or hashed
-// when the tag says long:"hash". The default is 256.
-func WithMaxValueLen(n int) Option {
-	return func(o *options) {
-		if n < 1 {
-			o.fail(fmt.Errorf("%w: WithMaxValueLen(%d): the cap must be at least 1", ErrBadOption, n))
-			return
-		}
-		o.maxValueLen = n
+func canonical(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = http.CanonicalHeaderKey(n)
 	}
+	return out
 }
 
-// WithSource adds the key source name, so templates can use {name.path} (or
-// {name} when src accepts an empty path). src is called once per placeholder
-// when the middleware is built and may reject a path there; its getter runs
-// per request, and an error or empty value it returns is a 400. A name that
-// is already built in (path, query, form, header, body, method, route, ip)
-// is replaced. There are no application sources by default. See GinKeys and
-// SourceFunc for ready-made ones.
-func WithSource(name string, src keyexpr.Source[*gin.Context]) Option {
-	return func(o *options) {
+// WithErrorHandler replaces the writer of refusal responses, for Lock,
+// LockRules and Idempotency. The default is WriteProblem, which writes an
+// RFC 9457 application/problem+json body. A Retry-After header is set
+// before h runs when the outcome has a retry hint; h may remove it.
+func WithErrorHandler(h ErrorHandler) guard.Option {
+	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *settings) error { s.errorHandler = h; return nil })
+}
+
+// WithSource adds the key source name for Lock and LockRules, so
+// templates can use {name.path} (or {name} when src accepts an empty path).
+// src is called once per placeholder when the middleware is built and may
+// reject a path there; its getter runs per request, and an error or empty
+// value it returns is a 400. A built-in name (path, query, form, header,
+// body, method, route, ip) is replaced. There are no application sources by
+// default. See GinKeys and SourceFunc for ready-made ones.
+func WithSource(name string, src keyexpr.Source[*gin.Context]) guard.Option {
+	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *settings) error {
 		if name == "" || src == nil {
-			o.fail(fmt.Errorf("%w: WithSource(%q): a source needs a name and a function", ErrBadOption, name))
-			return
+			return errors.New("a source needs a name and a function")
 		}
-		if o.sources == nil {
-			o.sources = make(keyexpr.Sources[*gin.Context])
+		s.sources = s.sources.With(name, src)
+		return nil
+	})
+}
+
+// WithKeyHeader sets the request header that carries the idempotency key.
+// Idempotency only. The default is DefaultIdempotencyHeader.
+func WithKeyHeader(name string) guard.Option {
+	return guard.AdapterOption("WithKeyHeader", guard.IdempotencyGuards, func(s *settings) error {
+		if name == "" {
+			return errors.New("empty header name")
 		}
-		o.sources[name] = src
-	}
+		s.header = http.CanonicalHeaderKey(name)
+		return nil
+	})
+}
+
+// WithReplayHeaders replaces the response headers that are stored and
+// replayed with a response. Idempotency only. The default is
+// DefaultReplayHeaders(). Set-Cookie and other per-caller headers do not
+// belong here.
+func WithReplayHeaders(names ...string) guard.Option {
+	return guard.AdapterOption("WithReplayHeaders", guard.IdempotencyGuards, func(s *settings) error {
+		s.replayHeaders = canonical(names)
+		return nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -21,23 +22,28 @@ import (
 func TestWriteProblem(t *testing.T) {
 	missing := &keyexpr.TemplateError{Template: "o:{path.id}", Placeholder: "{path.id}", Pos: 2, Err: keyexpr.ErrMissingValue}
 	for _, tc := range []struct {
+		what   guard.Kind
 		err    error
 		status int
 		kind   string
 		detail string
 	}{
-		{missing, 400, "bad-lock-key", "missing value for {path.id}"},
-		{&keyexpr.TemplateError{Placeholder: "{body.a}", Err: middleware.ErrBodyNotJSON}, 400, "bad-lock-key", "the request body is not valid JSON (needed for {body.a})"},
-		{&keyexpr.TemplateError{Placeholder: "{body.a}", Err: middleware.ErrBodyTooLarge}, 413, "body-too-large", ""},
-		{locker.ErrNotObtained, 409, "lock-busy", ""},
-		{errors.Join(locker.ErrNotObtained, context.DeadlineExceeded), 503, "lock-wait-ended", ""},
-		{fmt.Errorf("%w: dial tcp 10.0.0.1:6379: refused", locker.ErrUnavailable), 503, "lock-unavailable", ""},
-		{locker.ErrLockLost, 503, "lock-lost", ""},
-		{errors.New("other"), 500, "", ""},
+		{guard.BadKey, missing, 400, "bad-lock-key", "missing value for {path.id}"},
+		{guard.BadKey, &keyexpr.TemplateError{Placeholder: "{body.a}", Err: middleware.ErrBodyNotJSON}, 400, "bad-lock-key", "the request body is not valid JSON (needed for {body.a})"},
+		{guard.TooLarge, &keyexpr.TemplateError{Placeholder: "{body.a}", Err: middleware.ErrBodyTooLarge}, 413, "body-too-large", ""},
+		{guard.TagMistake, &keyexpr.TemplateError{Placeholder: "{path.x}", Err: middleware.ErrNoRouteParam}, 500, "lock-tag-mistake", ""},
+		{guard.Busy, locker.ErrNotObtained, 409, "lock-busy", ""},
+		{guard.Deadline, errors.Join(locker.ErrNotObtained, context.DeadlineExceeded), 503, "lock-wait-ended", ""},
+		{guard.Unavailable, fmt.Errorf("%w: dial tcp 10.0.0.1:6379: refused", locker.ErrUnavailable), 503, "lock-unavailable", ""},
+		{guard.Lost, locker.ErrLockLost, 503, "lock-lost", ""},
+		{guard.Internal, errors.New("other"), 500, "", ""},
 	} {
+		if got := middleware.Status(tc.what); got != tc.status {
+			t.Errorf("Status(%v) = %d, want %d", tc.what, got, tc.status)
+		}
 		rec := httptest.NewRecorder()
 		c, _ := gin.CreateTestContext(rec)
-		middleware.WriteProblem(c, tc.err, tc.status)
+		middleware.WriteProblem(c, guard.Outcome{Kind: tc.what, Err: tc.err}, tc.status)
 		var p map[string]any
 		if err := json.Unmarshal(rec.Body.Bytes(), &p); err != nil {
 			t.Fatalf("%v: body %s", tc.err, rec.Body)
@@ -65,17 +71,17 @@ func TestErrorHandler(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hold.Release(t.Context())
-	var gotErr error
+	var got guard.Outcome
 	var gotStatus int
 	var retry string
 	ran := false
 	r := gin.New()
-	r.GET("/e/:id", middleware.Lock(lk, `key:"e:{path.id}"`, middleware.WithErrorHandler(func(c *gin.Context, err error, status int) {
-		gotErr, gotStatus, retry = err, status, c.Writer.Header().Get("Retry-After")
+	r.GET("/e/:id", middleware.Lock(lk, `key:"e:{path.id}"`, middleware.WithErrorHandler(func(c *gin.Context, o guard.Outcome, status int) {
+		got, gotStatus, retry = o, status, c.Writer.Header().Get("Retry-After")
 		c.String(http.StatusTooManyRequests, "busy")
 	})), func(c *gin.Context) { ran = true })
 	rec := do(r, http.MethodGet, "/e/1", "")
-	if rec.Code != http.StatusTooManyRequests || ran || gotStatus != 409 || retry != "1" || !errors.Is(gotErr, locker.ErrNotObtained) {
-		t.Fatalf("%d ran=%v status=%d Retry-After=%q err=%v", rec.Code, ran, gotStatus, retry, gotErr)
+	if rec.Code != http.StatusTooManyRequests || ran || gotStatus != 409 || retry != "1" || got.Kind != guard.Busy || !errors.Is(got.Err, locker.ErrNotObtained) {
+		t.Fatalf("%d ran=%v status=%d Retry-After=%q outcome=%+v", rec.Code, ran, gotStatus, retry, got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 )
 
 // Rules maps routes to lock tags for LockRules. A key is an upper-case HTTP
@@ -33,7 +34,7 @@ type Rules map[string]string
 // {path.X} names a parameter of the rule's route — and LockRules panics with
 // the first error (in sorted key order) that NewLockRules would return. Use
 // Rules.Check to verify that every rule names a registered route.
-func LockRules(l *locker.Locker, rules Rules, opts ...Option) gin.HandlerFunc {
+func LockRules(l *locker.Locker, rules Rules, opts ...guard.Option) gin.HandlerFunc {
 	h, err := NewLockRules(l, rules, opts...)
 	if err != nil {
 		panic(err)
@@ -42,33 +43,37 @@ func LockRules(l *locker.Locker, rules Rules, opts ...Option) gin.HandlerFunc {
 }
 
 // NewLockRules is like LockRules but returns construction errors instead of
-// panicking: ErrNilLocker, errors wrapping ErrBadOption or ErrBadRule, or a
-// *keyexpr.TagError (wrapped with the rule's key) for a bad tag.
-func NewLockRules(l *locker.Locker, rules Rules, opts ...Option) (gin.HandlerFunc, error) {
-	m, err := newMiddleware(l, opts)
+// panicking: guard.ErrNilLocker, errors wrapping guard.ErrBadOption or
+// ErrBadRule, or a *keyexpr.TagError (wrapped with the rule's key) for a bad
+// tag.
+func NewLockRules(l *locker.Locker, rules Rules, opts ...guard.Option) (gin.HandlerFunc, error) {
+	m, err := newLocks(l, opts)
 	if err != nil {
 		return nil, err
 	}
 	// method -> route pattern -> route: two lookups per request, no
 	// allocation.
-	table := make(map[string]map[string]*route)
+	table := make(map[string]map[string]*guard.Lock[*gin.Context])
 	for _, k := range slices.Sorted(maps.Keys(rules)) {
 		method, path, err := splitRule(k)
 		if err != nil {
 			return nil, err
 		}
-		rt, err := m.compile(rules[k], routeParams(path))
+		g, err := m.compile(rules[k])
+		if err == nil {
+			err = m.checkParams(g.Spec(), routeParams(path))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("middleware: rule %q: %w", k, err)
 		}
 		if table[method] == nil {
-			table[method] = make(map[string]*route)
+			table[method] = make(map[string]*guard.Lock[*gin.Context])
 		}
-		table[method][path] = rt
+		table[method][path] = g
 	}
 	return func(c *gin.Context) {
-		if rt := table[c.Request.Method][c.FullPath()]; rt != nil {
-			m.serve(c, rt)
+		if g := table[c.Request.Method][c.FullPath()]; g != nil && probeOf(c) == nil {
+			m.serve(c, g)
 		}
 	}, nil
 }
@@ -120,16 +125,22 @@ func routeParams(pattern string) []string {
 	return params
 }
 
-// checkPathParams fails for a {path.X} whose X is not a route parameter.
-func checkPathParams(t *keyexpr.Template, params []string) error {
+// checkParams fails, with a *keyexpr.TagError wrapping ErrBadRule, for a
+// {path.X} in spec whose X is not one of params, unless the application
+// replaced the path source.
+func (m *locks) checkParams(spec *keyexpr.Spec, params []string) error {
+	if _, custom := m.s.sources["path"]; custom {
+		return nil
+	}
+	t := spec.Key
 	for _, ph := range t.Placeholders() {
 		if ph.Source == "path" && !slices.Contains(params, ph.Path) {
 			has := "none"
 			if len(params) > 0 {
 				has = ":" + strings.Join(params, ", :")
 			}
-			return &keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
-				Err: &detailError{ErrBadRule, fmt.Sprintf("the rule's route has no parameter :%s (it has %s)", ph.Path, has)}}
+			return spec.KeyError(&keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
+				Err: &detailError{ErrBadRule, fmt.Sprintf("the rule's route has no parameter :%s (it has %s)", ph.Path, has)}})
 		}
 	}
 	return nil

@@ -15,18 +15,18 @@ import (
 type getter = keyexpr.Getter[*gin.Context]
 
 // sourceSet returns the built-in sources with the application's on top.
-func (o *options) sourceSet() keyexpr.Sources[*gin.Context] {
+func (m *locks) sourceSet() keyexpr.Sources[*gin.Context] {
 	s := keyexpr.Sources[*gin.Context]{
 		"path":   named("path", pathGetter),
 		"query":  named("query", queryGetter),
 		"form":   named("form", formGetter),
 		"header": named("header", headerGetter),
-		"body":   named("body", func(path string) getter { return bodyGetter(path, o.maxBodyBytes) }),
+		"body":   named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
 		"method": bare("method", func(c *gin.Context) (string, error) { return c.Request.Method, nil }),
 		"route":  bare("route", func(c *gin.Context) (string, error) { return c.FullPath(), nil }),
 		"ip":     bare("ip", func(c *gin.Context) (string, error) { return c.ClientIP(), nil }),
 	}
-	for name, src := range o.sources {
+	for name, src := range m.s.sources {
 		s[name] = src
 	}
 	return s
@@ -52,8 +52,18 @@ func bare(source string, g getter) keyexpr.Source[*gin.Context] {
 	}
 }
 
+// pathGetter reads a route parameter. A route without the parameter is a
+// mistake in the tag (ErrNoRouteParam, a 500), not in the request: Gin
+// never matches a route with an empty :param.
 func pathGetter(name string) getter {
-	return func(c *gin.Context) (string, error) { return c.Param(name), nil }
+	return func(c *gin.Context) (string, error) {
+		for _, p := range c.Params {
+			if p.Key == name {
+				return p.Value, nil
+			}
+		}
+		return "", ErrNoRouteParam
+	}
 }
 
 func queryGetter(name string) getter {

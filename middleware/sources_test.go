@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -22,7 +24,7 @@ func (u user) String() string { return u.id }
 // request, escaped.
 func TestSources(t *testing.T) {
 	_, lk := setup(t)
-	opts := []middleware.Option{
+	opts := []guard.Option{
 		middleware.WithSource("ctx", middleware.GinKeys("user", "n", "u")),
 		middleware.WithSource("tenant", middleware.SourceFunc(func(c *gin.Context) (string, error) {
 			return c.GetHeader("X-Tenant"), nil
@@ -74,12 +76,13 @@ func TestBadKeyValues(t *testing.T) {
 	srv, lk := setup(t)
 	long := strings.Repeat("x", 257)
 	var gotErr error
-	opts := []middleware.Option{
-		middleware.WithMaxBodyBytes(64),
+	opts := []guard.Option{
+		guard.WithMaxRequestBytes(64),
+		guard.WithLogger(slog.New(slog.DiscardHandler)), // TestTagMistake reads the log
 		middleware.WithSource("ctx", middleware.GinKeys()),
-		middleware.WithErrorHandler(func(c *gin.Context, err error, status int) {
-			gotErr = err
-			middleware.WriteProblem(c, err, status)
+		middleware.WithErrorHandler(func(c *gin.Context, o guard.Outcome, status int) {
+			gotErr = o.Err
+			middleware.WriteProblem(c, o, status)
 		}),
 	}
 	for _, tc := range []struct {
@@ -88,7 +91,7 @@ func TestBadKeyValues(t *testing.T) {
 		status                   int
 		want                     error
 	}{
-		{"path param the route lacks", "o:{path.nope}", "/b/1", "", nil, 400, keyexpr.ErrMissingValue},
+		{"path param the route lacks", "o:{path.nope}", "/b/1", "", nil, 500, middleware.ErrNoRouteParam},
 		{"missing query", "q:{query.sku}", "/b/1", "", nil, 400, keyexpr.ErrMissingValue},
 		{"empty query", "q:{query.sku}", "/b/1?sku=", "", nil, 400, keyexpr.ErrMissingValue},
 		{"missing header", "h:{header.X-User}", "/b/1", "", nil, 400, keyexpr.ErrMissingValue},
@@ -121,8 +124,11 @@ func TestBadKeyValues(t *testing.T) {
 				t.Fatalf("error %v, want %v", gotErr, tc.want)
 			}
 			kind := "bad-lock-key"
-			if tc.status == 413 {
+			switch tc.status {
+			case 413:
 				kind = "body-too-large"
+			case 500:
+				kind = "lock-tag-mistake"
 			}
 			if !problemType(t, rec.Body.Bytes(), kind) {
 				t.Fatalf("body %s, want problem type %s", rec.Body, kind)
@@ -192,7 +198,7 @@ func TestConstructionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		tag  string
-		opts []middleware.Option
+		opts []guard.Option
 		want error
 		msg  string
 	}{
@@ -201,13 +207,13 @@ func TestConstructionErrors(t *testing.T) {
 		{"unknown source", `key:"o:{pth.id}" wait:"1s"`, nil, keyexpr.ErrUnknownSource, "field key at byte 7"},
 		{"unknown source after escape", `key:"o\u0041:{pth.id}"`, nil, keyexpr.ErrUnknownSource, "field key at byte 4"},
 		{"ctx without WithSource", `key:"u:{ctx.user}"`, nil, keyexpr.ErrUnknownSource, "field key at byte 7"},
-		{"gin key not allowed", `key:"u:{ctx.usr}"`, []middleware.Option{middleware.WithSource("ctx", middleware.GinKeys("user"))}, nil, `"usr" is not one of the allowed keys`},
+		{"gin key not allowed", `key:"u:{ctx.usr}"`, []guard.Option{middleware.WithSource("ctx", middleware.GinKeys("user"))}, nil, `"usr" is not one of the allowed keys`},
 		{"bare source with path", `key:"m:{method.x}"`, nil, nil, "source method takes no name"},
 		{"named source without path", `key:"q:{query}"`, nil, nil, "source query needs a name"},
-		{"bad max body", `key:"o:{path.id}"`, []middleware.Option{middleware.WithMaxBodyBytes(0)}, middleware.ErrBadOption, "WithMaxBodyBytes(0)"},
-		{"bad max value", `key:"o:{path.id}"`, []middleware.Option{middleware.WithMaxValueLen(0)}, middleware.ErrBadOption, "WithMaxValueLen(0)"},
-		{"nil error handler", `key:"o:{path.id}"`, []middleware.Option{middleware.WithErrorHandler(nil)}, middleware.ErrBadOption, "WithErrorHandler(nil)"},
-		{"nil source", `key:"o:{path.id}"`, []middleware.Option{middleware.WithSource("x", nil)}, middleware.ErrBadOption, "WithSource"},
+		{"bad max body", `key:"o:{path.id}"`, []guard.Option{guard.WithMaxRequestBytes(0)}, guard.ErrBadOption, "WithMaxRequestBytes: 0"},
+		{"bad max value", `key:"o:{path.id}"`, []guard.Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, "WithMaxValueLen: 0"},
+		{"nil error handler", `key:"o:{path.id}"`, []guard.Option{middleware.WithErrorHandler(nil)}, guard.ErrBadOption, "WithErrorHandler: nil handler"},
+		{"nil source", `key:"o:{path.id}"`, []guard.Option{middleware.WithSource("x", nil)}, guard.ErrBadOption, "WithSource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := middleware.NewLock(lk, tc.tag, tc.opts...)
@@ -234,7 +240,7 @@ func TestConstructionErrors(t *testing.T) {
 			}()
 		})
 	}
-	if _, err := middleware.NewLock(nil, `key:"x"`); !errors.Is(err, middleware.ErrNilLocker) {
+	if _, err := middleware.NewLock(nil, `key:"x"`); !errors.Is(err, guard.ErrNilLocker) {
 		t.Fatalf("nil locker: %v", err)
 	}
 }

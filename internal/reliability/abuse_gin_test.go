@@ -11,6 +11,7 @@ import (
 	"github.com/gin-gonic/gin"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -49,7 +50,7 @@ func abuseRouter(t *testing.T, srv *redistest.Server, lk *locker.Locker, seen *s
 		seen.set(c.GetHeader("X-Case"), v)
 		c.Status(http.StatusNoContent)
 	}
-	opts := []middleware.Option{middleware.WithMaxBodyBytes(1024)}
+	opts := []guard.Option{guard.WithMaxRequestBytes(1024)}
 	r.POST("/orders/:id/pay", middleware.Lock(lk, `key:"order:{path.id}" expire:"10s"`, opts...), h)
 	r.POST("/pair/:a/:b", middleware.Lock(lk, `key:"pair:{path.a}:{path.b}" expire:"10s"`, opts...), h)
 	r.POST("/hashed/:id", middleware.Lock(lk, `key:"h:{path.id}" expire:"10s" long:"hash"`, opts...), h)
@@ -172,7 +173,7 @@ func TestGinIdempotencyAbuse(t *testing.T) {
 	lk := newLocker(t, srv.Pool(t))
 	var runs int
 	r := gin.New()
-	r.POST("/payments", middleware.Idempotency(lk, middleware.WithPublicScope(), middleware.WithMaxRequestBytes(1024)),
+	r.POST("/payments", middleware.Idempotency(lk, guard.WithPublicScope(), guard.WithMaxRequestBytes(1024)),
 		func(c *gin.Context) { runs++; c.String(http.StatusCreated, "paid") })
 
 	req := func(body string, keys ...string) *http.Request {

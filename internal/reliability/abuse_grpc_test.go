@@ -8,6 +8,7 @@ import (
 	"github.com/locktag/locktag/interceptor"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -31,7 +32,7 @@ var grpcRules = interceptor.Rules{
 func TestGRPCAbuse(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv.Pool(t))
-	ic, err := interceptor.New(lk, grpcRules, interceptor.WithFiles(abuseFiles))
+	ic, err := interceptor.New(lk, grpcRules, interceptor.WithRegistry(abuseFiles, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,8 +117,8 @@ func TestGRPCAbuse(t *testing.T) {
 func TestGRPCIdempotencyAbuse(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv.Pool(t))
-	g, err := interceptor.NewIdempotency(lk, []string{methodPay}, interceptor.WithPublicScope(),
-		interceptor.WithIdempotencyRegistry(abuseFiles, abuseTypes))
+	g, err := interceptor.NewIdempotency(lk, []string{methodPay}, guard.WithPublicScope(),
+		interceptor.WithRegistry(abuseFiles, abuseTypes))
 	if err != nil {
 		t.Fatal(err)
 	}

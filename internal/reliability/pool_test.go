@@ -44,7 +44,7 @@ func TestPoolExhaustedAdapters(t *testing.T) {
 	lk := newLocker(t, pool)
 	other := newLocker(t, srv.Pool(t))
 	r, runs := lockRouter(t, lk, `key:"order:{path.id}" expire:"10s"`)
-	ic, err := interceptor.New(lk, grpcRules, interceptor.WithFiles(abuseFiles))
+	ic, err := interceptor.New(lk, grpcRules, interceptor.WithRegistry(abuseFiles, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,25 @@
+// Package testwait holds test helpers that wait with a deadline instead of
+// sleeping.
+package testwait
+
+import (
+	"testing"
+	"time"
+)
+
+// Timeout bounds every wait: long enough for a loaded CI machine, short
+// enough to fail a hung test.
+const Timeout = 10 * time.Second
+
+// Recv receives from ch, or fails the test naming what it waited for.
+func Recv[T any](t testing.TB, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(Timeout):
+		t.Fatalf("timed out waiting for %s", what)
+		var zero T
+		return zero
+	}
+}

@@ -1,0 +1,57 @@
+package keyexpr
+
+import "strconv"
+
+// Fields are a lock tag's fields as separate values, for tags that come from
+// somewhere other than tag text — a proto method option, a config file. Each
+// field holds what the tag's quoted value would hold; an empty field is
+// absent (Key is required).
+type Fields struct {
+	Key    string // key template; required
+	Expire string // Go duration of at least 1ms; "" = watchdog mode
+	Wait   string // non-negative Go duration; "" = fail at once
+	Name   string // metrics/span name; "" = the adapter's default
+	Long   string // "hash" or "reject"; "" = "reject"
+}
+
+// NewSpec builds the *Spec the equivalent tag would parse to, with the same
+// validation as ParseTag and without writing and re-reading tag text. Errors
+// are *TagError values, as from ParseTag, naming the field; Spec.Tag (and
+// TagError.Tag) is the equivalent tag, in the field order key, expire,
+// wait, name, long, so that messages and logs can quote it.
+func NewSpec(f Fields) (*Spec, error) {
+	s := &Spec{}
+	type field struct{ name, value string }
+	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}}
+	var tag []byte
+	starts := make([]int, len(all))
+	for i, fl := range all {
+		if fl.value == "" && fl.name != "key" {
+			starts[i] = -1
+			continue
+		}
+		if len(tag) > 0 {
+			tag = append(tag, ' ')
+		}
+		tag = append(tag, fl.name...)
+		tag = append(tag, ':')
+		starts[i] = len(tag)
+		tag = strconv.AppendQuote(tag, fl.value)
+	}
+	s.Tag = string(tag)
+	s.keyQuote = starts[0]
+	s.keyExact = strconv.Quote(f.Key) == `"`+f.Key+`"`
+	for i, fl := range all {
+		if starts[i] < 0 {
+			continue
+		}
+		if err := s.setField(fl.name, fl.value); err != nil {
+			pos := starts[i]
+			if fl.name == "key" {
+				pos = s.keyErrPos(err)
+			}
+			return nil, &TagError{Tag: s.Tag, Field: fl.name, Pos: pos, Err: err}
+		}
+	}
+	return s, nil
+}

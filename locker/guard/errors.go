@@ -1,0 +1,35 @@
+package guard
+
+import "errors"
+
+// Sentinel errors. Construction errors wrap ErrBadOption, ErrNilLocker or
+// ErrNoScope (or are a *keyexpr.TagError for a bad tag); the errors in an
+// Outcome wrap locker's sentinels, keyexpr's, or the request-time ones here.
+var (
+	// ErrBadOption reports an invalid option value given to a constructor,
+	// or an option given to a guard it does not apply to.
+	ErrBadOption = errors.New("guard: bad option")
+	// ErrNilLocker reports a constructor called with a nil *locker.Locker.
+	ErrNilLocker = errors.New("guard: nil locker")
+	// ErrNoScope reports an idempotency guard built with neither WithScope
+	// nor WithPublicScope.
+	ErrNoScope = errors.New("guard: idempotency guard without a scope (use WithScope or WithPublicScope)")
+
+	// ErrTagMistake is wrapped by a key source's error when the template asks
+	// for something this request can never have — a path parameter the route
+	// lacks. The Outcome is TagMistake: a server error, never the client's.
+	ErrTagMistake = errors.New("guard: the tag names something the request cannot have")
+	// ErrTooLarge is wrapped by an adapter's error for a request body over
+	// the cap (WithMaxRequestBytes). The Outcome is TooLarge.
+	ErrTooLarge = errors.New("guard: request too large")
+	// ErrIdempotencyKeyMissing: a guarded request without an idempotency key.
+	ErrIdempotencyKeyMissing = errors.New("guard: idempotency key missing")
+	// ErrScopeUnresolved: the scope resolver failed or returned "".
+	ErrScopeUnresolved = errors.New("guard: idempotency scope unresolved")
+	// ErrResponseNotStored: the key's first request finished, but its answer
+	// was over WithMaxResponseBytes and was not stored (OversizeKeepKey).
+	ErrResponseNotStored = errors.New("guard: idempotent answer too large to replay")
+	// ErrUnreadableRecord: a stored idempotency record is not in this
+	// guard's format (written by another adapter or a newer version).
+	ErrUnreadableRecord = errors.New("guard: unreadable idempotency record")
+)

@@ -1,0 +1,164 @@
+package guard
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker"
+)
+
+// Lock is one compiled lock tag bound to an adapter's request type R. It is
+// immutable and safe for concurrent use; build it once, at registration.
+type Lock[R any] struct {
+	l          *locker.Locker
+	spec       *keyexpr.Spec
+	key        *keyexpr.Key[R]
+	params     locker.Params
+	retryAfter time.Duration
+	s          *settings
+}
+
+// CompileLock parses tag (keyexpr.ParseTag) and builds its guard with
+// NewLock.
+func CompileLock[R any](l *locker.Locker, tag string, src keyexpr.Sources[R], opts ...Option) (*Lock[R], error) {
+	spec, err := keyexpr.ParseTag(tag)
+	if err != nil {
+		return nil, err
+	}
+	return NewLock(l, spec, src, opts...)
+}
+
+// NewLock binds spec's key template to the adapter's sources src and
+// returns the guard. Errors: ErrNilLocker; errors wrapping ErrBadOption
+// (all of them, joined); a *keyexpr.TagError for a placeholder whose source
+// src lacks or rejects. Nothing is checked against Redis.
+func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R], opts ...Option) (*Lock[R], error) {
+	if l == nil {
+		return nil, ErrNilLocker
+	}
+	if spec == nil || spec.Key == nil {
+		return nil, errors.Join(ErrBadOption, keyexpr.ErrMissingKey)
+	}
+	s, err := evaluate(forLock, opts)
+	if err != nil {
+		return nil, err
+	}
+	key, err := keyexpr.BindSpec(spec, src, keyexpr.WithMaxValueLen(s.maxValueLen))
+	if err != nil {
+		return nil, err
+	}
+	ra := s.retryAfter
+	if ra == 0 {
+		ra = max((spec.Wait+time.Second-1)/time.Second*time.Second, time.Second)
+	}
+	return &Lock[R]{
+		l:          l,
+		spec:       spec,
+		key:        key,
+		params:     locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: spec.Name, Template: spec.Key.String()},
+		retryAfter: ra,
+		s:          s,
+	}, nil
+}
+
+// Spec returns the parsed tag the guard was built from.
+func (g *Lock[R]) Spec() *keyexpr.Spec { return g.spec }
+
+// MaxRequestBytes returns the WithMaxRequestBytes cap, for the adapter's
+// {body...} source.
+func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
+
+// Run guards one request r: it resolves the key, obtains the lock (waiting
+// up to the tag's wait, never past ctx), calls call with the lease's
+// context, and releases the lock when call returns or panics — on a
+// context that keeps ctx's values but not its cancellation; a panic goes on
+// after the release. name is the low-cardinality name for spans, metrics
+// and logs when the tag has none (the route, the full method).
+//
+// The lease's context carries the lease (locker.FromContext) and is
+// cancelled with cause locker.ErrLockLost if the lock is lost. call's error
+// means "no answer was given": if the lock was lost by then the Outcome is
+// Lost (Err joins locker.ErrLockLost and call's error); otherwise OK. When
+// call returns nil the Outcome is OK, with Err locker.ErrLockLost if the
+// lock was lost anyway, or the release's error.
+//
+// call never runs when the key cannot be resolved or the lock is not
+// obtained (BadKey, TooLarge, TagMistake, Busy, Unavailable, Deadline,
+// Canceled, Lost, Internal), except that WithFailOpen runs it for
+// Unavailable (FailedOpen). A refusal inside an idempotency guard's call
+// frees the idempotency key, so a retry runs afresh.
+func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx context.Context) error) (o Outcome) {
+	p := g.params
+	if p.Name == "" {
+		p.Name = name
+	}
+	o = Outcome{Kind: OK, Name: p.Name, Tag: g.spec.Tag}
+	key, err := g.key.Eval(r)
+	if err != nil {
+		return g.refuse(ctx, o, classify(err), err)
+	}
+	lease, err := g.l.Obtain(ctx, key, p)
+	if err != nil {
+		kind := classify(err)
+		if kind == Unavailable && g.s.failOpen {
+			o.Kind, o.Err = FailedOpen, err
+			_ = call(context.WithValue(ctx, failedOpenKey{}, err))
+			return o
+		}
+		return g.refuse(ctx, o, kind, err)
+	}
+	defer func() {
+		rerr := lease.Release(context.WithoutCancel(ctx))
+		if rerr != nil && !lease.Lost() && o.Err == nil {
+			o.Err = rerr // the lease runs out in Redis on its own
+		}
+	}()
+	cerr := call(lease.Context())
+	if lease.Lost() {
+		if cerr != nil {
+			o.Kind, o.Err = Lost, errors.Join(locker.ErrLockLost, cerr)
+		} else {
+			o.Err = locker.ErrLockLost // the answer is out; say so in the log
+		}
+	}
+	return o
+}
+
+// refuse fills in a refusal, marks it for an enclosing idempotency guard
+// and logs a tag mistake.
+func (g *Lock[R]) refuse(ctx context.Context, o Outcome, kind Kind, err error) Outcome {
+	o.Kind, o.Err = kind, err
+	switch kind {
+	case Busy:
+		o.RetryAfter = g.retryAfter
+	case Unavailable:
+		o.RetryAfter = hint
+	case TagMistake:
+		g.s.logger.ErrorContext(ctx, "locktag: the lock tag names something the request cannot have; fix the tag or the route",
+			"tag", g.spec.Tag, "name", o.Name, "error", err)
+	}
+	if m, _ := ctx.Value(refusedKey{}).(*atomic.Bool); m != nil {
+		m.Store(true)
+	}
+	return o
+}
+
+// failedOpenKey is the context key of the error a FailedOpen call runs with.
+type failedOpenKey struct{}
+
+// FailOpenCause returns the error for which a WithFailOpen lock guard ran its
+// call without the lock, or nil if ctx is not such a call's context (the
+// lock is held, or there is no lock guard). A call that must not run
+// unprotected after all can check it and refuse.
+func FailOpenCause(ctx context.Context) error {
+	err, _ := ctx.Value(failedOpenKey{}).(error)
+	return err
+}
+
+// refusedKey is the context key of an idempotency guard's refusal mark: a
+// lock guard inside its call sets it when it refuses, so the refusal is
+// not stored as the key's outcome.
+type refusedKey struct{}
