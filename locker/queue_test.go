@@ -284,15 +284,30 @@ func queueCosts(t *testing.T, srv *redistest.Server, n int) (recheck, leave floa
 
 // TestQueueCostScaling: what a waiter's re-check and leave cost Redis does
 // not grow with the queue (every queue operation is O(log N)). Measured
-// from Redis's own per-command statistics, not wall time.
+// from Redis's own per-command statistics, not wall time; each figure is
+// the lowest of three interleaved rounds, since a command's microseconds
+// also count time the server spent descheduled on a loaded machine. (The
+// first version, which read the whole queue, cost 5x more per leave at
+// 4,000 waiters than at 500.)
 func TestQueueCostScaling(t *testing.T) {
 	if testing.Short() {
 		t.Skip("queues 4,000 waiters")
 	}
 	srv := redistest.Start(t)
-	r250, l250 := queueCosts(t, srv, 250)
-	r4k, l4k := queueCosts(t, srv, 4000)
-	t.Logf("µs per script call: re-check %.1f at 250 waiters, %.1f at 4,000 (%.2fx); leave %.1f, %.1f (%.2fx)",
+	best := func(a, b float64) float64 {
+		if a == 0 || b < a {
+			return b
+		}
+		return a
+	}
+	var r250, l250, r4k, l4k float64
+	for range 3 {
+		r, l := queueCosts(t, srv, 250)
+		r250, l250 = best(r250, r), best(l250, l)
+		r, l = queueCosts(t, srv, 4000)
+		r4k, l4k = best(r4k, r), best(l4k, l)
+	}
+	t.Logf("µs per script call, best of 3: re-check %.1f at 250 waiters, %.1f at 4,000 (%.2fx); leave %.1f, %.1f (%.2fx)",
 		r250, r4k, r4k/r250, l250, l4k, l4k/l250)
 	if r4k > 2*r250 || l4k > 2*l250 {
 		t.Fatalf("queue operations grow with the queue: re-check %.2fx, leave %.2fx from 250 to 4,000 waiters (want <= 2x)", r4k/r250, l4k/l250)
