@@ -13,7 +13,9 @@ import (
 	goredislib "github.com/redis/go-redis/v9"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/goredis"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // backend is the Redis the app locks on, and how to let go of it.
@@ -56,8 +58,17 @@ func openBackend(ctx context.Context, getenv func(string) string, opts ...locker
 			closePools(pools)
 			return nil, err
 		}
+		ds := make([]driver.Driver, len(pools))
+		for i, p := range pools {
+			ds[i] = redigo.New(p)
+		}
+		lk, err := locker.NewRedlock(ds, opts...)
+		if err != nil {
+			closePools(pools)
+			return nil, err
+		}
 		return &backend{
-			lk:    locker.NewRedlock(pools, opts...),
+			lk:    lk,
 			desc:  fmt.Sprintf("Redlock over %d masters %s", len(addrs), strings.Join(addrs, ", ")),
 			close: func() { closePools(pools) },
 		}, nil
@@ -68,8 +79,13 @@ func openBackend(ctx context.Context, getenv func(string) string, opts ...locker
 			_ = pool.Close()
 			return nil, err
 		}
+		lk, err := locker.New(redigo.New(pool), opts...)
+		if err != nil {
+			_ = pool.Close()
+			return nil, err
+		}
 		return &backend{
-			lk:    locker.New(pool, opts...),
+			lk:    lk,
 			desc:  "Redis at " + addr,
 			close: func() { _ = pool.Close() },
 		}, nil
@@ -155,8 +171,13 @@ func openGoRedis(ctx context.Context, getenv func(string) string, password strin
 		_ = rdb.Close()
 		return nil, fmt.Errorf("redis: %w", err)
 	}
+	lk, err := locker.New(goredis.New(rdb), opts...)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
 	return &backend{
-		lk:    locker.NewWithDriver(goredis.New(rdb), opts...),
+		lk:    lk,
 		desc:  desc,
 		close: func() { _ = rdb.Close() },
 	}, nil
@@ -182,8 +203,15 @@ func openEmbedded(opts []locker.Option) (*backend, error) {
 	}
 	stopClock := runClock(m, 10*time.Millisecond)
 	pool := newPool(m.Addr(), "", false)
+	lk, err := locker.New(redigo.New(pool), opts...)
+	if err != nil {
+		_ = pool.Close()
+		stopClock()
+		m.Close()
+		return nil, err
+	}
 	return &backend{
-		lk:   locker.New(pool, opts...),
+		lk:   lk,
 		desc: "embedded miniredis at " + m.Addr() + " (DEV ONLY: in memory, one process; set REDIS_ADDR for a real Redis)",
 		dev:  true,
 		close: func() {

@@ -13,6 +13,7 @@ import (
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -59,7 +60,10 @@ func dial(srv *grpc.Server) (testpb.InventoryClient, func()) {
 }
 
 func ExampleNew() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	ic, err := interceptor.New(lk, interceptor.Rules{
@@ -100,9 +104,12 @@ func ExampleNew() {
 }
 
 func ExampleNew_ruleError() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
-	_, err := interceptor.New(lk, interceptor.Rules{
+	_, err = interceptor.New(lk, interceptor.Rules{
 		"/locktag.test.v1.Inventory/Reserve": `key:"sku:{req.item.id}" wait:"1s"`,
 	})
 	var re *interceptor.RuleError
@@ -118,7 +125,10 @@ func ExampleNew_ruleError() {
 type userKey struct{}
 
 func ExampleContextSource() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	// An authentication interceptor runs first and stores the user.
@@ -149,7 +159,10 @@ func ExampleContextSource() {
 }
 
 func ExampleWithErrorHandler() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	// Busy locks become ResourceExhausted; everything else keeps the default.
@@ -169,7 +182,7 @@ func ExampleWithErrorHandler() {
 	ctx := context.Background()
 	other, _ := lk.Obtain(ctx, "sku:pear", locker.Params{})
 	defer other.Release(ctx)
-	_, err := client.Reserve(ctx, &testpb.ReserveRequest{Sku: "pear"})
+	_, err = client.Reserve(ctx, &testpb.ReserveRequest{Sku: "pear"})
 	fmt.Println(status.Code(err), status.Convert(err).Message())
 	// Output:
 	// ResourceExhausted reserve is busy, retry in 1s

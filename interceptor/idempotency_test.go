@@ -14,6 +14,8 @@ import (
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -239,11 +241,11 @@ func TestIdempotencyUnaryPanicFreesKey(t *testing.T) {
 // flakyDriver fails every script while down is set (a process cut off
 // from Redis, or dead).
 type flakyDriver struct {
-	locker.Driver
+	driver.Driver
 	down atomic.Bool
 }
 
-func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (f *flakyDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if f.down.Load() {
 		return nil, errors.New("flaky: connection refused")
 	}
@@ -252,8 +254,11 @@ func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string,
 
 func TestIdempotencyUnaryCrash(t *testing.T) {
 	e := newEnv(t)
-	f := &flakyDriver{Driver: locker.RedigoDriver(e.redis.Pool(t))}
-	crashing := locker.NewWithDriver(f)
+	f := &flakyDriver{Driver: redigo.New(e.redis.Pool(t))}
+	crashing, err := locker.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = crashing.Close() })
 	lease := WithInFlightLease(300 * time.Millisecond)
 	entered, resume := make(chan struct{}), make(chan struct{})
@@ -414,7 +419,10 @@ func TestIdempotencyUnaryExactlyOnce(t *testing.T) {
 					clients[i] = startServer(t, impl)
 					continue
 				}
-				lk := locker.New(srv.Pool(t))
+				lk, err := locker.New(redigo.New(srv.Pool(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
 				t.Cleanup(func() { _ = lk.Close() })
 				clients[i] = idemServe(t, lk, impl, nil, tc.opts...)
 			}

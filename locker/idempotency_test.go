@@ -12,6 +12,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func mustClaim(t *testing.T, lk *locker.Locker, name, fp string, p locker.IdemParams) *locker.Claim {
@@ -113,11 +115,11 @@ func TestIdempotentAbandonFreesKey(t *testing.T) {
 // flaky is a Driver whose scripts fail while down is set: a process cut
 // off from Redis, or a crashed one that no longer renews anything.
 type flaky struct {
-	locker.Driver
+	driver.Driver
 	down atomic.Bool
 }
 
-func (f *flaky) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (f *flaky) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if f.down.Load() {
 		return nil, errors.New("flaky: connection refused")
 	}
@@ -129,9 +131,8 @@ func (f *flaky) Eval(ctx context.Context, s *locker.Script, keys []string, args 
 // claimer's late Complete is refused and does not overwrite the new claim.
 func TestIdempotentLeaseExpiry(t *testing.T) {
 	srv := redistest.Start(t)
-	f := &flaky{Driver: locker.RedigoDriver(srv.Pool(t))}
-	first := locker.NewWithDriver(f)
-	t.Cleanup(func() { _ = first.Close() })
+	f := &flaky{Driver: redigo.New(srv.Pool(t))}
+	first := newLockerOn(t, f)
 	other := newLocker(t, srv)
 	ctx := context.Background()
 	p := locker.IdemParams{Lease: 300 * time.Millisecond}

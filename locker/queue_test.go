@@ -14,6 +14,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // killable passes calls through to a Driver until killed; then every call
@@ -21,11 +23,11 @@ import (
 // Redis: a process cut off from Redis, or crashed, with its entries still
 // queued. Its subscriber connection keeps working.
 type killable struct {
-	locker.Driver
+	driver.Driver
 	dead atomic.Bool
 }
 
-func (k *killable) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (k *killable) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if k.dead.Load() {
 		return nil, errors.New("test: connection lost")
 	}
@@ -86,8 +88,8 @@ func TestGhostGrantHandedOn(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	live := newLocker(t, srv)
-	kd := &killable{Driver: locker.RedigoDriver(srv.Pool(t))}
-	ghosts := locker.NewWithDriver(kd)
+	kd := &killable{Driver: redigo.New(srv.Pool(t))}
+	ghosts := newLockerOn(t, kd)
 	t.Cleanup(func() { _ = ghosts.Close() })
 	msgs := listenChannel(t, srv, "locktag:{g}:c")
 
@@ -219,7 +221,7 @@ func TestUnsentCallSendsNoCleanup(t *testing.T) {
 		dials.Add(1)
 		return nil, errors.New("test: connection refused")
 	}}
-	lk := locker.New(pool, locker.WithCallTimeout(20*time.Millisecond))
+	lk := newLockerOn(t, redigo.New(pool), locker.WithCallTimeout(20*time.Millisecond))
 	defer lk.Close()
 	_, err := lk.Obtain(context.Background(), "k", locker.Params{Wait: time.Second})
 	if !errors.Is(err, locker.ErrUnavailable) || !errors.Is(err, locker.ErrNotSent) {
@@ -248,7 +250,7 @@ func TestNoDialStorm(t *testing.T) {
 		dials.Add(1)
 		return dial(ctx)
 	}
-	lk := locker.New(pool)
+	lk := newLockerOn(t, redigo.New(pool))
 	t.Cleanup(func() { _ = lk.Close() })
 	holder := mustObtain(t, newLocker(t, srv), ctx, "storm", locker.Params{})
 	defer func() { _ = holder.Release(ctx) }()

@@ -10,15 +10,38 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func newRedlock(t *testing.T, srvs []*redistest.Server, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	return newRedlockPiped(t, srvs, 0, opts...)
+}
+
+// newRedlockPiped is newRedlock with each master's redigo driver pipelining
+// over conns connections (0: pooled calls).
+func newRedlockPiped(t *testing.T, srvs []*redistest.Server, conns int, opts ...locker.Option) *locker.Locker {
 	t.Helper()
 	pools := make([]*redis.Pool, len(srvs))
 	for i, s := range srvs {
 		pools[i] = s.Pool(t)
 	}
-	lk := locker.NewRedlock(pools, opts...)
+	return newRedlockOn(t, pools, []redigo.Option{redigo.WithPipelining(conns)}, opts...)
+}
+
+// newRedlockOn returns a Redlock Locker over pools, each master's redigo
+// driver built with dopts, closed at the test's end.
+func newRedlockOn(t testing.TB, pools []*redis.Pool, dopts []redigo.Option, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	ds := make([]driver.Driver, len(pools))
+	for i, p := range pools {
+		ds[i] = redigo.New(p, dopts...)
+	}
+	lk, err := locker.NewRedlock(ds, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -251,7 +274,7 @@ func TestRedlockMutualExclusion(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	var lockers []*locker.Locker
 	for i := range 3 {
-		lockers = append(lockers, newRedlock(t, srvs, locker.WithPipelining(i/2)))
+		lockers = append(lockers, newRedlockPiped(t, srvs, i/2))
 	}
 	peak, lost := workload(t, lockers, 24, 8)
 	if peak != 1 || lost != 0 {

@@ -18,6 +18,8 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -223,11 +225,11 @@ func TestIdempotencyPanicFreesKey(t *testing.T) {
 // flakyDriver fails every script while down is set: its process is cut off
 // from Redis (or dead), so it can neither renew nor complete.
 type flakyDriver struct {
-	locker.Driver
+	driver.Driver
 	down atomic.Bool
 }
 
-func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (f *flakyDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if f.down.Load() {
 		return nil, errors.New("flaky: connection refused")
 	}
@@ -240,8 +242,11 @@ func (f *flakyDriver) Eval(ctx context.Context, s *locker.Script, keys []string,
 // replayed; the first process's late response is not stored.
 func TestIdempotencyCrash(t *testing.T) {
 	srv, lk := setup(t)
-	f := &flakyDriver{Driver: locker.RedigoDriver(srv.Pool(t))}
-	crashing := locker.NewWithDriver(f)
+	f := &flakyDriver{Driver: redigo.New(srv.Pool(t))}
+	crashing, err := locker.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = crashing.Close() })
 	lease := middleware.WithInFlightLease(300 * time.Millisecond)
 	entered, resume := make(chan struct{}), make(chan struct{})
@@ -417,7 +422,10 @@ func TestIdempotencyExactlyOnce(t *testing.T) {
 			p := &payments{work: func(*gin.Context) { time.Sleep(20 * time.Millisecond) }} // the work
 			engines := make([]http.Handler, procs)
 			for i := range engines {
-				lk := locker.New(srv.Pool(t))
+				lk, err := locker.New(redigo.New(srv.Pool(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
 				t.Cleanup(func() { _ = lk.Close() })
 				if tc.bare {
 					r := gin.New()
