@@ -405,3 +405,47 @@ func TestIdempotencyName(t *testing.T) {
 		t.Fatalf("name %q", a)
 	}
 }
+
+// TestClaimSurvivesPoolExhaustion: request traffic holding every pooled
+// connection must not starve an idempotency claim's renewals into losing a
+// healthy in-flight marker (another request with the key would then run a
+// second time), nor keep its Complete from storing the outcome — the same
+// rule as for a lock's lease (TestRenewalSurvivesPoolExhaustion).
+func TestClaimSurvivesPoolExhaustion(t *testing.T) {
+	srv := redistest.Start(t)
+	pool := srv.Pool(t)
+	pool.MaxActive = 2
+	lk := newLockerOn(t, redigo.New(pool))
+	ctx := context.Background()
+	const lease = 300 * time.Millisecond
+	c := mustClaim(t, lk, "starved", "fp", locker.IdemParams{Lease: lease, TTL: time.Minute})
+	busy := []redis.Conn{pool.Get(), pool.Get()} // the traffic: every connection taken
+	defer func() {
+		for _, b := range busy {
+			b.Close()
+		}
+	}()
+	if _, err := busy[0].Do("PING"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Idempotent(ctx, "other", "fp", locker.IdemParams{}); !errors.Is(err, locker.ErrPoolExhausted) {
+		t.Fatalf("requests are not starved: %v", err)
+	}
+	select {
+	case <-c.Context().Done():
+		t.Fatalf("claim lost while the pool was exhausted: %v", context.Cause(c.Context()))
+	case <-time.After(4 * lease):
+	}
+	if c.Lost() {
+		t.Fatal("claim reports Lost")
+	}
+	if err := c.Complete(ctx, []byte("done")); err != nil {
+		t.Fatalf("Complete with the pool exhausted: %v", err)
+	}
+	for _, b := range busy {
+		b.Close()
+	}
+	busy = nil
+	r, err := lk.Idempotent(ctx, "starved", "fp", locker.IdemParams{})
+	wantReplay(t, r, err, "done")
+}
