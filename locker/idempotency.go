@@ -130,11 +130,27 @@ func IdempotencyName(route, scope, key string) string {
 // is only given to another caller when it is abandoned or its lease runs
 // out unrenewed, and the former owner's Complete then fails with ErrNotHeld
 // and stores nothing.
+//
+// A Locker that cannot keep records safely (a Redlock Locker) returns an
+// error matching ErrIdempotencyUnsupported and touches no Redis node; see
+// SupportsIdempotency.
 func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
 	span := l.tel.startIdem(ctx, p.Name)
 	c, err := l.idempotent(ctx, name, fingerprint, p)
 	l.tel.endIdem(span, p.Name, c, err)
 	return c, err
+}
+
+// SupportsIdempotency returns nil when Idempotent can keep records on l's
+// backend, and otherwise an error matching ErrIdempotencyUnsupported that
+// says why. A Redlock Locker (NewRedlock) does not support idempotency: a
+// record kept on one master is lost or split by that master's failover, so
+// a key could execute twice, and a record kept by quorum is not
+// implemented. Guards and adapters call it when they are built, so a
+// service refuses to start instead of failing every request.
+func (l *Locker) SupportsIdempotency() error {
+	_, err := l.be.records()
+	return err
 }
 
 func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -291,5 +292,35 @@ func TestRedlockMutualExclusionControl(t *testing.T) {
 	peak, lost := workload(t, lockers, 24, 8)
 	if peak < 2 || lost == 0 {
 		t.Fatalf("detector missed a broken Redlock: %d holders at once, %d lost updates", peak, lost)
+	}
+}
+
+// TestRedlockRefusesIdempotency: a Redlock Locker refuses idempotency
+// records with ErrIdempotencyUnsupported, at construction of a guard
+// (SupportsIdempotency) and per call, and never writes a record to one
+// master (it used to keep them on master 0 only).
+func TestRedlockRefusesIdempotency(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	lk := newRedlock(t, srvs)
+	ctx := context.Background()
+	err := lk.SupportsIdempotency()
+	if !errors.Is(err, locker.ErrIdempotencyUnsupported) || !strings.Contains(err.Error(), "Redlock") {
+		t.Fatalf("SupportsIdempotency on Redlock: %v, want ErrIdempotencyUnsupported naming Redlock", err)
+	}
+	for _, p := range []locker.IdemParams{{}, {Wait: time.Second}} {
+		c, err := lk.Idempotent(ctx, "pay-1", "fp", p)
+		if c != nil || !errors.Is(err, locker.ErrIdempotencyUnsupported) {
+			t.Fatalf("Idempotent on Redlock: %v, %v; want ErrIdempotencyUnsupported", c, err)
+		}
+	}
+	for i, s := range srvs {
+		if n, err := redis.Int(s.Do("DBSIZE")); err != nil || n != 0 {
+			t.Fatalf("master %d holds %d keys (%v), want none", i, n, err)
+		}
+	}
+	// A single-node Locker on master 0 supports it.
+	single := newLocker(t, srvs[0])
+	if err := single.SupportsIdempotency(); err != nil {
+		t.Fatalf("SupportsIdempotency on one node: %v", err)
 	}
 }
