@@ -29,7 +29,19 @@ type Locker struct {
 // invalid (driver.Validator), or when an option has an invalid value or
 // applies to Redlock only (WithDriftFactor, WithNodeTimeout).
 func New(d driver.Driver, opts ...Option) (*Locker, error) {
-	return build([]driver.Driver{d}, opts, false)
+	o, errs := evaluateOptions(opts)
+	for _, name := range o.redlockOnly {
+		errs = append(errs, fmt.Errorf("%w: %s applies to NewRedlock only", ErrBadOption, name))
+	}
+	if err := checkDriver(d); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	l := newLocker(o)
+	l.be = newSingle(&l.shared, newNode(d, &l.shared))
+	return l, nil
 }
 
 // NewRedlock returns a Locker that runs the Redlock algorithm over N
@@ -46,46 +58,46 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 // NewRedlock returns an error wrapping ErrBadOption when ds is empty or
 // holds a nil or misconfigured driver, or when an option is invalid.
 func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
-	return build(ds, opts, true)
-}
-
-func build(ds []driver.Driver, opts []Option, redlock bool) (*Locker, error) {
-	o, errs := evaluateOptions(opts, redlock)
+	o, errs := evaluateOptions(opts)
 	if len(ds) == 0 {
 		errs = append(errs, fmt.Errorf("%w: NewRedlock: no drivers", ErrBadOption))
 	}
 	for i, d := range ds {
-		var err error
-		if d == nil {
-			err = fmt.Errorf("%w: nil driver", ErrBadOption)
-		} else if v, ok := d.(driver.Validator); ok {
-			err = v.Validate()
-		}
-		if err != nil && redlock {
-			err = fmt.Errorf("master %d: %w", i, err)
-		}
-		if err != nil {
-			errs = append(errs, err)
+		if err := checkDriver(d); err != nil {
+			errs = append(errs, fmt.Errorf("master %d: %w", i, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	l := newLocker(o)
+	nodes := make([]*node, len(ds))
+	for i, d := range ds {
+		nodes[i] = newNode(d, &l.shared)
+	}
+	l.be = newQuorum(&l.shared, nodes)
+	return l, nil
+}
+
+// checkDriver returns why d cannot be used, or nil.
+func checkDriver(d driver.Driver) error {
+	if d == nil {
+		return fmt.Errorf("%w: nil driver", ErrBadOption)
+	}
+	if v, ok := d.(driver.Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// newLocker returns a Locker with options o and no backend yet.
+func newLocker(o options) *Locker {
 	l := &Locker{opts: o}
 	l.o = &l.opts
 	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
 	l.sidArg, l.windowArg = l.sid, ms(l.o.grantWindow)
 	l.tel = newTelemetry(l.o)
-	nodes := make([]*node, len(ds))
-	for i, d := range ds {
-		nodes[i] = newNode(d, &l.shared)
-	}
-	if redlock {
-		l.be = newQuorum(&l.shared, nodes)
-	} else {
-		l.be = newSingle(&l.shared, nodes[0])
-	}
-	return l, nil
+	return l
 }
 
 // Close closes the shared subscriber connections and the drivers' own

@@ -46,9 +46,10 @@ func defaultOptions() options {
 	}
 }
 
-// evaluateOptions applies opts to the defaults. quorum tells whether the
-// Locker is a Redlock one, which alone takes the Redlock-only options.
-func evaluateOptions(opts []Option, quorum bool) (options, []error) {
+// evaluateOptions applies opts to the defaults and returns the errors of
+// the invalid ones. o.redlockOnly lists the Redlock-only options given,
+// which New refuses.
+func evaluateOptions(opts []Option) (options, []error) {
 	o := defaultOptions()
 	for _, opt := range opts {
 		if opt == nil {
@@ -58,12 +59,7 @@ func evaluateOptions(opts []Option, quorum bool) (options, []error) {
 		opt(&o)
 	}
 	errs := o.errs
-	if !quorum {
-		for _, name := range o.redlockOnly {
-			errs = append(errs, fmt.Errorf("%w: %s applies to NewRedlock only", ErrBadOption, name))
-		}
-	}
-	o.errs, o.redlockOnly = nil, nil
+	o.errs = nil
 	return o, errs
 }
 
