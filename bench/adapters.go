@@ -14,6 +14,8 @@ import (
 	redsyncredigo "github.com/go-redsync/redsync/v4/redis/redigo"
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -156,15 +158,23 @@ func openLocktag(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error
 }
 
 // openLocktagPipelined is openLocktag with auto-pipelining on one
-// connection per node (locker.WithPipelining).
+// connection per node (redigo.WithPipelining).
 func openLocktagPipelined(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
-	return openLocktagWith(addrs, c, reqs, locker.WithPipelining(1))
+	return openLocktagWith(addrs, c, reqs, redigo.WithPipelining(1))
 }
 
-func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, opts ...locker.Option) (Lock, func(), error) {
+func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, dopts ...redigo.Option) (Lock, func(), error) {
 	var pools []*redis.Pool
+	var ds []driver.Driver
 	for _, a := range addrs {
-		pools = append(pools, redigoPool(a, c, reqs))
+		p := redigoPool(a, c, reqs)
+		pools = append(pools, p)
+		ds = append(ds, redigo.New(p, dopts...))
+	}
+	closePools := func() {
+		for _, p := range pools {
+			p.Close()
+		}
 	}
 	return locktagOn(pools, locker.Params{TTL: lockTTL, Wait: time.Minute}, opts...)
 }
@@ -173,10 +183,15 @@ func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, opts ...locker.O
 // Lock obtains with p; closing it closes the pools too.
 func locktagOn(pools []*redis.Pool, p locker.Params, opts ...locker.Option) (Lock, func(), error) {
 	var lk *locker.Locker
-	if len(pools) == 1 {
-		lk = locker.New(pools[0], opts...)
+	var err error
+	if len(ds) == 1 {
+		lk, err = locker.New(ds[0])
 	} else {
-		lk = locker.NewRedlock(pools, opts...)
+		lk, err = locker.NewRedlock(ds)
+	}
+	if err != nil {
+		closePools()
+		return nil, nil, err
 	}
 	return locktagLock{lk, p}, func() {
 		lk.Close()

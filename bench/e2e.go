@@ -22,6 +22,7 @@ import (
 	"github.com/locktag/locktag/example-app/shopv1"
 	"github.com/locktag/locktag/interceptor"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -182,7 +183,10 @@ func e2eRun(cfg *config, c int, mode string, open func(*locker.Locker, int, stri
 	var reqs atomic.Int64
 	pool := redigoPool(cfg.addrs[0], c, &reqs)
 	defer pool.Close()
-	lk := locker.New(pool)
+	lk, err := locker.New(redigo.New(pool))
+	if err != nil {
+		fatalf("e2e %s: %v", mode, err)
+	}
 	defer lk.Close()
 	srv, err := open(lk, c, mode)
 	if err != nil {

@@ -34,7 +34,7 @@ func (rep *report) targets() {
 				measured += fmt.Sprintf(" (rounds %.2f–%.2f)", lt.ratioMin, lt.ratioMax)
 			}
 			if lp, ok := rep.find("uncontended", "locktag-pipe", c); ok {
-				// WithPipelining is opt-in: shown beside, judged on the default.
+				// redigo.WithPipelining is opt-in: shown beside, judged on the default.
 				measured += fmt.Sprintf(" (pipelined: %.2f×)", lp.vsRef(ref))
 			}
 			line(fmt.Sprintf("uncontended c=%d: ≥ 0.9× set+del pairs/s", c), measured, x >= 0.9)

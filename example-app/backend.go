@@ -13,15 +13,21 @@ import (
 	goredislib "github.com/redis/go-redis/v9"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/goredis"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // backend is the Redis the app locks on, and how to let go of it.
 type backend struct {
-	lk    *locker.Locker
-	desc  string // one line for the start-up banner
-	dev   bool   // the embedded miniredis
-	close func()
+	lk *locker.Locker
+	// records keeps the idempotency records: lk itself, except on Redlock,
+	// which keeps none (locker.ErrIdempotencyUnsupported) — there the app
+	// chooses, openly, a single-node Locker on the first master.
+	records *locker.Locker
+	desc    string // one line for the start-up banner
+	dev     bool   // the embedded miniredis
+	close   func()
 }
 
 // Close closes the locker and then the connections or embedded server.
@@ -56,10 +62,27 @@ func openBackend(ctx context.Context, getenv func(string) string, opts ...locker
 			closePools(pools)
 			return nil, err
 		}
+		ds := make([]driver.Driver, len(pools))
+		for i, p := range pools {
+			ds[i] = redigo.New(p)
+		}
+		lk, err := locker.NewRedlock(ds, opts...)
+		if err != nil {
+			closePools(pools)
+			return nil, err
+		}
+		records, err := locker.New(ds[0], opts...)
+		if err != nil {
+			_ = lk.Close()
+			closePools(pools)
+			return nil, err
+		}
 		return &backend{
-			lk:    locker.NewRedlock(pools, opts...),
-			desc:  fmt.Sprintf("Redlock over %d masters %s", len(addrs), strings.Join(addrs, ", ")),
-			close: func() { closePools(pools) },
+			lk:      lk,
+			records: records,
+			desc: fmt.Sprintf("Redlock over %d masters %s; idempotency records on %s alone (Redlock keeps none)",
+				len(addrs), strings.Join(addrs, ", "), addrs[0]),
+			close: func() { _ = records.Close(); closePools(pools) },
 		}, nil
 	case getenv("REDIS_ADDR") != "":
 		addr := getenv("REDIS_ADDR")
@@ -68,8 +91,13 @@ func openBackend(ctx context.Context, getenv func(string) string, opts ...locker
 			_ = pool.Close()
 			return nil, err
 		}
+		lk, err := locker.New(redigo.New(pool), opts...)
+		if err != nil {
+			_ = pool.Close()
+			return nil, err
+		}
 		return &backend{
-			lk:    locker.New(pool, opts...),
+			lk:    lk,
 			desc:  "Redis at " + addr,
 			close: func() { _ = pool.Close() },
 		}, nil
@@ -155,8 +183,13 @@ func openGoRedis(ctx context.Context, getenv func(string) string, password strin
 		_ = rdb.Close()
 		return nil, fmt.Errorf("redis: %w", err)
 	}
+	lk, err := locker.New(goredis.New(rdb), opts...)
+	if err != nil {
+		_ = rdb.Close()
+		return nil, err
+	}
 	return &backend{
-		lk:    locker.NewWithDriver(goredis.New(rdb), opts...),
+		lk:    lk,
 		desc:  desc,
 		close: func() { _ = rdb.Close() },
 	}, nil
@@ -182,8 +215,15 @@ func openEmbedded(opts []locker.Option) (*backend, error) {
 	}
 	stopClock := runClock(m, 10*time.Millisecond)
 	pool := newPool(m.Addr(), "", false)
+	lk, err := locker.New(redigo.New(pool), opts...)
+	if err != nil {
+		_ = pool.Close()
+		stopClock()
+		m.Close()
+		return nil, err
+	}
 	return &backend{
-		lk:   locker.New(pool, opts...),
+		lk:   lk,
 		desc: "embedded miniredis at " + m.Addr() + " (DEV ONLY: in memory, one process; set REDIS_ADDR for a real Redis)",
 		dev:  true,
 		close: func() {

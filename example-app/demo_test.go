@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // The demo's claim, on a real redis-server: the route with the lock tag never
@@ -74,7 +75,10 @@ func TestBuyRouteFencesAndReenters(t *testing.T) {
 // complete, one at a time.
 func TestBuyRouteWaitsForAnotherHolder(t *testing.T) {
 	srv, lk := realRedis(t)
-	replica := locker.New(srv.Pool(t)) // another process on the same Redis
+	replica, err := locker.New(redigo.New(srv.Pool(t)))
+	if err != nil {
+		t.Fatal(err)
+	} // another process on the same Redis
 	t.Cleanup(func() { _ = replica.Close() })
 	s := newShop(lk, newStore(0, map[string]int64{"plum": 10}))
 	r := newRouter(s, nil)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktag/locktag/example-app/shopv1"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // shop.v1.Shop/Buy is locked by its proto option alone: the handler runs
@@ -33,7 +34,10 @@ func TestGRPCBuyLockedByProtoOption(t *testing.T) {
 
 	// Another replica holds the item: a call with a short deadline waits
 	// for it and ends with DeadlineExceeded, without running the handler.
-	replica := locker.New(srv.Pool(t))
+	replica, err := locker.New(redigo.New(srv.Pool(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = replica.Close() })
 	held, err := replica.Obtain(ctx, itemLock("apple"), locker.Params{})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/locktag/locktag/example-app/shopv1"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func TestMain(m *testing.M) {
@@ -28,7 +29,10 @@ func TestMain(m *testing.M) {
 func realRedis(t *testing.T) (*redistest.Server, *locker.Locker) {
 	t.Helper()
 	srv := redistest.Start(t)
-	lk := locker.New(srv.Pool(t))
+	lk, err := locker.New(redigo.New(srv.Pool(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return srv, lk
 }

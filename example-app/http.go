@@ -65,7 +65,7 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 
 	// Idempotent payments: a retry with the same Idempotency-Key (from the
 	// same X-User) replays the first response instead of charging again.
-	r.POST("/payments", middleware.Idempotency(s.lk, guard.WithScope(userScope)), func(c *gin.Context) {
+	r.POST("/payments", middleware.Idempotency(s.records, guard.WithScope(userScope)), func(c *gin.Context) {
 		var in struct {
 			OrderID     string `json:"order_id" binding:"required"`
 			AmountCents int64  `json:"amount_cents" binding:"required,gt=0"`

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"context"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -72,5 +76,48 @@ func TestRoutesChecked(t *testing.T) {
 	s := newShop(lk, newStore(0, seedStock))
 	if err := middleware.CheckRoutes(newRouter(s, nil)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestRedlockBackendPayments: on REDIS_REDLOCK the lock is Redlock, which
+// keeps no idempotency records, so the backend keeps them, openly, on the
+// first master alone; payments still replay, and the records are there
+// and on no other master.
+func TestRedlockBackendPayments(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	addrs := make([]string, len(srvs))
+	for i, srv := range srvs {
+		addrs[i] = srv.Addr()
+	}
+	env := map[string]string{"REDIS_REDLOCK": strings.Join(addrs, ",")}
+	be, err := openBackend(context.Background(), func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer be.Close()
+	if !strings.Contains(be.desc, "idempotency records on "+addrs[0]) {
+		t.Fatalf("banner %q does not say where the records are", be.desc)
+	}
+	s := newShop(be.lk, newStore(0, nil))
+	s.records = be.records
+	r := newRouter(s, nil)
+	const body = `{"order_id":"ord_1","amount_cents":1999}`
+	for i := range 2 {
+		rec := post(r, "/payments", body, "X-User", "alice", "Idempotency-Key", `"pay-1"`, "Content-Type", "application/json")
+		if rec.Code != http.StatusCreated {
+			t.Fatalf("payment %d: %d %s", i, rec.Code, rec.Body)
+		}
+	}
+	if s.Charges() != 1 {
+		t.Fatalf("%d charges, want 1", s.Charges())
+	}
+	for i, srv := range srvs {
+		keys, err := redis.Strings(srv.Do("KEYS", "locktag:{idem:*"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := i == 0; (len(keys) > 0) != want {
+			t.Fatalf("master %d holds idempotency records %v; want them on master 0 only", i, keys)
+		}
 	}
 }

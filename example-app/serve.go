@@ -19,6 +19,9 @@ var seedStock = map[string]int64{"apple": 100, "pear": 50, "plum": 10}
 // gracefully (in-flight requests finish and release their locks).
 func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	s := newShop(be.lk, newStore(cfg.Latency, seedStock))
+	if be.records != nil {
+		s.records = be.records
+	}
 	var accessLog io.Writer
 	if !cfg.Quiet {
 		accessLog = out

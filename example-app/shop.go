@@ -40,8 +40,9 @@ type payment struct {
 
 // shop is the business logic shared by the HTTP and gRPC front ends.
 type shop struct {
-	lk *locker.Locker
-	db *store
+	lk      *locker.Locker
+	records *locker.Locker // idempotency records: lk unless the backend says otherwise
+	db      *store
 
 	orders atomic.Int64 // order ids
 
@@ -51,7 +52,7 @@ type shop struct {
 
 // newShop returns a shop selling from db, locking with lk.
 func newShop(lk *locker.Locker, db *store) *shop {
-	return &shop{lk: lk, db: db}
+	return &shop{lk: lk, records: lk, db: db}
 }
 
 // Buy sells one unit of sku to user under the item's lock.

@@ -14,6 +14,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -60,7 +61,10 @@ func dial(srv *grpc.Server) (testpb.InventoryClient, func()) {
 }
 
 func ExampleNew() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	ic, err := interceptor.New(lk, interceptor.Rules{
@@ -101,9 +105,12 @@ func ExampleNew() {
 }
 
 func ExampleNew_ruleError() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
-	_, err := interceptor.New(lk, interceptor.Rules{
+	_, err = interceptor.New(lk, interceptor.Rules{
 		"/locktag.test.v1.Inventory/Reserve": `key:"sku:{req.item.id}" wait:"1s"`,
 	})
 	var re *interceptor.RuleError
@@ -119,7 +126,10 @@ func ExampleNew_ruleError() {
 type userKey struct{}
 
 func ExampleContextSource() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	// An authentication interceptor runs first and stores the user.
@@ -150,7 +160,10 @@ func ExampleContextSource() {
 }
 
 func ExampleWithErrorHandler() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	// Busy locks become ResourceExhausted; everything else keeps the default.
@@ -170,7 +183,7 @@ func ExampleWithErrorHandler() {
 	ctx := context.Background()
 	other, _ := lk.Obtain(ctx, "sku:pear", locker.Params{})
 	defer other.Release(ctx)
-	_, err := client.Reserve(ctx, &testpb.ReserveRequest{Sku: "pear"})
+	_, err = client.Reserve(ctx, &testpb.ReserveRequest{Sku: "pear"})
 	fmt.Println(status.Code(err), status.Convert(err).Message())
 	// Output:
 	// ResourceExhausted reserve is busy, retry in 1s

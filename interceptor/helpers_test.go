@@ -15,6 +15,7 @@ import (
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -83,7 +84,10 @@ type env struct {
 func newEnv(t testing.TB, opts ...locker.Option) *env {
 	t.Helper()
 	srv := redistest.Start(t)
-	lk := locker.New(srv.Pool(t), opts...)
+	lk, err := locker.New(redigo.New(srv.Pool(t)), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return &env{redis: srv, lk: lk}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -25,7 +26,10 @@ func (s *charges) Reserve(ctx context.Context, req *testpb.ReserveRequest) (*tes
 }
 
 func ExampleNewIdempotency() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	// The scope says who the caller is; an authentication interceptor

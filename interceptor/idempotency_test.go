@@ -16,6 +16,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -240,8 +241,11 @@ func TestIdempotencyUnaryPanicFreesKey(t *testing.T) {
 
 func TestIdempotencyUnaryCrash(t *testing.T) {
 	e := newEnv(t)
-	f := &flaky.Driver{Driver: locker.RedigoDriver(e.redis.Pool(t))}
-	crashing := locker.NewWithDriver(f)
+	f := &flaky.Driver{Driver: redigo.New(e.redis.Pool(t))}
+	crashing, err := locker.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = crashing.Close() })
 	lease := guard.WithInFlightLease(300 * time.Millisecond)
 	entered, resume := make(chan struct{}), make(chan struct{})
@@ -402,7 +406,10 @@ func TestIdempotencyUnaryExactlyOnce(t *testing.T) {
 					clients[i] = startServer(t, impl)
 					continue
 				}
-				lk := locker.New(srv.Pool(t))
+				lk, err := locker.New(redigo.New(srv.Pool(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
 				t.Cleanup(func() { _ = lk.Close() })
 				clients[i] = idemServe(t, lk, impl, nil, tc.opts...)
 			}

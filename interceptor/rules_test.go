@@ -11,6 +11,7 @@ import (
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -23,7 +24,11 @@ func offlineLocker(t *testing.T) *locker.Locker {
 		t.Error("construction dialled Redis")
 		return nil, errors.New("no redis")
 	}}
-	return locker.New(pool)
+	lk, err := locker.New(redigo.New(pool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
 }
 
 func TestConstructionErrors(t *testing.T) {

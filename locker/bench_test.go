@@ -14,6 +14,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -85,9 +86,8 @@ func benchSubjects(b *testing.B, srv *redistest.Server) []struct {
 	name string
 	l    benchLock
 } {
-	lk := locker.New(srv.Pool(b))
-	pl := locker.New(srv.Pool(b), locker.WithPipelining(1))
-	b.Cleanup(func() { _ = lk.Close(); _ = pl.Close() })
+	lk := newLocker(b, srv)
+	pl := newPipelined(b, srv, 1)
 	return []struct {
 		name string
 		l    benchLock
@@ -240,8 +240,8 @@ func BenchmarkRedlock(b *testing.B) {
 		name string
 		lk   *locker.Locker
 	}{
-		{"single", locker.New(pools[0])},
-		{"redlock-5", locker.NewRedlock(pools)},
+		{"single", newLockerOn(b, redigo.New(pools[0]))},
+		{"redlock-5", newRedlockOn(b, pools, nil)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			defer tc.lk.Close()
@@ -274,8 +274,7 @@ func BenchmarkTelemetry(b *testing.B) {
 		{"sdk", []locker.Option{locker.WithTracerProvider(tp), locker.WithMeterProvider(mp)}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			lk := locker.New(srv.Pool(b), tc.opts...)
-			defer lk.Close()
+			lk := newLocker(b, srv, tc.opts...)
 			ctx := context.Background()
 			p := locker.Params{TTL: 10 * time.Second, Name: "bench"}
 			b.ReportAllocs()

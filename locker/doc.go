@@ -4,7 +4,13 @@
 // cancels the holder's context if the lock is lost, and first-come-first-
 // served waiting by notification instead of polling.
 //
-// Take a lock with [Locker.Obtain] and release it with [Lease.Release]:
+// Build one Locker per process on a driver, and take a lock with
+// [Locker.Obtain] and release it with [Lease.Release]:
+//
+//	lk, err := locker.New(redigo.New(pool)) // package locker/redigo
+//	if err != nil {
+//		return err // an invalid option: errors.Is(err, locker.ErrBadOption)
+//	}
 //
 //	lease, err := lk.Obtain(ctx, "order:42", locker.Params{Wait: 2 * time.Second})
 //	if err != nil {
@@ -12,6 +18,16 @@
 //	}
 //	defer lease.Release(ctx)
 //	ctx = lease.Context() // cancelled with cause ErrLockLost if the lock is lost
+//
+// # Drivers and backends
+//
+// This package imports no Redis client. It talks to Redis through the small
+// seam in package locker/driver; locker/redigo (the default, with optional
+// auto-pipelining) and locker/goredis (Redis Cluster, Sentinel) implement
+// it. [New] keeps locks on one Redis deployment, with a first-come-first-
+// served queue in Redis; [NewRedlock] keeps them on N independent masters by
+// quorum. Both are implementations of one internal backend interface, and
+// leases and idempotency claims are kept alive by one renewal engine.
 //
 // # Redis layout
 //

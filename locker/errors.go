@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // Sentinel errors. Errors returned by this package wrap one or more of them;
@@ -25,8 +27,25 @@ var (
 	// The lock state is unknown; callers must not assume they hold the lock.
 	ErrUnavailable = errors.New("locker: redis unavailable")
 	// ErrPoolExhausted: no connection could be taken from the client's pool.
-	// Errors that match it also match ErrUnavailable.
-	ErrPoolExhausted = errors.New("locker: connection pool exhausted")
+	// Errors that match it also match ErrUnavailable. It is
+	// driver.ErrPoolExhausted, the error drivers wrap.
+	ErrPoolExhausted = driver.ErrPoolExhausted
+	// ErrNotSent marks an error of a call that never reached Redis (no
+	// connection or call slot could be had, or the context ended before
+	// anything was written): it changed nothing, and the locker sends no
+	// clean-up for it. Errors that match it also match ErrUnavailable once
+	// the locker returns them. It is driver.ErrNotSent, the error drivers
+	// wrap.
+	ErrNotSent = driver.ErrNotSent
+	// ErrBadOption is wrapped by the error of New or NewRedlock when an
+	// option (or a driver option, see driver.Validator) has an invalid value
+	// or does not apply to the kind of Locker built; the message names the
+	// option. It is driver.ErrBadOption.
+	ErrBadOption = driver.ErrBadOption
+	// ErrIdempotencyUnsupported: Idempotent was called on a Locker whose
+	// backend cannot keep idempotency records safely (a Redlock Locker).
+	// See Locker.SupportsIdempotency.
+	ErrIdempotencyUnsupported = errors.New("locker: idempotency not supported by this backend")
 	// ErrEmptyKey: Obtain was called with an empty key.
 	ErrEmptyKey = errors.New("locker: empty key")
 )
@@ -62,4 +81,12 @@ func obtainFailed(ctx context.Context, err error) error {
 		return errors.Join(ErrNotObtained, context.DeadlineExceeded)
 	}
 	return unavailable(err)
+}
+
+// notSent marks err as the failure of a call that was never sent.
+func notSent(err error) error {
+	if errors.Is(err, ErrNotSent) {
+		return err
+	}
+	return &multiError{msg: ErrNotSent.Error() + ": " + err.Error(), errs: []error{ErrNotSent, err}}
 }

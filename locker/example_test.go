@@ -4,14 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
-	"sync/atomic"
+	"log"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // exampleAddr is a redis-server started for the examples by TestMain.
@@ -34,7 +34,10 @@ func examplePool() *redis.Pool {
 }
 
 func ExampleLocker_Obtain() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	ctx := context.Background()
 
@@ -52,7 +55,10 @@ func ExampleLocker_Obtain() {
 }
 
 func ExampleLease_Context() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	ctx := context.Background()
 
@@ -80,7 +86,10 @@ func ExampleLease_Context() {
 }
 
 func ExampleFence() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	ctx := context.Background()
 	var stock locker.Fence // the storage side remembers the largest token
@@ -95,28 +104,4 @@ func ExampleFence() {
 	// Output:
 	// new holder writes: <nil>
 	// old holder writes: locker: stale fencing token
-}
-
-// With pipelining, calls from concurrent goroutines share one connection
-// and its system calls: the choice for services that take many locks at once.
-func ExampleWithPipelining() {
-	lk := locker.New(examplePool(), locker.WithPipelining(1))
-	defer lk.Close()
-	ctx := context.Background()
-
-	var wg sync.WaitGroup
-	var obtained atomic.Int32
-	for i := range 8 {
-		wg.Go(func() {
-			lease, err := lk.Obtain(ctx, fmt.Sprintf("order:%d", i), locker.Params{TTL: 10 * time.Second})
-			if err != nil {
-				return
-			}
-			obtained.Add(1)
-			_ = lease.Release(ctx)
-		})
-	}
-	wg.Wait()
-	fmt.Println(obtained.Load())
-	// Output: 8
 }

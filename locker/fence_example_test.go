@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // pausedHolder returns a lease on key that has been lost, as if its holder
@@ -29,7 +31,10 @@ func pausedHolder(lk *locker.Locker, key string) (old, next *locker.Lease, err e
 // With write-only fencing (Admit) both writes would be admitted and a sale
 // lost; with Claim, A's write is refused.
 func ExampleFence_Claim() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	ctx := context.Background()
 
@@ -83,7 +88,10 @@ func ExampleFence_Claim() {
 // A counter that only lock holders can update: every Update carries the
 // lease's fencing token, and a holder that lost the lock is refused.
 func ExampleFenced_Update() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	ctx := context.Background()
 	var visits locker.Fenced[int]
@@ -103,7 +111,7 @@ func ExampleFenced_Update() {
 		fmt.Println(n, err)
 		_ = lease.Release(ctx)
 	}
-	_, err := visits.Update(first, increment) // the first holder, late
+	_, err = visits.Update(first, increment) // the first holder, late
 	fmt.Println(err)
 	// Output:
 	// 1 <nil>
@@ -134,7 +142,10 @@ return qty - take
 // Fencing a read-modify-write in Redis with one Lua script: the script
 // checks and raises the fence and does the read and the write, atomically.
 func ExampleFence_redisScript() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	a, b, err := pausedHolder(lk, "sku:8")
 	if err != nil {
@@ -210,7 +221,10 @@ func sellWatch(c redis.Conn, key string, token int64, between func()) (int64, er
 // paused past its lease, resumes and sells from the same qty 5. B's EXEC
 // then fails and B reads again: both sales count.
 func ExampleFence_redisWatch() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	a, b, err := pausedHolder(lk, "sku:9w")
 	if err != nil {

@@ -3,11 +3,17 @@ package locker
 import (
 	"container/list"
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locktag/locktag/locker/driver"
 )
+
+// errListenerClosed fails a subscription after the Locker was closed.
+var errListenerClosed = errors.New("locker: subscriber connection closed")
 
 // hub multiplexes the waiters of one Locker onto a single subscriber
 // connection per Redis node. Each key's channel is subscribed while at least
@@ -28,14 +34,14 @@ import (
 // lease (as the last grant or busy reply told it), and when it fires the
 // first local waiter — one per process, not all of them — re-checks.
 type hub struct {
-	drv Driver
+	drv driver.Driver
 	o   *options
 	sid string // this hub's subscriber id in queue entries (shared by a Locker's hubs)
 
 	dialMu sync.Mutex // serialises opening the listener
 
 	mu      sync.Mutex
-	lis     Listener
+	lis     driver.Listener
 	closed  bool
 	chans   map[string]*subscription
 	waiters map[string]*waiter
@@ -51,7 +57,7 @@ type subscription struct {
 	err     error         // set before ready is closed
 	readyAt time.Time
 	linger  *time.Timer
-	lis     Listener
+	lis     driver.Listener
 
 	// The local waiters on the channel, first come first served (values
 	// are *waiter); guarded by hub.mu.
@@ -78,7 +84,7 @@ type grant struct {
 	pttl   time.Duration // the lease the grant set
 }
 
-func newHub(drv Driver, o *options, sid string) *hub {
+func newHub(drv driver.Driver, o *options, sid string) *hub {
 	return &hub{drv: drv, o: o, sid: sid, chans: make(map[string]*subscription), waiters: make(map[string]*waiter)}
 }
 
@@ -221,7 +227,7 @@ func (s *subscription) checkFirst() {
 
 // broken runs when the listener's connection failed: every subscription is
 // gone on the server side, so waiters are told to re-subscribe and re-check.
-func (h *hub) broken(lis Listener) func(error) {
+func (h *hub) broken(lis driver.Listener) func(error) {
 	return func(error) {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -239,7 +245,7 @@ func (h *hub) broken(lis Listener) func(error) {
 }
 
 // listener returns the live listener, opening one if needed.
-func (h *hub) listener(ctx context.Context) (Listener, error) {
+func (h *hub) listener(ctx context.Context) (driver.Listener, error) {
 	h.dialMu.Lock()
 	defer h.dialMu.Unlock()
 	h.mu.Lock()
@@ -253,7 +259,7 @@ func (h *hub) listener(ctx context.Context) (Listener, error) {
 	}
 	var bl struct {
 		sync.Mutex
-		lis Listener
+		lis driver.Listener
 	}
 	bl.Lock() // broken may not look at bl.lis before it is set
 	lis, err := h.drv.Listen(ctx, h.deliver, func(err error) {
@@ -407,81 +413,4 @@ func (h *hub) close() error {
 		return lis.Close()
 	}
 	return nil
-}
-
-// watch keeps one waiting call subscribed to its key's channel and queued
-// as a local waiter there: the lock and idempotency waits share it.
-type watch struct {
-	h       *hub
-	channel string
-	w       *waiter
-	m       member      // zero while unsubscribed
-	poll    *time.Timer // re-checks while unsubscribed
-	pollC   <-chan time.Time
-}
-
-func (h *hub) watch(channel string, w *waiter) *watch {
-	return &watch{h: h, channel: channel, w: w}
-}
-
-// ensure subscribes if not subscribed. missed reports that the subscription
-// was confirmed only after since, so a notice published in between may have
-// been lost: re-check. An error means ctx ended; any other failure leaves the
-// watch unsubscribed, so re-checks come every 100ms until it subscribes.
-func (wt *watch) ensure(ctx context.Context, since time.Time) (missed bool, err error) {
-	if wt.m.s != nil {
-		return false, nil
-	}
-	m, missed, err := wt.h.join(ctx, wt.channel, since, wt.w)
-	switch {
-	case err == nil:
-		wt.m = m
-		if wt.poll != nil {
-			// It polled until now: re-check, which also arms the key's
-			// safety timer.
-			wt.poll.Stop()
-			wt.pollC = nil
-			missed = true
-		}
-		return missed, nil
-	case ctx.Err() != nil:
-		return false, ctx.Err()
-	}
-	return false, nil
-}
-
-// observe records a busy reply: the holder's lease had pttl left at server
-// time server (ms; 0: unknown). Subscribed, the key's one safety timer moves
-// there; unsubscribed, the watch polls at that time or within 100ms,
-// whichever comes first.
-func (wt *watch) observe(pttl time.Duration, server int64) {
-	if wt.m.s != nil {
-		wt.h.mu.Lock()
-		wt.h.observeLocked(wt.m.s, pttl, server, false)
-		wt.h.mu.Unlock()
-		return
-	}
-	d := min(max(pttl, 0)+2*time.Millisecond, 100*time.Millisecond)
-	if wt.poll == nil {
-		wt.poll = time.NewTimer(d)
-	} else {
-		wt.poll.Reset(d)
-	}
-	wt.pollC = wt.poll.C
-}
-
-// polled fires when an unsubscribed watch should re-check (nil otherwise).
-func (wt *watch) polled() <-chan time.Time { return wt.pollC }
-
-// broken drops the subscription after the listener connection broke.
-func (wt *watch) broken() {
-	wt.h.leave(wt.m)
-	wt.m = member{}
-}
-
-func (wt *watch) close() {
-	if wt.poll != nil {
-		wt.poll.Stop()
-	}
-	wt.h.leave(wt.m)
 }

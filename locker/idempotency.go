@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // Idempotency records.
@@ -31,9 +33,9 @@ var (
 	//go:embed scripts/idem_renew.lua
 	luaIdemRenew string
 
-	scriptIdemBegin = newScript(luaIdemBegin)
-	scriptIdemEnd   = newScript(luaIdemEnd)
-	scriptIdemRenew = newScript(luaIdemRenew)
+	scriptIdemBegin = driver.NewScript(luaIdemBegin)
+	scriptIdemEnd   = driver.NewScript(luaIdemEnd)
+	scriptIdemRenew = driver.NewScript(luaIdemRenew)
 )
 
 // Idempotency sentinel errors; see also ErrUnavailable and ErrNotHeld.
@@ -128,6 +130,10 @@ func IdempotencyName(route, scope, key string) string {
 // is only given to another caller when it is abandoned or its lease runs
 // out unrenewed, and the former owner's Complete then fails with ErrNotHeld
 // and stores nothing.
+//
+// A Locker that cannot keep records safely (a Redlock Locker) returns an
+// error matching ErrIdempotencyUnsupported and touches no Redis node; see
+// SupportsIdempotency.
 func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
 	span := l.tel.startIdem(ctx, p.Name)
 	c, err := l.idempotent(ctx, name, fingerprint, p)
@@ -135,7 +141,23 @@ func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p Ide
 	return c, err
 }
 
+// SupportsIdempotency returns nil when Idempotent can keep records on l's
+// backend, and otherwise an error matching ErrIdempotencyUnsupported that
+// says why. A Redlock Locker (NewRedlock) does not support idempotency: a
+// record kept on one master is lost or split by that master's failover, so
+// a key could execute twice, and a record kept by quorum is not
+// implemented. Guards and adapters call it when they are built, so a
+// service refuses to start instead of failing every request.
+func (l *Locker) SupportsIdempotency() error {
+	_, err := l.be.records()
+	return err
+}
+
 func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
+	nd, err := l.be.records()
+	if err != nil {
+		return nil, err
+	}
 	if name == "" {
 		return nil, ErrEmptyKey
 	}
@@ -150,33 +172,33 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 	if p.Wait > 0 {
 		// Registered before the first try so a wake-up published right
 		// after it is not dropped.
-		w = l.hub.register(token)
-		defer l.hub.unregister(w)
+		w = nd.hub.register(token)
+		defer nd.hub.unregister(w)
 	}
 	sent := time.Now()
-	c, pttl, err := l.idemTry(ctx, k, fp, token, p, p.Wait, sent)
+	c, pttl, err := l.idemTry(ctx, nd, k, fp, token, p, p.Wait, sent)
 	if err != nil || c != nil {
 		return c, err
 	}
 	if p.Wait <= 0 {
 		return nil, ErrInFlight
 	}
-	return l.idemWait(ctx, k, fp, token, p, w, sent, pttl)
+	return l.idemWait(ctx, nd, k, fp, token, p, w, sent, pttl)
 }
 
 // idemTry runs idem_begin.lua once. It returns a Claim (held or replay), an
 // error, or neither with the in-flight record's remaining lease.
-func (l *Locker) idemTry(ctx context.Context, k idemKeys, fp, token string, p IdemParams, wait time.Duration, sent time.Time) (*Claim, time.Duration, error) {
+func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, wait time.Duration, sent time.Time) (*Claim, time.Duration, error) {
 	lease, every := p.Lease, p.Lease/3
 	if lease <= 0 {
 		lease, every = l.o.lease, l.o.renewEvery
 	}
-	cctx, cancel := l.callCtx(ctx)
-	v, err := l.drv.Eval(cctx, scriptIdemBegin, k.keys, fp, token, ms(lease), ms(max(wait, 0)))
+	cctx, cancel := l.o.callCtx(ctx)
+	v, err := nd.drv.Eval(cctx, scriptIdemBegin, k.keys, fp, token, ms(lease), ms(max(wait, 0)))
 	cancel()
 	if err != nil {
 		if !errors.Is(err, ErrNotSent) {
-			l.idemCleanup(k, token) // the script may have run and claimed
+			l.idemCleanup(nd, k, token) // the script may have run and claimed
 		}
 		return nil, 0, idemFailed(ctx, err)
 	}
@@ -191,7 +213,7 @@ func (l *Locker) idemTry(ctx context.Context, k idemKeys, fp, token string, p Id
 		if ttl <= 0 {
 			ttl = DefaultIdemTTL
 		}
-		return l.newClaim(ctx, k, token, ttl, lease, every, sent), 0, nil
+		return l.newClaim(ctx, nd, k, token, ttl, lease, every, sent), 0, nil
 	case status == 2 && len(a) == 2:
 		pttl, _ := a[1].(int64)
 		return nil, time.Duration(pttl) * time.Millisecond, nil
@@ -208,9 +230,9 @@ func (l *Locker) idemTry(ctx context.Context, k idemKeys, fp, token string, p Id
 // idemWait waits for the in-flight record to end after a first try sent at
 // sent, woken by the end script's notice, and re-checks then. A notice lost
 // with the subscriber connection costs at most the record's remaining lease.
-func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p IdemParams, w *waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
+func (l *Locker) idemWait(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, w *waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
 	waitUntil := sent.Add(p.Wait)
-	wt := l.hub.watch(k.channel, w)
+	wt := nd.hub.watch(k.channel, w)
 	defer wt.close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
@@ -224,7 +246,7 @@ func (l *Locker) idemWait(ctx context.Context, k idemKeys, fp, token string, p I
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			c, left, err := l.idemTry(ctx, k, fp, token, p, time.Until(waitUntil), sent)
+			c, left, err := l.idemTry(ctx, nd, k, fp, token, p, time.Until(waitUntil), sent)
 			if err != nil || c != nil {
 				return c, err
 			}
@@ -265,11 +287,11 @@ func idemFailed(ctx context.Context, err error) error {
 
 // idemCleanup abandons a claim that a failed call may have made, now and
 // once more a call timeout later (the lost call may still be on its way).
-func (l *Locker) idemCleanup(k idemKeys, token string) {
+func (l *Locker) idemCleanup(nd *node, k idemKeys, token string) {
 	end := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), l.o.callTimeout)
+		ctx, cancel := l.o.cleanupCtx(context.Background())
 		defer cancel()
-		_, _ = l.drv.Eval(ctx, scriptIdemEnd, k.keys, token, "a", "", 1, k.channel)
+		_, _ = nd.drv.Eval(ctx, scriptIdemEnd, k.keys, token, "a", "", 1, k.channel)
 	}
 	end()
 	time.AfterFunc(l.o.callTimeout, end)

@@ -2,7 +2,6 @@ package locker
 
 import (
 	"context"
-	"sync"
 	"time"
 )
 
@@ -14,6 +13,7 @@ import (
 // A Claim is safe for concurrent use.
 type Claim struct {
 	l       *Locker
+	nd      *node // where the record lives
 	k       idemKeys
 	token   string
 	ttl     time.Duration
@@ -22,23 +22,16 @@ type Claim struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
-	mu       sync.Mutex
-	ended    bool // Complete or Abandon called
-	lost     bool
-	lease    time.Duration
-	every    time.Duration
-	deadline time.Time // local, conservative end of the lease
-	expiry   *time.Timer
-	renewal  *time.Timer
+	keeper               // the renewal engine; its mu guards ended and lost
+	lease  time.Duration // the in-flight marker's lease
+	ended  bool          // Complete or Abandon called
+	lost   bool
 }
 
-func (l *Locker) newClaim(ctx context.Context, k idemKeys, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
-	c := &Claim{l: l, k: k, token: token, ttl: ttl, lease: lease, every: every, deadline: sent.Add(lease)}
+func (l *Locker) newClaim(ctx context.Context, nd *node, k idemKeys, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
+	c := &Claim{l: l, nd: nd, k: k, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.mu.Lock()
-	c.expiry = time.AfterFunc(time.Until(c.deadline), c.lose)
-	c.renewal = time.AfterFunc(every, c.renew)
-	c.mu.Unlock()
+	c.start(c, sent.Add(lease), every, every, retryAfter(every))
 	return c
 }
 
@@ -91,14 +84,15 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 		return ErrNotHeld
 	}
 	c.ended = true
-	c.expiry.Stop()
-	c.renewal.Stop()
+	c.stopLocked()
 	c.mu.Unlock()
 	defer c.cancel(ErrNotHeld)
 
-	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.l.o.callTimeout)
+	// Like a lock's release, with priority: an exhausted pool must not
+	// leave the record in flight.
+	cctx, cancel := c.l.o.upkeepCtx(ctx)
 	defer cancel()
-	v, err := c.l.drv.Eval(cctx, scriptIdemEnd, c.k.keys, c.token, mode, outcome, ms(c.ttl), c.k.channel)
+	v, err := c.nd.drv.Eval(cctx, scriptIdemEnd, c.k.keys, c.token, mode, outcome, ms(c.ttl), c.k.channel)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -108,51 +102,34 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 	return nil
 }
 
+// The Claim's side of its keeper (keptLease).
+
 // lose marks the marker lost and cancels the Claim's context.
 func (c *Claim) lose() {
-	c.mu.Lock()
-	if c.ended || c.lost {
-		c.mu.Unlock()
-		return
-	}
-	c.lost = true
-	c.renewal.Stop()
-	// Cancelled before Lost can report true, so a caller that saw Lost
-	// finds the context's cause set.
-	c.cancel(ErrLockLost)
-	c.mu.Unlock()
-}
-
-// renew runs on the renewal timer. A refusal loses the marker at once; a
-// failed call is retried until the local deadline, whose timer then loses
-// it. Like a lock's watchdog, it never re-claims.
-func (c *Claim) renew() {
-	c.mu.Lock()
-	if c.ended || c.lost {
-		c.mu.Unlock()
-		return
-	}
-	deadline := c.deadline
-	c.mu.Unlock()
-
-	ctx, cancel := context.WithDeadline(context.Background(), deadline)
-	sent := time.Now()
-	v, err := c.l.drv.Eval(ctx, scriptIdemRenew, c.k.keys[:1], c.token, ms(c.lease))
-	cancel()
-	if n, _ := v.(int64); err == nil && n != 1 {
-		c.lose()
-		return
-	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended || c.lost {
 		return
 	}
-	if err != nil {
-		c.renewal.Reset(max(min(c.every/4, time.Second), 10*time.Millisecond))
-		return
-	}
-	c.deadline = sent.Add(c.lease)
-	c.expiry.Reset(time.Until(c.deadline))
-	c.renewal.Reset(c.every)
+	c.lost = true
+	c.stopLocked()
+	// Cancelled before Lost can report true, so a caller that saw Lost
+	// finds the context's cause set.
+	c.cancel(ErrLockLost)
 }
+
+func (c *Claim) renewTTL() time.Duration { return c.lease }
+
+func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
+	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys[:1], c.token, ms(ttl))
+	if err != nil {
+		return false, err
+	}
+	n, _ := v.(int64)
+	return n == 1, nil
+}
+
+// validUntil: records live on one node; no drift allowance.
+func (c *Claim) validUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
+
+func (c *Claim) renewed(bool, error) {}

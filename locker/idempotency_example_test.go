@@ -3,14 +3,19 @@ package locker_test
 import (
 	"context"
 	"fmt"
+	"log"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // A payment guarded by the client's idempotency key: the first call
 // executes and stores its outcome, the retry replays it.
 func ExampleLocker_Idempotent() {
-	lk := locker.New(examplePool())
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 	ctx := context.Background()
 	name := locker.IdempotencyName("POST /payments", "customer:42", "8e03978e-40d5-43e8-bc93")

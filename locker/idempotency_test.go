@@ -12,6 +12,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func mustClaim(t *testing.T, lk *locker.Locker, name, fp string, p locker.IdemParams) *locker.Claim {
@@ -113,11 +115,11 @@ func TestIdempotentAbandonFreesKey(t *testing.T) {
 // flaky is a Driver whose scripts fail while down is set: a process cut
 // off from Redis, or a crashed one that no longer renews anything.
 type flaky struct {
-	locker.Driver
+	driver.Driver
 	down atomic.Bool
 }
 
-func (f *flaky) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (f *flaky) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if f.down.Load() {
 		return nil, errors.New("flaky: connection refused")
 	}
@@ -129,9 +131,8 @@ func (f *flaky) Eval(ctx context.Context, s *locker.Script, keys []string, args 
 // claimer's late Complete is refused and does not overwrite the new claim.
 func TestIdempotentLeaseExpiry(t *testing.T) {
 	srv := redistest.Start(t)
-	f := &flaky{Driver: locker.RedigoDriver(srv.Pool(t))}
-	first := locker.NewWithDriver(f)
-	t.Cleanup(func() { _ = first.Close() })
+	f := &flaky{Driver: redigo.New(srv.Pool(t))}
+	first := newLockerOn(t, f)
 	other := newLocker(t, srv)
 	ctx := context.Background()
 	p := locker.IdemParams{Lease: 300 * time.Millisecond}
@@ -403,4 +404,48 @@ func TestIdempotencyName(t *testing.T) {
 	if a != locker.IdempotencyName("POST /a", "user:1", "k") || !strings.HasPrefix(a, "idem:") || strings.ContainsAny(a, "{}") {
 		t.Fatalf("name %q", a)
 	}
+}
+
+// TestClaimSurvivesPoolExhaustion: request traffic holding every pooled
+// connection must not starve an idempotency claim's renewals into losing a
+// healthy in-flight marker (another request with the key would then run a
+// second time), nor keep its Complete from storing the outcome — the same
+// rule as for a lock's lease (TestRenewalSurvivesPoolExhaustion).
+func TestClaimSurvivesPoolExhaustion(t *testing.T) {
+	srv := redistest.Start(t)
+	pool := srv.Pool(t)
+	pool.MaxActive = 2
+	lk := newLockerOn(t, redigo.New(pool))
+	ctx := context.Background()
+	const lease = 300 * time.Millisecond
+	c := mustClaim(t, lk, "starved", "fp", locker.IdemParams{Lease: lease, TTL: time.Minute})
+	busy := []redis.Conn{pool.Get(), pool.Get()} // the traffic: every connection taken
+	defer func() {
+		for _, b := range busy {
+			b.Close()
+		}
+	}()
+	if _, err := busy[0].Do("PING"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.Idempotent(ctx, "other", "fp", locker.IdemParams{}); !errors.Is(err, locker.ErrPoolExhausted) {
+		t.Fatalf("requests are not starved: %v", err)
+	}
+	select {
+	case <-c.Context().Done():
+		t.Fatalf("claim lost while the pool was exhausted: %v", context.Cause(c.Context()))
+	case <-time.After(4 * lease):
+	}
+	if c.Lost() {
+		t.Fatal("claim reports Lost")
+	}
+	if err := c.Complete(ctx, []byte("done")); err != nil {
+		t.Fatalf("Complete with the pool exhausted: %v", err)
+	}
+	for _, b := range busy {
+		b.Close()
+	}
+	busy = nil
+	r, err := lk.Idempotent(ctx, "starved", "fp", locker.IdemParams{})
+	wantReplay(t, r, err, "done")
 }

@@ -3,7 +3,6 @@ package locker
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -28,18 +27,15 @@ type Lease struct {
 
 	released bool // guarded by root.mu
 
-	// Only used on a root.
-	mu       sync.Mutex
-	cancel   context.CancelCauseFunc
-	t        terms
-	live     int       // holds of this chain not yet released
-	done     bool      // lost or fully released
-	deadline time.Time // local, conservative end of the lease
-	cap      time.Time // a fixed lease's end (TTL after it was granted)
-	expiry   *time.Timer
-	renewal  *time.Timer
-	span     trace.Span // locktag.hold
-	since    time.Time  // obtained
+	// Only used on a root; guarded by mu (the keeper's) where noted.
+	keeper                         // the renewal engine
+	cancel context.CancelCauseFunc // cancels ctx with its cause
+	t      terms                   // ttl guarded by mu
+	live   int                     // holds of this chain not yet released; mu
+	done   bool                    // lost or fully released; mu
+	cap    time.Time               // a fixed lease's end (TTL after it was granted); mu
+	span   trace.Span              // locktag.hold
+	since  time.Time               // obtained
 }
 
 type ctxKey struct{}
@@ -66,34 +62,34 @@ func heldIn(ctx context.Context, l *Locker, key string) *Lease {
 	return nil
 }
 
-// newLease builds a root lease for a grant of granted made at at (or
-// asked for at at). A grant shorter than the terms — a hand-over's grant
-// window — is confirmed by the lease's first renewal, at a third of it,
-// which extends it to the terms; a holder done before then never pays for
-// it.
-func (l *Locker) newLease(ctx context.Context, key string, n names, token string, fence int64, t terms, at time.Time, granted time.Duration) *Lease {
-	until := l.validUntil(at, granted)
-	le := &Lease{l: l, key: key, n: n, token: token, fence: fence, holds: 1, t: t, live: 1, deadline: until}
+// newLease builds a root lease for grant h. A grant shorter than the
+// terms — a hand-over's grant window — is confirmed by the lease's first
+// renewal, at a third of it, which extends it to the terms; a holder done
+// before then never pays for it.
+func (l *Locker) newLease(ctx context.Context, key string, n names, token string, h held, t terms) *Lease {
+	le := &Lease{l: l, key: key, n: n, token: token, fence: h.fence, holds: 1, t: t, live: 1}
 	if !t.watchdog {
-		le.cap = at.Add(t.ttl)
+		le.cap = h.at.Add(t.ttl)
 	}
 	le.root = le
 	le.parent = FromContext(ctx)
 	le.since = time.Now()
-	hctx, span := l.tel.startHold(ctx, key, t.params, fence)
+	hctx, span := l.tel.startHold(ctx, key, t.params, h.fence)
 	le.span = span
 	cctx, cancel := context.WithCancelCause(hctx)
 	le.cancel = cancel
 	le.ctx = context.WithValue(cctx, ctxKey{}, le)
-	le.mu.Lock()
-	le.expiry = time.AfterFunc(time.Until(until), le.expired)
+	var first, every time.Duration
 	switch {
-	case granted < t.ttl:
-		le.renewal = time.AfterFunc(granted/3, le.renew)
+	case h.granted < t.ttl:
+		first = h.granted / 3
 	case t.watchdog:
-		le.renewal = time.AfterFunc(l.o.renewEvery, le.renew)
+		first = l.o.renewEvery
 	}
-	le.mu.Unlock()
+	if t.watchdog {
+		every = l.o.renewEvery
+	}
+	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery))
 	return le
 }
 
@@ -101,23 +97,19 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, error) {
 	ttl := p.TTL
 	if ttl <= 0 {
+		root.mu.Lock()
 		ttl = root.t.ttl
+		root.mu.Unlock()
 	}
-	var r reply
-	var err error
-	if l.redlock() {
-		r, err = l.reenterQuorum(ctx, root, ttl)
-	} else {
-		r, err = l.acquire(ctx, root.n, root.token, ttl, 0, modeReenter)
-	}
+	holds, ok, err := l.be.reenter(ctx, root.n, root.token, ttl)
 	if err != nil {
 		return nil, obtainFailed(ctx, err)
 	}
-	if r.status != statusReentered {
+	if !ok {
 		// The outer hold is gone: it was lost.
 		return nil, errors.Join(ErrNotObtained, ErrLockLost)
 	}
-	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: root.fence, holds: int(r.holds), root: root, parent: FromContext(ctx)}
+	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: root.fence, holds: holds, root: root, parent: FromContext(ctx)}
 	le.ctx = context.WithValue(ctx, ctxKey{}, le)
 	root.mu.Lock()
 	root.live++
@@ -166,19 +158,7 @@ func (le *Lease) Lost() bool {
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
 func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
-	if le.l.redlock() {
-		return le.l.pttlQuorum(ctx, le)
-	}
-	cctx, cancel := le.l.callCtx(ctx)
-	defer cancel()
-	v, err := le.l.drv.Eval(cctx, scriptPTTL, le.n.keys[:1], le.token)
-	if err != nil {
-		return 0, unavailable(err)
-	}
-	if n, _ := v.(int64); n >= 0 {
-		return time.Duration(n) * time.Millisecond, nil
-	}
-	return 0, ErrNotHeld
+	return le.l.be.pttl(ctx, le.n, le.token)
 }
 
 // Extend resets the lease in Redis to ttl from now and moves the local
@@ -186,7 +166,7 @@ func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	root := le.root
 	sent := time.Now()
-	ok, err := root.extend(ctx, ttl)
+	ok, err := root.extendLease(ctx, ttl)
 	if err != nil {
 		return err
 	}
@@ -203,22 +183,8 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if !root.t.watchdog {
 		root.cap = sent.Add(ttl)
 	}
-	root.setDeadlineLocked(root.l.validUntil(sent, ttl))
+	root.setDeadlineLocked(root.l.be.validUntil(sent, ttl))
 	return nil
-}
-
-func (root *Lease) extend(ctx context.Context, ttl time.Duration) (bool, error) {
-	if root.l.redlock() {
-		return root.l.extendQuorum(ctx, root, ttl)
-	}
-	cctx, cancel := root.l.callCtx(ctx)
-	defer cancel()
-	v, err := root.l.drv.Eval(cctx, scriptExtend, root.n.keys[:1], root.token, ms(ttl))
-	if err != nil {
-		return false, unavailable(err)
-	}
-	n, _ := v.(int64)
-	return n == 1, nil
 }
 
 // Release drops this hold; the lock is freed (and handed to the next waiter)
@@ -246,50 +212,16 @@ func (le *Lease) release(ctx context.Context) error {
 	if last {
 		root.stopLocked()
 	}
+	ttl := root.t.ttl
 	root.mu.Unlock()
 
-	cctx, cancel := context.WithTimeout(withPriority(context.WithoutCancel(ctx)), le.l.o.callTimeout)
+	cctx, cancel := le.l.o.upkeepCtx(ctx)
 	defer cancel()
-	if le.l.redlock() {
-		err := le.l.releaseQuorum(cctx, le, root.t.ttl)
-		if last {
-			root.finish(ErrNotHeld)
-		}
-		return err
-	}
-	v, err := le.l.drv.Eval(cctx, scriptRelease, le.n.keys, le.token, le.n.channel, handoffGrant, le.l.windowArg)
+	err := le.l.be.release(cctx, le.n, le.token, ttl)
 	if last {
 		root.finish(ErrNotHeld)
 	}
-	if err != nil {
-		return unavailable(err)
-	}
-	switch x := v.(type) {
-	case int64:
-		if x < 0 {
-			return ErrNotHeld
-		}
-	case []any:
-		// Handed to a waiter: wake it here if it is ours.
-		if len(x) == 5 {
-			token, _ := x[1].(string)
-			fence, _ := x[2].(int64)
-			server, _ := x[3].(int64)
-			pttl, _ := x[4].(int64)
-			le.l.hub.handOver(token, grant{fence: fence, server: server, pttl: time.Duration(pttl) * time.Millisecond})
-		}
-	}
-	return nil
-}
-
-// stopLocked stops the root's timers; root.mu is held.
-func (root *Lease) stopLocked() {
-	if root.expiry != nil {
-		root.expiry.Stop()
-	}
-	if root.renewal != nil {
-		root.renewal.Stop()
-	}
+	return err
 }
 
 // finish ends the root: timers stopped, context cancelled with cause.
@@ -306,61 +238,28 @@ func (root *Lease) finish(cause error) {
 	root.l.tel.endHold(root.span, root.since, root.t.params, cause)
 }
 
+// The root's side of its keeper (keptLease).
+
 // lose marks the lock lost.
 func (root *Lease) lose() { root.finish(ErrLockLost) }
 
-// expired runs when the local deadline passes without a confirmed renewal.
-func (root *Lease) expired() { root.lose() }
-
-func (root *Lease) setDeadlineLocked(until time.Time) {
-	root.deadline = until
-	root.expiry.Reset(time.Until(until))
+// renewTTL: a watchdog lease is renewed to the Locker's lease; a fixed one,
+// confirming a hand-over's grant window, to the rest of its TTL.
+func (root *Lease) renewTTL() time.Duration {
+	if !root.t.watchdog {
+		return time.Until(root.cap)
+	}
+	return root.l.o.lease
 }
 
-// renew runs on the renewal timer: the watchdog's, or the confirmation of a
-// lease granted for a grant window, which extends a fixed lease to the rest
-// of its TTL. A refusal (the key is gone or owned by another) loses the lock
-// at once; a failed call is retried until the local deadline, whose timer
-// then loses it. It never re-acquires.
-func (root *Lease) renew() {
-	root.mu.Lock()
-	if root.done {
-		root.mu.Unlock()
-		return
-	}
-	deadline, ttl := root.deadline, root.l.o.lease
-	if !root.t.watchdog {
-		ttl = time.Until(root.cap)
-	}
-	root.mu.Unlock()
-	if ttl <= 0 {
-		return // the expiry timer ends it
-	}
+func (root *Lease) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
+	return root.l.be.extend(ctx, root.n, root.token, ttl)
+}
 
-	ctx, cancel := context.WithDeadline(withPriority(context.Background()), deadline)
-	sent := time.Now()
-	ok, err := root.extend(ctx, ttl)
-	cancel()
+func (root *Lease) validUntil(sent time.Time, ttl time.Duration) time.Time {
+	return root.l.be.validUntil(sent, ttl)
+}
+
+func (root *Lease) renewed(ok bool, err error) {
 	root.l.tel.renewed(root.span, root.t.params, ok, err)
-
-	root.mu.Lock()
-	if root.done {
-		root.mu.Unlock()
-		return
-	}
-	if err == nil && !ok {
-		root.mu.Unlock()
-		root.lose()
-		return
-	}
-	if err != nil {
-		retry := min(root.l.o.renewEvery/4, time.Second)
-		root.renewal.Reset(max(retry, 10*time.Millisecond))
-	} else {
-		root.setDeadlineLocked(root.l.validUntil(sent, ttl))
-		if root.t.watchdog {
-			root.renewal.Reset(root.l.o.renewEvery)
-		}
-	}
-	root.mu.Unlock()
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func TestObtainBusyRelease(t *testing.T) {
@@ -272,8 +274,7 @@ func TestPoolExhausted(t *testing.T) {
 	srv := redistest.Start(t)
 	pool := srv.Pool(t)
 	pool.MaxActive = 1
-	lk := locker.New(pool)
-	defer lk.Close()
+	lk := newLockerOn(t, redigo.New(pool))
 	held := pool.Get() // the pool's only connection
 	defer held.Close()
 	_, err := lk.Obtain(context.Background(), "p", locker.Params{})
@@ -302,9 +303,9 @@ func TestScriptFlushIsTransparent(t *testing.T) {
 
 // retryingDriver runs every acquire twice, as a client that retries a
 // command whose reply was lost would.
-type retryingDriver struct{ locker.Driver }
+type retryingDriver struct{ driver.Driver }
 
-func (d retryingDriver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (d retryingDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if strings.Contains(s.Source(), "-- acquire:") {
 		if _, err := d.Driver.Eval(ctx, s, keys, args...); err != nil {
 			return nil, err
@@ -318,8 +319,7 @@ func (d retryingDriver) Eval(ctx context.Context, s *locker.Script, keys []strin
 // hold, so one release frees it.
 func TestRetriedAcquireIsIdempotent(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := locker.NewWithDriver(retryingDriver{locker.RedigoDriver(srv.Pool(t))})
-	defer lk.Close()
+	lk := newLockerOn(t, retryingDriver{redigo.New(srv.Pool(t))})
 	ctx := context.Background()
 	le := mustObtain(t, lk, ctx, "retry", locker.Params{TTL: 10 * time.Second})
 	if _, n := lockState(t, srv, "retry"); le.Holds() != 1 || n != 1 {
@@ -348,8 +348,7 @@ func TestPing(t *testing.T) {
 		}
 		return c, err
 	}
-	bad := locker.New(pool)
-	defer bad.Close()
+	bad := newLockerOn(t, redigo.New(pool))
 	err := bad.Ping(context.Background())
 	if !errors.Is(err, locker.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("Ping with a wrong password: %v", err)

@@ -1,13 +1,17 @@
 package locker
 
 import (
+	"fmt"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Option configures a Locker.
+// Option configures a Locker. Options are checked once, by New or
+// NewRedlock: an invalid value is an error wrapping ErrBadOption that names
+// the option, never silently corrected or ignored.
 type Option func(*options)
 
 type options struct {
@@ -17,128 +21,136 @@ type options struct {
 	callTimeout time.Duration
 	linger      time.Duration
 	drift       float64
-	nodeTimeout time.Duration
-	pipeline    int // connections; 0: pooled calls
+	nodeTimeout time.Duration // 0: derived from the lease (see WithNodeTimeout)
 	grantWindow time.Duration
 	maxCalls    int // per node; 0: unbounded
 
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
 	keyAttribute   bool
+
+	errs        []error  // invalid values, one per option
+	redlockOnly []string // Redlock-only options given
 }
 
-var defaultOptions = options{
-	prefix:      "locktag:",
-	lease:       30 * time.Second,
-	renewEvery:  10 * time.Second,
-	callTimeout: 2 * time.Second,
-	linger:      time.Second,
-	drift:       0.01,
-	grantWindow: 250 * time.Millisecond,
-	maxCalls:    64,
+func defaultOptions() options {
+	return options{
+		prefix:      "locktag:",
+		lease:       30 * time.Second,
+		renewEvery:  10 * time.Second,
+		callTimeout: 2 * time.Second,
+		linger:      time.Second,
+		drift:       0.01,
+		grantWindow: 250 * time.Millisecond,
+		maxCalls:    64,
+	}
 }
 
-func evaluateOptions(opts []Option) options {
-	o := defaultOptions
+// evaluateOptions applies opts to the defaults and returns the errors of
+// the invalid ones. o.redlockOnly lists the Redlock-only options given,
+// which New refuses.
+func evaluateOptions(opts []Option) (options, []error) {
+	o := defaultOptions()
 	for _, opt := range opts {
+		if opt == nil {
+			o.errs = append(o.errs, fmt.Errorf("%w: nil Option", ErrBadOption))
+			continue
+		}
 		opt(&o)
 	}
-	return o
+	errs := o.errs
+	o.errs = nil
+	return o, errs
+}
+
+// bad records an invalid value of option.
+func (o *options) bad(option string, value any, why string) {
+	o.errs = append(o.errs, fmt.Errorf("%w: %s(%v): %s", ErrBadOption, option, value, why))
 }
 
 // WithKeyPrefix sets the prefix of every Redis key and channel the locker
 // writes. A lock named "order:42" lives at prefix + "{order:42}". The default
 // is "locktag:". The prefix must not contain '{' or '}'.
 func WithKeyPrefix(prefix string) Option {
-	return func(o *options) { o.prefix = prefix }
+	return func(o *options) {
+		if strings.ContainsAny(prefix, "{}") {
+			o.bad("WithKeyPrefix", fmt.Sprintf("%q", prefix), "must not contain '{' or '}'")
+			return
+		}
+		o.prefix = prefix
+	}
 }
 
-// WithWatchdog sets the lease of locks obtained without a TTL and how often
-// the watchdog renews it. The defaults are a 30s lease renewed every 10s
-// (Redisson's). renewEvery must be well below lease; values that are not are
-// replaced by lease/3.
+// WithWatchdog sets the lease of locks obtained without a TTL (and of
+// idempotency claims without a lease) and how often the watchdog renews it.
+// The defaults are a 30s lease renewed every 10s (Redisson's). lease must be
+// positive and renewEvery positive and below lease; a third of the lease
+// leaves room for two failed renewals.
 func WithWatchdog(lease, renewEvery time.Duration) Option {
 	return func(o *options) {
-		if lease > 0 {
-			o.lease = lease
+		if lease <= 0 || renewEvery <= 0 || renewEvery >= lease {
+			o.bad("WithWatchdog", fmt.Sprintf("%v, %v", lease, renewEvery), "need 0 < renewEvery < lease")
+			return
 		}
-		o.renewEvery = renewEvery
-		if o.renewEvery <= 0 || o.renewEvery >= o.lease {
-			o.renewEvery = o.lease / 3
-		}
+		o.lease, o.renewEvery = lease, renewEvery
 	}
 }
 
 // WithCallTimeout bounds every Redis call the locker makes when the caller's
 // context has no sooner deadline. Release, renewal and clean-up calls, which
-// run on a fresh context, use it as their deadline. The default is 2s.
+// run on a fresh context, use it as their deadline. The default is 2s; d
+// must be positive.
 func WithCallTimeout(d time.Duration) Option {
 	return func(o *options) {
-		if d > 0 {
-			o.callTimeout = d
+		if d <= 0 {
+			o.bad("WithCallTimeout", d, "must be positive")
+			return
 		}
+		o.callTimeout = d
 	}
 }
 
 // WithUnsubscribeDelay sets how long the shared subscriber connection stays
 // subscribed to a key's channel after its last local waiter left, so a hot
-// key does not pay a SUBSCRIBE round trip per wait. The default is 1s.
+// key does not pay a SUBSCRIBE round trip per wait. The default is 1s; 0
+// unsubscribes at once; d must not be negative.
 func WithUnsubscribeDelay(d time.Duration) Option {
 	return func(o *options) {
-		if d >= 0 {
-			o.linger = d
+		if d < 0 {
+			o.bad("WithUnsubscribeDelay", d, "must not be negative")
+			return
 		}
+		o.linger = d
 	}
 }
 
 // WithDriftFactor sets the share of a Redlock lease assumed lost to clock
 // drift between the masters: a Redlock lease is valid for
-// TTL - elapsed - TTL*factor - 2ms. The default is 0.01 (the Redlock paper's).
-// It has no effect on a single-node Locker.
+// TTL - elapsed - TTL*factor - 2ms. The default is 0.01 (the Redlock
+// paper's); f must be in [0, 0.5). Redlock only: New refuses it.
 func WithDriftFactor(f float64) Option {
 	return func(o *options) {
-		if f >= 0 && f < 0.5 {
-			o.drift = f
+		o.redlockOnly = append(o.redlockOnly, "WithDriftFactor")
+		if !(f >= 0 && f < 0.5) {
+			o.bad("WithDriftFactor", f, "must be in [0, 0.5)")
+			return
 		}
+		o.drift = f
 	}
 }
 
 // WithNodeTimeout bounds each Redlock call to one master, so a slow or dead
 // master is skipped quickly instead of eating the lease. The default is a
-// tenth of the lease, at least 50ms and at most 500ms. It has no effect on a
-// single-node Locker.
+// tenth of the lease, at least 50ms and at most 500ms; d must be positive.
+// Redlock only: New refuses it.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(o *options) {
-		if d > 0 {
-			o.nodeTimeout = d
+		o.redlockOnly = append(o.redlockOnly, "WithNodeTimeout")
+		if d <= 0 {
+			o.bad("WithNodeTimeout", d, "must be positive")
+			return
 		}
-	}
-}
-
-// WithPipelining makes [New] and [NewRedlock] send every script call over
-// conns long-lived connections per Redis node with auto-pipelining instead
-// of taking a pooled connection per call: a caller that finds nobody writing
-// writes its call together with every call queued meanwhile, and the
-// replies are read back in order (by a lone caller itself; under
-// concurrency by one helper goroutine per connection). Concurrent
-// goroutines then share system calls on both ends of the socket, which is
-// what bounds a lock's throughput on loopback or a fast network: 1.1–1.25×
-// the pooled rate at 16–64 concurrent lockers on the CI machine, 0.8× at
-// two, the same for one (docs/locking.md, docs/benchmarks-load.md). One
-// connection is right for most services; Redis runs commands on one thread
-// either way.
-//
-// The pool is then used only to dial: its MaxActive does not bound these
-// connections, and ErrPoolExhausted does not occur. A connection silent for
-// the call timeout (WithCallTimeout) while calls are in flight is closed,
-// failing those calls with ErrUnavailable; the next call dials a new one.
-// The default is off (0): each call takes a connection from the pool. It
-// has no effect on [NewWithDriver].
-func WithPipelining(conns int) Option {
-	return func(o *options) {
-		if conns >= 0 {
-			o.pipeline = conns
-		}
+		o.nodeTimeout = d
 	}
 }
 
@@ -156,12 +168,15 @@ func WithPipelining(conns int) Option {
 //
 // Too short a window makes a live but slow holder (a stalled process, a
 // very loaded machine) lose its lock at the hand-over. The default is
-// 250ms; leases shorter than the window are granted in full.
+// 250ms; leases shorter than the window are granted in full. d must be
+// positive.
 func WithGrantWindow(d time.Duration) Option {
 	return func(o *options) {
-		if d > 0 {
-			o.grantWindow = d
+		if d <= 0 {
+			o.bad("WithGrantWindow", d, "must be positive")
+			return
 		}
+		o.grantWindow = d
 	}
 }
 
@@ -174,25 +189,41 @@ func WithGrantWindow(d time.Duration) Option {
 // serves every call from idle connections. A call that waited past its
 // deadline for a slot fails with an error matching ErrNotSent and
 // ErrUnavailable, having sent nothing. The default is 64; 0 removes the
-// bound.
+// bound; n must not be negative.
 func WithMaxConcurrentCalls(n int) Option {
 	return func(o *options) {
-		if n >= 0 {
-			o.maxCalls = n
+		if n < 0 {
+			o.bad("WithMaxConcurrentCalls", n, "must not be negative")
+			return
 		}
+		o.maxCalls = n
 	}
 }
 
 // WithTracerProvider sets where spans go. The default is the global
-// provider (otel.GetTracerProvider) at the time New is called.
+// provider (otel.GetTracerProvider) at the time New is called; tp must not
+// be nil (leave the option out for the default).
 func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) { o.tracerProvider = tp }
+	return func(o *options) {
+		if tp == nil {
+			o.bad("WithTracerProvider", tp, "must not be nil")
+			return
+		}
+		o.tracerProvider = tp
+	}
 }
 
 // WithMeterProvider sets where metrics go. The default is the global
-// provider (otel.GetMeterProvider) at the time New is called.
+// provider (otel.GetMeterProvider) at the time New is called; mp must not
+// be nil (leave the option out for the default).
 func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(o *options) { o.meterProvider = mp }
+	return func(o *options) {
+		if mp == nil {
+			o.bad("WithMeterProvider", mp, "must not be nil")
+			return
+		}
+		o.meterProvider = mp
+	}
 }
 
 // WithKeyAttribute adds the resolved lock name (attribute locktag.key) to

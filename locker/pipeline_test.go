@@ -16,6 +16,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // TestPipelinedMutualExclusion: the mutual-exclusion workload with every
@@ -27,11 +28,11 @@ func TestPipelinedMutualExclusion(t *testing.T) {
 		t.Run(fmt.Sprintf("broken=%t", broken), func(t *testing.T) {
 			var lockers []*locker.Locker
 			for i := range 4 {
-				opts := []locker.Option{locker.WithPipelining(1 + i%2)}
+				var opts []locker.Option
 				if broken {
 					opts = append(opts, locker.WithKeyPrefix(fmt.Sprintf("broken%d:", i)))
 				}
-				lockers = append(lockers, newLocker(t, srv, opts...))
+				lockers = append(lockers, newPipelined(t, srv, 1+i%2, opts...))
 			}
 			peak, lost := workload(t, lockers, 64, 16)
 			switch {
@@ -49,7 +50,7 @@ func TestPipelinedMutualExclusion(t *testing.T) {
 // call would hand a lease a stranger's fence or fail a release).
 func TestPipelinedConcurrentCalls(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv, locker.WithPipelining(1))
+	lk := newPipelined(t, srv, 1)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for w := range 32 {
@@ -84,7 +85,7 @@ func TestPipelinedConcurrentCalls(t *testing.T) {
 // hanging; once the server answers again a new connection is dialled.
 func TestPipelinedSlowServer(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv, locker.WithPipelining(1), locker.WithCallTimeout(200*time.Millisecond))
+	lk := newPipelined(t, srv, 1, locker.WithCallTimeout(200*time.Millisecond))
 	ctx := context.Background()
 	if err := lk.Ping(ctx); err != nil {
 		t.Fatal(err)
@@ -110,7 +111,7 @@ func TestPipelinedSlowServer(t *testing.T) {
 // the locker dials a new one and a lease obtained before still releases.
 func TestPipelinedConnectionKilled(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv, locker.WithPipelining(1))
+	lk := newPipelined(t, srv, 1)
 	ctx := context.Background()
 	le := mustObtain(t, lk, ctx, "killed", locker.Params{TTL: 10 * time.Second})
 	if _, err := srv.Do("CLIENT", "KILL", "TYPE", "normal"); err != nil {
@@ -129,7 +130,7 @@ func TestPipelinedConnectionKilled(t *testing.T) {
 // to EVAL like the pooled one.
 func TestPipelinedNoScript(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv, locker.WithPipelining(1))
+	lk := newPipelined(t, srv, 1)
 	ctx := context.Background()
 	mustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
 	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
@@ -146,7 +147,10 @@ func TestPipelinedNoScript(t *testing.T) {
 func TestPipelinedClose(t *testing.T) {
 	srv := redistest.Start(t)
 	base := runtime.NumGoroutine()
-	lk := locker.New(srv.Pool(t), locker.WithPipelining(2))
+	lk, err := locker.New(redigo.New(srv.Pool(t), redigo.WithPipelining(2)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx := context.Background()
 	mustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
 	if err := lk.Close(); err != nil {
@@ -166,7 +170,7 @@ func TestPipelinedClose(t *testing.T) {
 func TestPipelinedChaos(t *testing.T) {
 	srv := redistest.Start(t)
 	base := runtime.NumGoroutine()
-	lk := locker.New(srv.Pool(t), locker.WithPipelining(2), locker.WithCallTimeout(300*time.Millisecond))
+	lk := newPipelined(t, srv, 2, locker.WithCallTimeout(300*time.Millisecond))
 	stop := make(chan struct{})
 	var killer sync.WaitGroup
 	killer.Go(func() {

@@ -14,6 +14,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // TestGhostGrantHandedOn: waiters whose process lost Redis (so their
@@ -26,8 +27,8 @@ func TestGhostGrantHandedOn(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	live := newLocker(t, srv)
-	kd := &flaky{Driver: locker.RedigoDriver(srv.Pool(t))}
-	ghosts := locker.NewWithDriver(kd)
+	kd := &flaky{Driver: redigo.New(srv.Pool(t))}
+	ghosts := newLockerOn(t, kd)
 	t.Cleanup(func() { _ = ghosts.Close() })
 	msgs := srv.Messages(t, "locktag:{g}:c")
 
@@ -159,7 +160,7 @@ func TestUnsentCallSendsNoCleanup(t *testing.T) {
 		dials.Add(1)
 		return nil, errors.New("test: connection refused")
 	}}
-	lk := locker.New(pool, locker.WithCallTimeout(20*time.Millisecond))
+	lk := newLockerOn(t, redigo.New(pool), locker.WithCallTimeout(20*time.Millisecond))
 	defer lk.Close()
 	_, err := lk.Obtain(context.Background(), "k", locker.Params{Wait: time.Second})
 	if !errors.Is(err, locker.ErrUnavailable) || !errors.Is(err, locker.ErrNotSent) {
@@ -188,7 +189,7 @@ func TestNoDialStorm(t *testing.T) {
 		dials.Add(1)
 		return dial(ctx)
 	}
-	lk := locker.New(pool)
+	lk := newLockerOn(t, redigo.New(pool))
 	t.Cleanup(func() { _ = lk.Close() })
 	holder := mustObtain(t, newLocker(t, srv), ctx, "storm", locker.Params{})
 	defer func() { _ = holder.Release(ctx) }()

@@ -4,21 +4,45 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func newRedlock(t *testing.T, srvs []*redistest.Server, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	return newRedlockPiped(t, srvs, 0, opts...)
+}
+
+// newRedlockPiped is newRedlock with each master's redigo driver pipelining
+// over conns connections (0: pooled calls).
+func newRedlockPiped(t *testing.T, srvs []*redistest.Server, conns int, opts ...locker.Option) *locker.Locker {
 	t.Helper()
 	pools := make([]*redis.Pool, len(srvs))
 	for i, s := range srvs {
 		pools[i] = s.Pool(t)
 	}
-	lk := locker.NewRedlock(pools, opts...)
+	return newRedlockOn(t, pools, []redigo.Option{redigo.WithPipelining(conns)}, opts...)
+}
+
+// newRedlockOn returns a Redlock Locker over pools, each master's redigo
+// driver built with dopts, closed at the test's end.
+func newRedlockOn(t testing.TB, pools []*redis.Pool, dopts []redigo.Option, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	ds := make([]driver.Driver, len(pools))
+	for i, p := range pools {
+		ds[i] = redigo.New(p, dopts...)
+	}
+	lk, err := locker.NewRedlock(ds, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }
@@ -251,7 +275,7 @@ func TestRedlockMutualExclusion(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	var lockers []*locker.Locker
 	for i := range 3 {
-		lockers = append(lockers, newRedlock(t, srvs, locker.WithPipelining(i/2)))
+		lockers = append(lockers, newRedlockPiped(t, srvs, i/2))
 	}
 	peak, lost := workload(t, lockers, 24, 8)
 	if peak != 1 || lost != 0 {
@@ -268,5 +292,35 @@ func TestRedlockMutualExclusionControl(t *testing.T) {
 	peak, lost := workload(t, lockers, 24, 8)
 	if peak < 2 || lost == 0 {
 		t.Fatalf("detector missed a broken Redlock: %d holders at once, %d lost updates", peak, lost)
+	}
+}
+
+// TestRedlockRefusesIdempotency: a Redlock Locker refuses idempotency
+// records with ErrIdempotencyUnsupported, at construction of a guard
+// (SupportsIdempotency) and per call, and never writes a record to one
+// master (it used to keep them on master 0 only).
+func TestRedlockRefusesIdempotency(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	lk := newRedlock(t, srvs)
+	ctx := context.Background()
+	err := lk.SupportsIdempotency()
+	if !errors.Is(err, locker.ErrIdempotencyUnsupported) || !strings.Contains(err.Error(), "Redlock") {
+		t.Fatalf("SupportsIdempotency on Redlock: %v, want ErrIdempotencyUnsupported naming Redlock", err)
+	}
+	for _, p := range []locker.IdemParams{{}, {Wait: time.Second}} {
+		c, err := lk.Idempotent(ctx, "pay-1", "fp", p)
+		if c != nil || !errors.Is(err, locker.ErrIdempotencyUnsupported) {
+			t.Fatalf("Idempotent on Redlock: %v, %v; want ErrIdempotencyUnsupported", c, err)
+		}
+	}
+	for i, s := range srvs {
+		if n, err := redis.Int(s.Do("DBSIZE")); err != nil || n != 0 {
+			t.Fatalf("master %d holds %d keys (%v), want none", i, n, err)
+		}
+	}
+	// A single-node Locker on master 0 supports it.
+	single := newLocker(t, srvs[0])
+	if err := single.SupportsIdempotency(); err != nil {
+		t.Fatalf("SupportsIdempotency on one node: %v", err)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/locktag/locktag/locker/driver"
 )
 
 var (
@@ -24,11 +26,11 @@ var (
 
 // The scripts that can hand a lock over share common.lua's functions.
 var (
-	scriptAcquire = newScript(luaCommon + luaAcquire)
-	scriptRelease = newScript(luaCommon + luaRelease)
-	scriptLeave   = newScript(luaCommon + luaLeave)
-	scriptExtend  = newScript(luaExtend)
-	scriptPTTL    = newScript(luaPTTL)
+	scriptAcquire = driver.NewScript(luaCommon + luaAcquire)
+	scriptRelease = driver.NewScript(luaCommon + luaRelease)
+	scriptLeave   = driver.NewScript(luaCommon + luaLeave)
+	scriptExtend  = driver.NewScript(luaExtend)
+	scriptPTTL    = driver.NewScript(luaPTTL)
 )
 
 // Script modes (see the scripts' headers).

@@ -69,8 +69,8 @@ func TestCancellationStorm(t *testing.T) {
 func cancellationStorm(t *testing.T, pipe int) {
 	srv := redistest.Start(t)
 	lockers := []*locker.Locker{
-		newLocker(t, srv, locker.WithUnsubscribeDelay(0), locker.WithPipelining(pipe)),
-		newLocker(t, srv, locker.WithUnsubscribeDelay(0), locker.WithPipelining(pipe)),
+		newPipelined(t, srv, pipe, locker.WithUnsubscribeDelay(0)),
+		newPipelined(t, srv, pipe, locker.WithUnsubscribeDelay(0)),
 	}
 	for _, lk := range lockers {
 		warmListener(t, lk)

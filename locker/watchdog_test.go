@@ -10,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // TestWatchdogOutlivesLease: a holder that runs for several leases keeps the
@@ -155,7 +156,7 @@ func TestHolderCrash(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			const lease, slack = 400 * time.Millisecond, time.Second
 			pool := srv.Pool(t)
-			crashed := locker.New(pool, locker.WithWatchdog(lease, 100*time.Millisecond))
+			crashed := newLockerOn(t, redigo.New(pool), locker.WithWatchdog(lease, 100*time.Millisecond))
 			mustObtain(t, crashed, context.Background(), "crash-"+tc.name, tc.p)
 			start := time.Now()
 			_ = pool.Close() // the process is gone: no release, no renewal
@@ -218,7 +219,7 @@ func TestRenewalSurvivesPoolExhaustion(t *testing.T) {
 	srv := redistest.Start(t)
 	pool := srv.Pool(t)
 	pool.MaxActive = 2
-	lk := locker.New(pool, locker.WithWatchdog(time.Second, 100*time.Millisecond))
+	lk := newLockerOn(t, redigo.New(pool), locker.WithWatchdog(time.Second, 100*time.Millisecond))
 	defer lk.Close()
 	ctx := context.Background()
 	le := mustObtain(t, lk, ctx, "starved", locker.Params{})

@@ -3,6 +3,7 @@ package middleware_test
 import (
 	"errors"
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -22,7 +24,11 @@ func newLocker() *locker.Locker {
 		MaxIdle: 16,
 		Dial:    func() (redis.Conn, error) { return redis.Dial("tcp", "localhost:6379") },
 	}
-	return locker.New(pool)
+	lk, err := locker.New(redigo.New(pool))
+	if err != nil {
+		log.Fatal(err)
+	}
+	return lk
 }
 
 func ExampleLock() {

@@ -19,6 +19,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func init() { gin.SetMode(gin.TestMode) }
@@ -27,7 +28,10 @@ func init() { gin.SetMode(gin.TestMode) }
 func setup(t testing.TB) (*redistest.Server, *locker.Locker) {
 	t.Helper()
 	srv := redistest.Start(t)
-	lk := locker.New(srv.Pool(t))
+	lk, err := locker.New(redigo.New(srv.Pool(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return srv, lk
 }

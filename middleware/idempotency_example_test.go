@@ -2,6 +2,7 @@ package middleware_test
 
 import (
 	"fmt"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -24,7 +26,10 @@ func ExampleIdempotency() {
 	defer srv.Close()
 	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", srv.Addr()) }}
 	defer pool.Close()
-	lk := locker.New(pool)
+	lk, err := locker.New(redigo.New(pool))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	// The scope says who the caller is; here an authentication middleware

@@ -20,6 +20,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
 )
 
@@ -228,8 +229,11 @@ func TestIdempotencyPanicFreesKey(t *testing.T) {
 // replayed; the first process's late response is not stored.
 func TestIdempotencyCrash(t *testing.T) {
 	srv, lk := setup(t)
-	f := &flaky.Driver{Driver: locker.RedigoDriver(srv.Pool(t))}
-	crashing := locker.NewWithDriver(f)
+	f := &flaky.Driver{Driver: redigo.New(srv.Pool(t))}
+	crashing, err := locker.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = crashing.Close() })
 	lease := guard.WithInFlightLease(300 * time.Millisecond)
 	entered, resume := make(chan struct{}), make(chan struct{})
@@ -405,7 +409,10 @@ func TestIdempotencyExactlyOnce(t *testing.T) {
 			p := &payments{work: func(*gin.Context) { time.Sleep(20 * time.Millisecond) }} // the work
 			engines := make([]http.Handler, procs)
 			for i := range engines {
-				lk := locker.New(srv.Pool(t))
+				lk, err := locker.New(redigo.New(srv.Pool(t)))
+				if err != nil {
+					t.Fatal(err)
+				}
 				t.Cleanup(func() { _ = lk.Close() })
 				if tc.bare {
 					r := gin.New()

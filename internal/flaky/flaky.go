@@ -1,4 +1,4 @@
-// Package flaky has a locker.Driver that can be cut off from Redis, for
+// Package flaky has a driver.Driver that can be cut off from Redis, for
 // tests of what a process does when it can neither renew nor complete.
 package flaky
 
@@ -7,7 +7,7 @@ import (
 	"errors"
 	"sync/atomic"
 
-	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // ErrDown is what every script returns while the driver is down.
@@ -17,12 +17,12 @@ var ErrDown = errors.New("flaky: connection refused")
 // ErrDown while Down is set: as if its process were cut off from Redis (or
 // dead).
 type Driver struct {
-	locker.Driver
+	driver.Driver
 	Down atomic.Bool
 }
 
 // Eval runs the script, unless the driver is down.
-func (f *Driver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (f *Driver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if f.Down.Load() {
 		return nil, ErrDown
 	}

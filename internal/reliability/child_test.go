@@ -14,6 +14,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // TestHelperProcess is not a test: it is the body of the child processes
@@ -80,7 +81,11 @@ func (e childEnv) locker() *locker.Locker {
 	if e.prefix != "" {
 		opts = append(opts, locker.WithKeyPrefix(e.prefix))
 	}
-	return locker.New(pool, opts...)
+	lk, err := locker.New(redigo.New(pool), opts...)
+	if err != nil {
+		panic(err) // a child process: its parent sees the failure
+	}
+	return lk
 }
 
 var stdoutMu sync.Mutex

@@ -14,11 +14,32 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 func newLocker(t testing.TB, pool *redis.Pool, opts ...locker.Option) *locker.Locker {
 	t.Helper()
-	lk := locker.New(pool, opts...)
+	lk, err := locker.New(redigo.New(pool), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
+
+// newRedlock is a Redlock Locker over pools (one redigo driver each),
+// closed when the test ends.
+func newRedlock(t testing.TB, pools []*redis.Pool, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	ds := make([]driver.Driver, len(pools))
+	for i, p := range pools {
+		ds[i] = redigo.New(p)
+	}
+	lk, err := locker.NewRedlock(ds, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }

@@ -32,10 +32,8 @@ func TestRedlockPartition(t *testing.T) {
 	}
 	const lease, slack = time.Second, 1500 * time.Millisecond
 	opts := []locker.Option{locker.WithWatchdog(lease, lease/5), locker.WithNodeTimeout(100 * time.Millisecond)}
-	holder := locker.NewRedlock(holderPools, opts...)
-	t.Cleanup(func() { _ = holder.Close() })
-	contender := locker.NewRedlock(directPools, opts...)
-	t.Cleanup(func() { _ = contender.Close() })
+	holder := newRedlock(t, holderPools, opts...)
+	contender := newRedlock(t, directPools, opts...)
 	st := newStore(true)
 	ctx := context.Background()
 

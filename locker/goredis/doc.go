@@ -1,12 +1,17 @@
 // Package goredis runs locktag's locks on Redis Cluster and Redis Sentinel
 // through github.com/redis/go-redis/v9: it adapts a go-redis
-// [redis.UniversalClient] to the [locker.Driver] seam.
+// [redis.UniversalClient] to the [driver.Driver] seam (package
+// github.com/locktag/locktag/locker/driver), and imports nothing else of
+// locktag.
 //
 //	rdb := redis.NewUniversalClient(&redis.UniversalOptions{
 //		Addrs:                 []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
 //		ContextTimeoutEnabled: true,
 //	})
-//	lk := locker.NewWithDriver(goredis.New(rdb))
+//	lk, err := locker.New(goredis.New(rdb))
+//	if err != nil {
+//		return err
+//	}
 //	defer lk.Close()
 //
 // go-redis does the routing: a [redis.ClusterClient] sends each script to
@@ -15,8 +20,8 @@
 // redirections; a failover client ([redis.NewFailoverClient], or
 // UniversalOptions with MasterName) asks the sentinels for the current
 // master and follows failovers. A plain [redis.Client] works too. The
-// core package keeps redigo as its default driver; only programs that
-// import this package depend on go-redis.
+// core package imports no Redis client; only programs that import this
+// package depend on go-redis.
 //
 // # Scripts
 //
@@ -27,7 +32,7 @@
 // contract asks (int64, string, []any, nil); a nil reply (go-redis's
 // redis.Nil) is a nil value, not an error. When the client's pool has no
 // free connection in time (redis.ErrPoolTimeout, redis.ErrPoolExhausted)
-// the error matches [locker.ErrPoolExhausted].
+// the error matches [driver.ErrPoolExhausted] (locker.ErrPoolExhausted).
 //
 // Eval honours ctx. With ContextTimeoutEnabled set in the client's options
 // the deadline reaches the socket directly; without it go-redis would
@@ -42,7 +47,7 @@
 // cleans up by owner token, but a retried acquire can leave the lock held
 // until its lease ends. Set MaxRetries to -1 to hand every failure to the
 // locker instead; failover errors such as READONLY and CLUSTERDOWN then
-// surface as [locker.ErrUnavailable] until the client has found the new
+// surface as locker.ErrUnavailable until the client has found the new
 // master.
 //
 // # Pub/sub

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"testing"
 	"time"
 
@@ -30,7 +31,10 @@ func ExampleNew() {
 		MaxRetries:            -1,   // failures go to the locker, which cleans up by token
 	})
 	defer rdb.Close()
-	lk := locker.NewWithDriver(goredis.New(rdb))
+	lk, err := locker.New(goredis.New(rdb))
+	if err != nil {
+		log.Fatal(err)
+	}
 	defer lk.Close()
 
 	ctx := context.Background()

@@ -8,11 +8,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 )
 
-// driver is a locker.Driver on a go-redis client.
-type driver struct {
+// redisDriver is a driver.Driver on a go-redis client.
+type redisDriver struct {
 	c redis.UniversalClient
 	// ctxAware is true when the client applies ctx deadlines to its socket
 	// reads and writes itself (ContextTimeoutEnabled); otherwise Eval
@@ -20,12 +20,12 @@ type driver struct {
 	ctxAware bool
 }
 
-// New returns a [locker.Driver] on c: a [redis.Client] (also one made by
+// New returns a [driver.Driver] on c: a [redis.Client] (also one made by
 // [redis.NewFailoverClient] for Sentinel), a [redis.ClusterClient], or
-// whatever [redis.NewUniversalClient] returns. Pass it to
-// [locker.NewWithDriver]. The Locker does not close c.
-func New(c redis.UniversalClient) locker.Driver {
-	d := &driver{c: c}
+// whatever [redis.NewUniversalClient] returns. Pass it to locker.New (or,
+// one per master, to locker.NewRedlock). The Locker does not close c.
+func New(c redis.UniversalClient) driver.Driver {
+	d := &redisDriver{c: c}
 	switch c := c.(type) {
 	case *redis.Client:
 		d.ctxAware = c.Options().ContextTimeoutEnabled
@@ -35,9 +35,9 @@ func New(c redis.UniversalClient) locker.Driver {
 	return d
 }
 
-func (d *driver) Eval(ctx context.Context, s *locker.Script, keys []string, args ...any) (any, error) {
+func (d *redisDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", locker.ErrNotSent, err)
+		return nil, fmt.Errorf("%w: %w", driver.ErrNotSent, err)
 	}
 	if d.ctxAware || ctx.Done() == nil {
 		return d.eval(ctx, s, keys, args)
@@ -62,7 +62,7 @@ func (d *driver) Eval(ctx context.Context, s *locker.Script, keys []string, args
 	}
 }
 
-func (d *driver) eval(ctx context.Context, s *locker.Script, keys []string, args []any) (any, error) {
+func (d *redisDriver) eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
 	v, err := d.c.EvalSha(ctx, s.Hash(), keys, args...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// In a Cluster the script cache is per node: this is the first
@@ -75,11 +75,11 @@ func (d *driver) eval(ctx context.Context, s *locker.Script, keys []string, args
 	case errors.Is(err, redis.Nil):
 		return nil, nil
 	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
-		return nil, fmt.Errorf("%w: %w (go-redis: %w)", locker.ErrNotSent, locker.ErrPoolExhausted, err)
+		return nil, fmt.Errorf("%w: %w (go-redis: %w)", driver.ErrNotSent, driver.ErrPoolExhausted, err)
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" {
-		return nil, fmt.Errorf("%w: %w", locker.ErrNotSent, err)
+		return nil, fmt.Errorf("%w: %w", driver.ErrNotSent, err)
 	}
 	return nil, err
 }

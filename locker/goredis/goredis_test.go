@@ -13,6 +13,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/goredis"
 )
 
@@ -104,12 +105,12 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 	}
 }
 
-// A nil reply is a nil value; an unknown SHA falls back to EVAL. The zero
-// Script has an empty source, which Redis runs and answers with nil.
+// A nil reply is a nil value; an unknown SHA falls back to EVAL. A
+// Script with an empty source, which Redis runs and answers with nil.
 func TestEvalNilReply(t *testing.T) {
 	srv := redistest.Start(t)
 	d := goredis.New(plainClient(t, srv))
-	v, err := d.Eval(context.Background(), &locker.Script{}, nil)
+	v, err := d.Eval(context.Background(), driver.NewScript(""), nil)
 	if v != nil || err != nil {
 		t.Fatalf("Eval of an empty script = %#v, %v; want nil, nil", v, err)
 	}
@@ -127,7 +128,7 @@ func TestEvalHonoursDeadline(t *testing.T) {
 			})
 			d := goredis.New(rdb)
 			ctx := context.Background()
-			if _, err := d.Eval(ctx, &locker.Script{}, nil); err != nil { // connection ready
+			if _, err := d.Eval(ctx, driver.NewScript(""), nil); err != nil { // connection ready
 				t.Fatal(err)
 			}
 			if _, err := srv.Do("CLIENT", "PAUSE", "3000", "ALL"); err != nil {
@@ -136,7 +137,7 @@ func TestEvalHonoursDeadline(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			_, err := d.Eval(cctx, &locker.Script{}, nil)
+			_, err := d.Eval(cctx, driver.NewScript(""), nil)
 			if took := time.Since(start); took > 1500*time.Millisecond {
 				t.Fatalf("Eval returned after %v, its deadline was 200ms", took)
 			}

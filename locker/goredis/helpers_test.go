@@ -48,7 +48,10 @@ func clusterClient(t testing.TB, c *redistest.Cluster) *redis.ClusterClient {
 // test ends.
 func newLocker(t testing.TB, rdb redis.UniversalClient, opts ...locker.Option) *locker.Locker {
 	t.Helper()
-	lk := locker.NewWithDriver(goredis.New(rdb), opts...)
+	lk, err := locker.New(goredis.New(rdb), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
 }

@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // keepalivePrefix names the channel every listener stays subscribed to for
@@ -45,7 +45,7 @@ type listener struct {
 	cause   error                      // a write's error that made abort close the PubSub
 }
 
-func (d *driver) Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (locker.Listener, error) {
+func (d *redisDriver) Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (driver.Listener, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, dialTimeout)

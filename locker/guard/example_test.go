@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/locktag/locktag/locker/redigo"
 	"strconv"
 	"testing"
 
@@ -40,7 +41,10 @@ var jobSources = keyexpr.Sources[*job]{
 // its sources once, runs each call through the guard, and maps outcomes to
 // its own errors — here, an error string per kind.
 func Example_adapter() {
-	lk := locker.New(exampleRedis.NewPool())
+	lk, err := locker.New(redigo.New(exampleRedis.NewPool()))
+	if err != nil {
+		panic(err)
+	}
 	defer lk.Close()
 	g, err := guard.CompileLock(lk, `key:"invoice:{arg.id}"`, jobSources)
 	if err != nil {
@@ -73,7 +77,10 @@ func Example_adapter() {
 // ExampleIdempotency_Run guards a plain function call with an idempotency
 // key: the second call with the key gets the first one's stored answer.
 func ExampleIdempotency_Run() {
-	lk := locker.New(exampleRedis.NewPool())
+	lk, err := locker.New(redigo.New(exampleRedis.NewPool()))
+	if err != nil {
+		panic(err)
+	}
 	defer lk.Close()
 	g, err := guard.NewIdempotency[string](lk, "F1",
 		guard.WithScope(func(user string) (string, error) { return user, nil }))

@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/locker/redigo"
 	"log/slog"
 	"strings"
 	"testing"
@@ -31,10 +33,25 @@ var sources = keyexpr.Sources[req]{
 
 func newLocker(t *testing.T) *locker.Locker {
 	t.Helper()
-	srv := redistest.Start(t)
-	lk := locker.New(srv.Pool(t))
+	return lockerOn(t, redistest.Start(t).Pool(t))
+}
+
+// lockerOn returns a Locker on pool, closed with the test.
+func lockerOn(t *testing.T, pool *redis.Pool, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	lk, err := locker.New(redigo.New(pool), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() { _ = lk.Close() })
 	return lk
+}
+
+// offline returns a Locker whose pool refuses to dial: construction does
+// not touch Redis.
+func offline(t *testing.T) *locker.Locker {
+	t.Helper()
+	return lockerOn(t, &redis.Pool{Dial: func() (redis.Conn, error) { return nil, errors.New("never dialled") }})
 }
 
 func TestClassify(t *testing.T) {
@@ -70,7 +87,7 @@ func TestClassify(t *testing.T) {
 // ErrBadOption, all of them reported together; an option for the other
 // kind of guard is one too.
 func TestOptionErrors(t *testing.T) {
-	lk := locker.New(nil) // never dialled: construction does not touch Redis
+	lk := offline(t)
 	spec := keyexpr.MustParseTag(`key:"k:{v.id}"`)
 	for _, tc := range []struct {
 		name string
@@ -133,7 +150,7 @@ func TestAdapterOptions(t *testing.T) {
 		t.Fatalf("lock option for an idempotency guard: %v", err)
 	}
 	// Guards ignore adapter options.
-	if _, err := NewLock(locker.New(nil), keyexpr.MustParseTag(`key:"a"`), sources, set); err != nil {
+	if _, err := NewLock(offline(t), keyexpr.MustParseTag(`key:"a"`), sources, set); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -225,8 +242,7 @@ func TestLockReleasedOnPanic(t *testing.T) {
 // says why, the default one refuses.
 func TestFailOpen(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := locker.New(srv.Pool(t), locker.WithCallTimeout(300*time.Millisecond))
-	t.Cleanup(func() { _ = lk.Close() })
+	lk := lockerOn(t, srv.Pool(t), locker.WithCallTimeout(300*time.Millisecond))
 	srv.Stop()
 	open, err := CompileLock(lk, `key:"f:{v.id}"`, sources, WithFailOpen())
 	if err != nil {

@@ -44,12 +44,10 @@ func NewIdempotency[R any](l *locker.Locker, format string, opts ...Option) (*Id
 	if err := joinErrs(errs); err != nil {
 		return nil, err
 	}
-	if s, ok := any(l).(interface{ SupportsIdempotency() error }); ok {
-		// TODO(lead): call l.SupportsIdempotency() directly once the locker
-		// restructuring is merged.
-		if err := s.SupportsIdempotency(); err != nil {
-			return nil, err
-		}
+	// Refused at start-up, not per request: a Redlock Locker keeps no
+	// idempotency records (locker.ErrIdempotencyUnsupported).
+	if err := l.SupportsIdempotency(); err != nil {
+		return nil, err
 	}
 	return &Idempotency[R]{l: l, format: format, scope: scope, s: s}, nil
 }

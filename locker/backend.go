@@ -1,0 +1,104 @@
+package locker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// backend is where a Locker's locks live: single keeps them on one Redis
+// deployment, with a first-come-first-served queue and hand-over in Redis;
+// quorum keeps them on N independent masters by the Redlock algorithm.
+// Everything that differs between the two is behind this interface: the
+// Locker and Lease code above it reads along one path.
+//
+// Errors are final: they match ErrUnavailable (quorum: *QuorumError) when
+// Redis failed, except reenter's, which Obtain turns into its own.
+type backend interface {
+	// obtain takes key's lock (names n) for the new owner token under t,
+	// waiting up to t.wait, and returns the grant; or an error matching
+	// ErrNotObtained (busy, or ctx ended) or ErrUnavailable.
+	obtain(ctx context.Context, key string, n names, token string, t terms) (held, error)
+	// reenter adds a hold for token, which holds the lock, and resets the
+	// lease to ttl. ok is false when token no longer holds the lock.
+	reenter(ctx context.Context, n names, token string, ttl time.Duration) (holds int, ok bool, err error)
+	// extend resets token's lease to ttl from now; false: refused, token
+	// does not hold the lock.
+	extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error)
+	// release drops one hold of token (whose lease is ttl); the last hold
+	// frees the lock and hands it on. ErrNotHeld: token held nothing.
+	release(ctx context.Context, n names, token string, ttl time.Duration) error
+	// pttl returns the lease token has left, or ErrNotHeld.
+	pttl(ctx context.Context, n names, token string) (time.Duration, error)
+	// validUntil is the conservative local end of a lease of ttl granted
+	// by a call sent at sent.
+	validUntil(sent time.Time, ttl time.Duration) time.Time
+	// records returns the node idempotency records live on, or an error
+	// matching ErrIdempotencyUnsupported saying why there is none.
+	records() (*node, error)
+	// ping checks that every node answers.
+	ping(ctx context.Context) error
+	// close closes the subscriber connections and the drivers.
+	close() error
+}
+
+// held is a grant: a lock obtained with fencing token fence for granted,
+// by a call sent (or a grant made) at at.
+type held struct {
+	fence   int64
+	at      time.Time
+	granted time.Duration
+}
+
+// terms are an Obtain call's Params after defaults.
+type terms struct {
+	ttl      time.Duration
+	wait     time.Duration
+	watchdog bool
+	params   Params // as given, for telemetry
+}
+
+// shared is what a Locker's backend and hubs share with it.
+type shared struct {
+	o   *options
+	tel *telemetry
+	sid string // names this Locker's waiters in queue entries (see hub)
+	// Script arguments made once: boxing them per call would allocate.
+	sidArg, windowArg any
+}
+
+// node is one Redis deployment (or Redlock master) with its shared
+// subscriber connection.
+type node struct {
+	drv driver.Driver
+	hub *hub
+}
+
+func newNode(d driver.Driver, sh *shared) *node {
+	d = bound(d, sh.o.maxCalls)
+	return &node{drv: d, hub: newHub(d, sh.o, sh.sid)}
+}
+
+var scriptPing = driver.NewScript("return 1")
+
+// ping runs a trivial script on the node.
+func (nd *node) ping(ctx context.Context) error {
+	_, err := nd.drv.Eval(ctx, scriptPing, nil)
+	return err
+}
+
+// close closes the node's subscriber connection and its driver.
+func (nd *node) close() error {
+	return errors.Join(nd.hub.close(), closeDriver(nd.drv))
+}
+
+// newToken returns 128 random bits, base64url-encoded.
+func newToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

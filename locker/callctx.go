@@ -1,0 +1,53 @@
+package locker
+
+import (
+	"context"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// callCtx bounds one Redis call by the call timeout. The drivers turn a
+// context's deadline into socket timeouts, so a deadline is all a call needs:
+// callCtx adds one without the timer (and allocations) of
+// context.WithTimeout.
+func (o *options) callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	dl := time.Now().Add(o.callTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		return ctx, func() {}
+	}
+	return &deadlineCtx{Context: ctx, dl: dl}, func() {}
+}
+
+// cleanupCtx is the context of a clean-up call that must happen even when
+// ctx ended (a waiter leaving the queue, an undone acquisition): ctx's
+// values without its cancellation, bounded by the call timeout.
+func (o *options) cleanupCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), o.callTimeout)
+}
+
+// upkeepCtx is the context of a call that keeps a held lease alive or ends
+// it (a release, a claim's Complete): a clean-up call with priority, so a
+// driver serves it even when request traffic holds every connection.
+func (o *options) upkeepCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(driver.WithPriority(context.WithoutCancel(ctx)), o.callTimeout)
+}
+
+// deadlineCtx is its parent with an earlier deadline but no timer of its
+// own: Done is the parent's, and Err reports the deadline once it passed.
+type deadlineCtx struct {
+	context.Context
+	dl time.Time
+}
+
+func (c *deadlineCtx) Deadline() (time.Time, bool) { return c.dl, true }
+
+func (c *deadlineCtx) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if !time.Now().Before(c.dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}

@@ -1,0 +1,67 @@
+package driver
+
+import (
+	"context"
+	"errors"
+)
+
+// Driver is the seam between the lock core and a Redis client. The core
+// needs only two things from Redis: run a script on some keys, and listen on
+// channels. All keys of one call share a Redis Cluster hash slot.
+//
+// A Driver that also implements io.Closer is closed by the Locker's Close
+// (it should then release what it opened itself, never the client it was
+// given). A Driver that also implements [Validator] is validated once when
+// the Locker is built.
+type Driver interface {
+	// Eval runs s with keys and args and returns the reply with integers as
+	// int64, bulk strings as string, arrays as []any and nil for a nil reply.
+	// It uses EVALSHA and falls back to EVAL on NOSCRIPT. A Redis error reply
+	// is returned as an error. Eval honours ctx's deadline and cancellation.
+	// A call that was never sent returns an error wrapping ErrNotSent.
+	Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error)
+
+	// Listen opens one dedicated subscriber connection. Every message that
+	// arrives on a channel subscribed through it is passed to deliver, from a
+	// single goroutine, in order. When the connection fails, broken is called
+	// once with the error and the Listener is dead; the core opens a new one.
+	Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (Listener, error)
+}
+
+// Listener is one subscriber connection opened by [Driver.Listen].
+type Listener interface {
+	// Subscribe subscribes to channel and returns once the server has
+	// confirmed it, so every message published after Subscribe returns is
+	// delivered.
+	Subscribe(ctx context.Context, channel string) error
+	// Unsubscribe unsubscribes from channel without waiting for the answer.
+	Unsubscribe(channel string) error
+	// Close closes the connection; broken is not called for it.
+	Close() error
+}
+
+// Validator is implemented by a Driver built with options that can be
+// wrong. The Locker constructors call Validate once and refuse the driver
+// with its error, so a misconfigured driver fails where the Locker is
+// built, not on its first call. The error should wrap ErrBadOption.
+type Validator interface {
+	Validate() error
+}
+
+// Driver-side sentinel errors. Package locker re-exports them under the
+// same names (locker.ErrNotSent is ErrNotSent), so errors.Is works with
+// either.
+var (
+	// ErrNotSent marks a Driver error for a call that never reached Redis:
+	// no connection could be had (a failed dial, an exhausted pool, no free
+	// call slot), or the context ended before anything was written. The core
+	// then knows the call changed nothing and sends no clean-up for it.
+	// Drivers wrap such errors with it: fmt.Errorf("%w: %w", ErrNotSent, err).
+	ErrNotSent = errors.New("locker: call not sent")
+	// ErrPoolExhausted: no connection could be taken from the client's pool.
+	// A driver wraps it together with ErrNotSent.
+	ErrPoolExhausted = errors.New("locker: connection pool exhausted")
+	// ErrBadOption is wrapped by the error of a driver option with an
+	// invalid value (see Validator); the message names the option.
+	ErrBadOption = errors.New("locker: bad option")
+)

@@ -1,0 +1,264 @@
+package locker
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+//go:embed scripts/raise.lua
+var luaRaise string
+
+var scriptRaise = driver.NewScript(luaRaise)
+
+// quorum is the Redlock backend over N independent masters: a lock is
+// held when a majority (N/2+1) granted it within its validity, TTL -
+// elapsed - drift. Every call fans out to all masters in parallel with a
+// short per-master timeout; every decision is a tally (see count).
+type quorum struct {
+	*shared
+	nodes []*node
+	need  int // len(nodes)/2 + 1
+}
+
+func newQuorum(sh *shared, nodes []*node) *quorum {
+	return &quorum{shared: sh, nodes: nodes, need: len(nodes)/2 + 1}
+}
+
+// validUntil subtracts the clock drift allowance from the lease.
+func (b *quorum) validUntil(sent time.Time, ttl time.Duration) time.Time {
+	return sent.Add(ttl - b.drift(ttl))
+}
+
+func (b *quorum) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*b.o.drift) + 2*time.Millisecond
+}
+
+func (b *quorum) nodeTimeout(ttl time.Duration) time.Duration {
+	if b.o.nodeTimeout > 0 {
+		return b.o.nodeTimeout
+	}
+	return min(max(ttl/10, 50*time.Millisecond), 500*time.Millisecond)
+}
+
+// fanout runs s on every master in parallel, each call bounded by timeout.
+func (b *quorum) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys []string, args ...any) []nodeReply {
+	res := make([]nodeReply, len(b.nodes))
+	var wg sync.WaitGroup
+	for i, nd := range b.nodes {
+		wg.Go(func() {
+			cctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			res[i].v, res[i].err = nd.drv.Eval(cctx, s, keys, args...)
+		})
+	}
+	wg.Wait()
+	return res
+}
+
+// quorumTry is the outcome of one acquire round.
+type quorumTry struct {
+	obtained bool
+	fence    int64
+	holds    int           // the hold count reached (re-entry)
+	sent     time.Time     // when the round was sent
+	pttl     time.Duration // the shortest remaining lease of a busy master
+	err      error         // a *QuorumError when too many masters failed
+}
+
+// try runs acquire.lua on every master and decides by majority. A round
+// that does not win undoes what it took.
+func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
+	out := quorumTry{sent: time.Now(), pttl: ttl}
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, b.sidArg, b.windowArg)
+	took := make([]bool, len(res)) // holds this token now, or may (error)
+	granted := 0
+	same := true // every granting master minted the same token
+	t := count("obtain", b.need, res, func(i int, v any) (bool, error) {
+		rep, err := parseReply(v)
+		if err != nil {
+			return false, err
+		}
+		if rep.status != statusObtained && rep.status != statusReentered {
+			if rep.pttl > 0 {
+				out.pttl = min(out.pttl, rep.pttl)
+			}
+			return false, nil
+		}
+		granted++
+		took[i] = true
+		same = same && (granted == 1 || rep.fence == out.fence)
+		out.fence = max(out.fence, rep.fence)
+		out.holds = max(out.holds, int(rep.holds))
+		return true, nil
+	})
+	for i, err := range t.errs {
+		took[i] = took[i] || (err != nil && !reentry)
+	}
+	if t.won() && time.Until(b.validUntil(out.sent, ttl)) > 0 {
+		// When every granting master minted the same token, each counter
+		// already holds it: nothing to write back (the steady state, since
+		// the write-back levels the counters).
+		if reentry || same || b.raiseFence(ctx, n, ttl, out.fence, took) {
+			out.obtained = true
+			return out
+		}
+	}
+	b.undo(n, token, took)
+	if t.broken() {
+		out.err = t.err()
+	}
+	return out
+}
+
+// raiseFence writes the lock's fencing token (the largest any master
+// minted) back to the counters of the masters that granted it, and reports
+// whether a majority took it. The next holder's majority shares at least one
+// of those masters, whose counter then gives it a larger token.
+func (b *quorum) raiseFence(ctx context.Context, n names, ttl time.Duration, fence int64, took []bool) bool {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRaise, n.keys, fence)
+	return count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).won()
+}
+
+// undo releases a token on the masters where it holds, or may hold, the
+// lock; on a fresh context, since it must happen even when ctx ended.
+func (b *quorum) undo(n names, token string, took []bool) {
+	if !slices.Contains(took, true) {
+		return
+	}
+	ctx, cancel := b.o.cleanupCtx(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, nd := range b.nodes {
+		if took[i] {
+			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channel, handoffNotify, 0) })
+		}
+	}
+	wg.Wait()
+}
+
+// obtain is Obtain on Redlock. A busy Redlock lock is waited for by free
+// notices: the waiter's failed round flags the lock on each master, the
+// release then publishes "-" on the key's channel, and the first local waiter
+// of each process tries again. Masters have no queue (their queues could
+// hand the lock to different waiters and split the vote), so the order
+// across processes is not first-come-first-served.
+func (b *quorum) obtain(ctx context.Context, key string, n names, token string, t terms) (held, error) {
+	waitUntil := time.Now().Add(t.wait)
+	mode := modeAcquire
+	if t.wait > 0 {
+		mode = modeNotify
+	}
+	var w *waiter
+	subs := make([]member, len(b.nodes))
+	defer func() {
+		for i, m := range subs {
+			b.nodes[i].hub.leave(m)
+		}
+	}()
+	var timer *time.Timer
+	queued := false // registered as a waiter on some master
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		sent := time.Now()
+		try := b.try(ctx, n, token, t.ttl, time.Until(waitUntil), mode, false)
+		queued = queued || mode == modeNotify
+		var err error
+		switch left := time.Until(waitUntil); {
+		case try.obtained:
+			return held{fence: try.fence, at: try.sent, granted: t.ttl}, nil
+		case ctx.Err() != nil:
+			err = errors.Join(ErrNotObtained, ctx.Err())
+		case try.err != nil:
+			err = try.err
+		case left <= 0:
+			err = ErrNotObtained
+		}
+		if err != nil {
+			if queued {
+				b.withdraw(n, token)
+			}
+			return held{}, err
+		}
+		left := time.Until(waitUntil)
+		if w == nil {
+			defer b.tel.waiting(t.params)()
+			w = newWaiter(token)
+			missed := false
+			for i, nd := range b.nodes {
+				m, mi, err := nd.hub.join(ctx, n.channel, sent, w)
+				if err != nil {
+					continue // that master's notices are lost; the timer covers it
+				}
+				subs[i] = m
+				missed = missed || mi
+			}
+			if missed {
+				continue // a release may have come before the subscription
+			}
+		}
+		// Re-check when the shortest lease would end (with jitter, so the
+		// processes woken by an expiry do not all come at once), or at once on
+		// a free notice.
+		next := min(try.pttl+time.Duration(rand.Int64N(int64(try.pttl/10+time.Millisecond))), left)
+		if timer == nil {
+			timer = time.NewTimer(next)
+		} else {
+			timer.Reset(next)
+		}
+		select {
+		case <-w.check:
+		case <-timer.C:
+		case <-ctx.Done():
+			b.withdraw(n, token)
+			return held{}, errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}
+}
+
+// withdraw takes a Redlock waiter out of every master's queue.
+func (b *quorum) withdraw(n names, token string) {
+	ctx, cancel := b.o.cleanupCtx(context.Background())
+	defer cancel()
+	b.fanout(ctx, b.o.callTimeout, scriptLeave, n.keys, token, modeDrop, n.channel, handoffNotify, 0)
+}
+
+func (b *quorum) records() (*node, error) {
+	return nil, fmt.Errorf("%w: Redlock (NewRedlock) keeps no idempotency records: "+
+		"a record on one master is lost or split by that master's failover, so a key could execute twice; "+
+		"use a Locker from New on one Redis deployment for idempotency", ErrIdempotencyUnsupported)
+}
+
+func (b *quorum) ping(ctx context.Context) error {
+	cctx, cancel := b.o.callCtx(ctx)
+	defer cancel()
+	var errs []error
+	for i, nd := range b.nodes {
+		if err := nd.ping(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("master %d: %w", i, err))
+		}
+	}
+	if len(errs) > 0 {
+		return unavailable(errors.Join(errs...))
+	}
+	return nil
+}
+
+func (b *quorum) close() error {
+	var errs []error
+	for _, nd := range b.nodes {
+		errs = append(errs, nd.close())
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,71 @@
+package locker
+
+import (
+	"context"
+	"slices"
+	"time"
+)
+
+// The operations of a held Redlock lock: each fans out to every master and
+// decides by tally.
+
+func (b *quorum) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
+	try := b.try(ctx, n, token, ttl, 0, modeReenter, true)
+	return try.holds, try.obtained, try.err
+}
+
+// release drops one hold on every master: done when a majority released it;
+// ErrNotHeld when so many did not hold it that no majority is left.
+func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Duration) error {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRelease, n.keys, token, n.channel, handoffNotify, 0)
+	t := count("release", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		return x >= 0, nil
+	})
+	switch {
+	case t.won():
+		return nil
+	case t.refused():
+		return ErrNotHeld
+	}
+	return t.err()
+}
+
+// extend resets the lease on every master: held when a majority extended
+// it; lost (false) when so many refused that no majority is left.
+func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptExtend, n.keys[:1], token, ms(ttl))
+	t := count("extend", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		return x == 1, nil
+	})
+	switch {
+	case t.won():
+		return true, nil
+	case t.refused():
+		return false, nil
+	}
+	return false, t.err()
+}
+
+// pttl is the lease left on the majority: the quorum-th longest.
+func (b *quorum) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
+	res := b.fanout(ctx, b.o.callTimeout, scriptPTTL, n.keys[:1], token)
+	var left []time.Duration
+	t := count("ttl", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		if x < 0 {
+			return false, nil
+		}
+		left = append(left, time.Duration(x)*time.Millisecond)
+		return true, nil
+	})
+	switch {
+	case t.won():
+		slices.Sort(left)
+		return left[len(left)-b.need], nil
+	case t.broken():
+		return 0, t.err()
+	}
+	return 0, ErrNotHeld
+}

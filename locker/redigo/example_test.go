@@ -1,0 +1,81 @@
+package redigo_test
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
+)
+
+// exampleAddr is a redis-server started for the examples by TestMain.
+var exampleAddr string
+
+func TestMain(m *testing.M) {
+	redistest.Main(m, func(s *redistest.Server) { exampleAddr = s.Addr() })
+}
+
+func examplePool() *redis.Pool {
+	return &redis.Pool{
+		MaxIdle: 8,
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", exampleAddr,
+				redis.DialConnectTimeout(time.Second),
+				redis.DialReadTimeout(3*time.Second),
+				redis.DialWriteTimeout(3*time.Second))
+		},
+	}
+}
+
+// A Locker on a redigo pool is one line.
+func ExampleNew() {
+	lk, err := locker.New(redigo.New(examplePool()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	fmt.Println(lk.Ping(context.Background()))
+	// Output: <nil>
+}
+
+// With pipelining, calls from concurrent goroutines share one connection
+// and its system calls: the choice for services that take many locks at once.
+func ExampleWithPipelining() {
+	lk, err := locker.New(redigo.New(examplePool(), redigo.WithPipelining(1)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	ctx := context.Background()
+
+	var wg sync.WaitGroup
+	var obtained atomic.Int32
+	for i := range 8 {
+		wg.Go(func() {
+			lease, err := lk.Obtain(ctx, fmt.Sprintf("order:%d", i), locker.Params{TTL: 10 * time.Second})
+			if err != nil {
+				return
+			}
+			obtained.Add(1)
+			_ = lease.Release(ctx)
+		})
+	}
+	wg.Wait()
+	fmt.Println(obtained.Load())
+	// Output: 8
+}
+
+// A bad driver option is an error of the Locker's constructor.
+func ExampleWithStallTimeout() {
+	_, err := locker.New(redigo.New(examplePool(), redigo.WithPipelining(1), redigo.WithStallTimeout(0)))
+	fmt.Println(err)
+	// Output: locker: bad option: redigo.WithStallTimeout(0s): must be positive
+}

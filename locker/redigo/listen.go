@@ -1,0 +1,151 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// keepaliveChannel is subscribed by every listener connection; nothing is
+// published on it.
+const keepaliveChannel = "locktag:listener"
+
+// pingEvery is how often an idle subscriber connection is checked.
+const pingEvery = 10 * time.Second
+
+type redigoListener struct {
+	psc     redis.PubSubConn
+	deliver func(channel, payload string)
+	broken  func(error)
+
+	wmu     sync.Mutex // serialises writes
+	mu      sync.Mutex
+	pending map[string][]chan struct{} // channel -> subscribers awaiting confirmation
+	closed  bool
+	done    chan struct{}
+}
+
+func (d *redigoDriver) Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (driver.Listener, error) {
+	// A dedicated connection, not a pooled one: it stays in subscriber mode
+	// for its whole life and is closed, never returned.
+	c, err := d.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	l := &redigoListener{
+		psc:     redis.PubSubConn{Conn: c},
+		deliver: deliver,
+		broken:  broken,
+		pending: make(map[string][]chan struct{}),
+		done:    make(chan struct{}),
+	}
+	// Stay subscribed to one channel for the connection's whole life: with
+	// no subscriptions a RESP2 connection leaves subscriber mode and PING
+	// answers would no longer parse as pub/sub replies.
+	if err := l.psc.Subscribe(keepaliveChannel); err != nil {
+		_ = c.Close()
+		return nil, err
+	}
+	go l.read()
+	go l.ping()
+	return l, nil
+}
+
+func (l *redigoListener) read() {
+	for {
+		switch m := l.psc.ReceiveWithTimeout(3 * pingEvery).(type) {
+		case redis.Message:
+			l.deliver(m.Channel, string(m.Data))
+		case redis.Subscription:
+			if m.Kind == "subscribe" {
+				l.mu.Lock()
+				if w := l.pending[m.Channel]; len(w) > 0 {
+					close(w[0])
+					if len(w) == 1 {
+						delete(l.pending, m.Channel)
+					} else {
+						l.pending[m.Channel] = w[1:]
+					}
+				}
+				l.mu.Unlock()
+			}
+		case redis.Pong:
+		case error:
+			l.mu.Lock()
+			closed := l.closed
+			l.closed = true
+			l.mu.Unlock()
+			close(l.done)
+			_ = l.psc.Conn.Close()
+			if !closed {
+				l.broken(m)
+			}
+			return
+		}
+	}
+}
+
+func (l *redigoListener) ping() {
+	t := time.NewTicker(pingEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+			return
+		case <-t.C:
+			l.wmu.Lock()
+			_ = l.psc.Ping("")
+			l.wmu.Unlock()
+		}
+	}
+}
+
+func (l *redigoListener) Subscribe(ctx context.Context, channel string) error {
+	ch := make(chan struct{})
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return errListenerClosed
+	}
+	l.pending[channel] = append(l.pending[channel], ch)
+	l.mu.Unlock()
+	l.wmu.Lock()
+	err := l.psc.Subscribe(channel)
+	l.wmu.Unlock()
+	if err != nil {
+		return err
+	}
+	select {
+	case <-ch:
+		return nil
+	case <-l.done:
+		return errListenerClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (l *redigoListener) Unsubscribe(channel string) error {
+	l.wmu.Lock()
+	defer l.wmu.Unlock()
+	return l.psc.Unsubscribe(channel)
+}
+
+func (l *redigoListener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	l.mu.Unlock()
+	// Closing the connection makes read return; broken is not called.
+	return l.psc.Conn.Close()
+}
+
+var errListenerClosed = errors.New("redigo: subscriber connection closed")

@@ -1,0 +1,52 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// New returns a driver on a redigo pool: scripts run on connections from
+// pool (or, with WithPipelining, on pipelined connections dialled with the
+// pool's Dial function); Listen dials one more connection with the pool's
+// Dial (or DialContext) and keeps it for its whole life, as the one
+// subscriber connection all waiters share. When the pool is exhausted,
+// renewals and releases of held leases run on one reserved connection, so
+// request traffic cannot starve them.
+//
+// The Locker's Close closes the reserved and pipelined connections, never
+// the pool. A nil pool or an invalid option is reported by
+// locker.New and locker.NewRedlock (see driver.Validator):
+//
+//	lk, err := locker.New(redigo.New(pool, redigo.WithPipelining(1)))
+func New(pool *redis.Pool, opts ...Option) driver.Driver {
+	o := evaluateOptions(opts)
+	if pool == nil {
+		o.errs = append(o.errs, fmt.Errorf("%w: redigo.New: nil pool", driver.ErrBadOption))
+	}
+	if err := errors.Join(o.errs...); err != nil {
+		return invalid{err}
+	}
+	if o.pipeline > 0 {
+		return newPipelined(pool, o.pipeline, o.stall)
+	}
+	return &redigoDriver{pool: pool}
+}
+
+// invalid is the driver of a New call with bad arguments: Validate reports
+// them, and every call fails with them, having sent nothing.
+type invalid struct{ err error }
+
+func (d invalid) Validate() error { return d.err }
+
+func (d invalid) Eval(context.Context, *driver.Script, []string, ...any) (any, error) {
+	return nil, notSent(d.err)
+}
+
+func (d invalid) Listen(context.Context, func(string, string), func(error)) (driver.Listener, error) {
+	return nil, d.err
+}

@@ -1,0 +1,200 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// errPipeClosed fails the calls of a pipelined connection that broke or was
+// closed before they were written.
+var errPipeClosed = errors.New("redigo: pipelined connection closed")
+
+// pipeDriver is the redigo driver with auto-pipelining (WithPipelining):
+// calls from all goroutines are written to a few long-lived connections in
+// batches and their replies read back in order, so that under concurrency one
+// write and one read system call — on both sides of the socket — serve many
+// calls. The pool's Dial function opens the connections; Listen is the plain
+// driver's.
+type pipeDriver struct {
+	*redigoDriver
+	conns []*pipeConn
+	next  atomic.Uint32
+}
+
+// newPipelined returns the driver of WithPipelining: every script call is
+// multiplexed onto conns connections (at least one) dialled with pool's Dial
+// function, and pipelined: a caller that finds nobody writing writes its
+// call and every call queued meanwhile with one write, and the replies are
+// read back in order (see pipeSession). Under concurrency this serves many
+// calls per system call on both the client and the server.
+//
+// The pool itself is used only for Listen's dial. Each caller waits no
+// longer than its context's deadline. A connection that stays silent for
+// stall while calls are in flight is closed and every call on it fails; the
+// next call dials a new one.
+func newPipelined(pool *redis.Pool, conns int, stall time.Duration) *pipeDriver {
+	d := &pipeDriver{redigoDriver: &redigoDriver{pool: pool}}
+	for range max(conns, 1) {
+		d.conns = append(d.conns, &pipeConn{dial: d.dial, stall: stall})
+	}
+	return d
+}
+
+func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+	pc := d.conns[0]
+	if len(d.conns) > 1 {
+		pc = d.conns[d.next.Add(1)%uint32(len(d.conns))]
+	}
+	argv := scriptArgs(s, keys, args)
+	v, err := pc.do(ctx, "EVALSHA", argv)
+	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
+		argv[0] = s.SourceArg()
+		v, err = pc.do(ctx, "EVAL", argv)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return normalize(v), nil
+}
+
+// Close is called by Locker.Close: it closes the pipelined connections
+// (calls in flight fail) besides the reserved one.
+func (d *pipeDriver) Close() error {
+	for _, pc := range d.conns {
+		pc.close()
+	}
+	return d.redigoDriver.Close()
+}
+
+// pipeConn is one pipelined connection slot: the live session on it, dialled
+// on first use and again after it broke.
+type pipeConn struct {
+	dial  func(context.Context) (redis.Conn, error)
+	stall time.Duration
+
+	mu     sync.Mutex
+	s      *pipeSession
+	closed bool
+}
+
+// pipeCall is one queued command and, once done is closed, its reply.
+type pipeCall struct {
+	cmd      string
+	args     []any
+	deadline time.Time // zero: none
+	reply    any
+	err      error
+	done     chan struct{}
+	lead     chan struct{} // cap 1: the reader role is offered to this caller
+
+	// Guarded by the session's mu.
+	offered   bool // a signal is (or was) on lead
+	abandoned bool // the caller stopped waiting
+}
+
+// offer offers the reader role to c's caller. The session's mu is held. A
+// call is offered the role at most once at a time, so lead has room.
+func (c *pipeCall) offer() {
+	c.offered = true
+	select {
+	case c.lead <- struct{}{}:
+	default:
+	}
+}
+
+func (c *pipeCall) finish(v any, err error) {
+	c.reply, c.err = v, err
+	close(c.done)
+}
+
+func (c *pipeCall) answered() bool { return isClosed(c.done) }
+
+// isClosed reports whether ch is closed (it is only ever closed, never sent on).
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (pc *pipeConn) do(ctx context.Context, cmd string, args []any) (any, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, notSent(err)
+	}
+	c := &pipeCall{cmd: cmd, args: args, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	var expired <-chan time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		wait := time.Until(dl)
+		if wait <= 0 {
+			return nil, notSent(context.DeadlineExceeded)
+		}
+		c.deadline = dl
+		// ctx's Done need not fire at its deadline (the locker's call
+		// contexts add a deadline without a timer).
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		expired = t.C
+	}
+	s, err := pc.submit(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	return s.await(ctx, c, expired)
+}
+
+// submit hands c to the live session and returns it. A session that died
+// before taking the call has not written it, so one more session is worth
+// a try.
+func (pc *pipeConn) submit(ctx context.Context, c *pipeCall) (*pipeSession, error) {
+	for attempt := 0; ; attempt++ {
+		s, err := pc.session(ctx)
+		if err != nil {
+			return nil, notSent(err)
+		}
+		if s.submit(c) {
+			return s, nil
+		}
+		if attempt > 0 {
+			<-s.dead
+			return nil, notSent(s.err)
+		}
+	}
+}
+
+// session returns the live session, dialling one when there is none.
+func (pc *pipeConn) session(ctx context.Context) (*pipeSession, error) {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.closed {
+		return nil, errPipeClosed
+	}
+	if pc.s != nil && !pc.s.broken() {
+		return pc.s, nil
+	}
+	conn, err := pc.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pc.s = startSession(conn, pc.stall)
+	return pc.s, nil
+}
+
+func (pc *pipeConn) close() {
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	pc.closed = true
+	if pc.s != nil {
+		pc.s.fail(errPipeClosed)
+		pc.s = nil
+	}
+}

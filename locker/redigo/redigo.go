@@ -1,0 +1,160 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// redigoDriver is the default driver: a redigo pool for scripts and one
+// connection from it for pub/sub.
+type redigoDriver struct {
+	pool *redis.Pool
+
+	// reserved serves priority calls (driver.IsPriority) when the pool is
+	// exhausted; dialled on first need, one call at a time.
+	reserved struct {
+		sync.Mutex
+		c redis.Conn
+	}
+}
+
+func (d *redigoDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+	if driver.IsPriority(ctx) && d.exhausted() {
+		return d.evalReserved(ctx, s, keys, args)
+	}
+	c, err := d.pool.GetContext(ctx)
+	if err != nil {
+		if errors.Is(err, redis.ErrPoolExhausted) {
+			err = fmt.Errorf("%w (redigo MaxActive reached)", driver.ErrPoolExhausted)
+		}
+		return nil, notSent(err)
+	}
+	defer c.Close()
+	return d.eval(ctx, c, s, keys, args)
+}
+
+// Close closes the reserved connection (Locker.Close calls it). The pool
+// is the caller's and stays open.
+func (d *redigoDriver) Close() error {
+	d.reserved.Lock()
+	defer d.reserved.Unlock()
+	if d.reserved.c != nil {
+		_ = d.reserved.c.Close()
+		d.reserved.c = nil
+	}
+	return nil
+}
+
+// exhausted reports whether taking a connection from the pool would fail
+// or block.
+func (d *redigoDriver) exhausted() bool {
+	if d.pool.MaxActive <= 0 {
+		return false
+	}
+	st := d.pool.Stats()
+	return st.ActiveCount >= d.pool.MaxActive && st.IdleCount == 0
+}
+
+// evalReserved runs a priority call on the reserved connection.
+func (d *redigoDriver) evalReserved(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
+	d.reserved.Lock()
+	defer d.reserved.Unlock()
+	if d.reserved.c == nil || d.reserved.c.Err() != nil {
+		if d.reserved.c != nil {
+			_ = d.reserved.c.Close()
+		}
+		c, err := d.dial(ctx)
+		if err != nil {
+			return nil, notSent(err)
+		}
+		d.reserved.c = c
+	}
+	return d.eval(ctx, d.reserved.c, s, keys, args)
+}
+
+func (d *redigoDriver) dial(ctx context.Context) (redis.Conn, error) {
+	switch {
+	case d.pool.DialContext != nil:
+		return d.pool.DialContext(ctx)
+	case d.pool.Dial != nil:
+		return d.pool.Dial()
+	}
+	return nil, errors.New("redigo: redis.Pool has neither Dial nor DialContext")
+}
+
+func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *driver.Script, keys []string, args []any) (any, error) {
+	cwt, ok := c.(redis.ConnWithTimeout)
+	if !ok {
+		return nil, errors.New("redigo: connection without timeout support")
+	}
+	// DoWithTimeout, not DoContext: redigo's DoContext starts a goroutine per
+	// call, which costs more than the call on a busy machine. A call in flight
+	// is bounded by ctx's deadline instead of interrupted by cancellation.
+	var timeout time.Duration
+	if dl, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(dl); timeout <= 0 {
+			return nil, notSent(context.DeadlineExceeded)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, notSent(err)
+	}
+	argv := scriptArgs(s, keys, args)
+	v, err := cwt.DoWithTimeout(timeout, "EVALSHA", argv...)
+	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
+		argv[0] = s.SourceArg()
+		v, err = cwt.DoWithTimeout(timeout, "EVAL", argv...)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return normalize(v), nil
+}
+
+// scriptArgs builds EVALSHA's arguments: the script's hash, the key count,
+// the keys, the arguments. The caller swaps in the source for EVAL.
+func scriptArgs(s *driver.Script, keys []string, args []any) []any {
+	argv := make([]any, 0, 2+len(keys)+len(args))
+	argv = append(argv, s.HashArg(), len(keys))
+	for _, k := range keys {
+		argv = append(argv, k)
+	}
+	return append(argv, args...)
+}
+
+// normalize converts redigo replies to the driver.Driver contract's types.
+func normalize(v any) any {
+	switch x := v.(type) {
+	case []byte:
+		return string(x)
+	case []any:
+		for i := range x {
+			x[i] = normalize(x[i])
+		}
+		return x
+	default:
+		return v
+	}
+}
+
+// notSent marks err as the failure of a call that was never sent.
+func notSent(err error) error {
+	if errors.Is(err, driver.ErrNotSent) {
+		return err
+	}
+	return &notSentError{err: err}
+}
+
+// notSentError matches driver.ErrNotSent and the error it wraps.
+type notSentError struct{ err error }
+
+func (e *notSentError) Error() string   { return driver.ErrNotSent.Error() + ": " + e.err.Error() }
+func (e *notSentError) Unwrap() []error { return []error{driver.ErrNotSent, e.err} }

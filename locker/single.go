@@ -1,0 +1,176 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// single is the backend on one Redis deployment (a server, a Sentinel
+// set-up or a Cluster behind its driver). A busy lock is waited for in a
+// queue in Redis: release hands the lock straight to the queue's head and
+// publishes the grant (see wait).
+type single struct {
+	*shared
+	nd *node
+}
+
+func newSingle(sh *shared, nd *node) *single { return &single{shared: sh, nd: nd} }
+
+func (b *single) obtain(ctx context.Context, key string, n names, token string, t terms) (held, error) {
+	var w *waiter
+	if t.wait > 0 {
+		// Registered before the first try so that a hand-over published
+		// right after it is not dropped.
+		w = b.nd.hub.register(token)
+		defer b.nd.hub.unregister(w)
+	}
+	sent := time.Now()
+	r, err := b.acquire(ctx, n, token, t.ttl, t.wait, modeAcquire)
+	if err != nil {
+		b.abandon(n, token, err)
+		return held{}, obtainFailed(ctx, err)
+	}
+	if r.status == statusObtained {
+		return b.lease(ctx, n, token, r.fence, sent, r.pttl)
+	}
+	if t.wait <= 0 {
+		return held{}, ErrNotObtained
+	}
+	return b.wait(ctx, n, token, t, w, sent, r)
+}
+
+func (b *single) acquire(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string) (reply, error) {
+	cctx, cancel := b.o.callCtx(ctx)
+	defer cancel()
+	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, b.sidArg, b.windowArg)
+	if err != nil {
+		return reply{}, err
+	}
+	return parseReply(v)
+}
+
+// leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
+// fresh context: it is clean-up that must happen even when ctx ended.
+func (b *single) leave(ctx context.Context, n names, token, mode string) (reply, error) {
+	cctx, cancel := b.o.cleanupCtx(ctx)
+	defer cancel()
+	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant, b.windowArg)
+	if err != nil {
+		return reply{}, err
+	}
+	return parseReply(v)
+}
+
+// abandon cleans up after an acquire that failed with err and whose outcome
+// is unknown (its reply was lost or its context ended mid-call): the script
+// may have run, so the token may hold the lock or sit in the queue. Best
+// effort, on a fresh context, so that nothing is left behind when Obtain
+// returns. A first call that never left this process (err matches
+// ErrNotSent: no connection or call slot could be had) wrote nothing, and
+// nothing is sent for it: a burst of failures must not turn into a burst of
+// clean-up calls. A queued waiter's failed re-check passes err nil: its
+// earlier call queued it, so it always cleans up.
+func (b *single) abandon(n names, token string, err error) {
+	if errors.Is(err, ErrNotSent) {
+		return
+	}
+	_, _ = b.leave(context.Background(), n, token, modeDrop)
+	// The lost call may still be on its way on its dead connection and run
+	// after this clean-up; a second one a call timeout later catches that.
+	// Anything later still is bounded by the lease and the wait.
+	time.AfterFunc(b.o.callTimeout, func() { _, _ = b.leave(context.Background(), n, token, modeDrop) })
+}
+
+// ErrLate is wrapped by the error of an Obtain whose lock was granted but
+// whose lease had ended by the time the grant's reply reached this process
+// (a reply slower than the lease, a paused process). Redis was healthy and
+// the lock was simply not usable any more, so the error also matches
+// ErrNotObtained (busy: try again), not ErrUnavailable. The grant is
+// released by token.
+var ErrLate = errors.New("locker: lease ended before the reply arrived")
+
+// errLate is the error of a late grant.
+var errLate error = &multiError{msg: ErrLate.Error(), errs: []error{ErrLate, ErrNotObtained}}
+
+// lease turns a grant of pttl, asked for at sent, into a held lock, or —
+// when that lease has ended already — releases it by token and reports
+// ErrLate.
+func (b *single) lease(ctx context.Context, n names, token string, fence int64, sent time.Time, pttl time.Duration) (held, error) {
+	if time.Until(sent.Add(pttl)) > 0 {
+		return held{fence: fence, at: sent, granted: pttl}, nil
+	}
+	_, _ = b.leave(ctx, n, token, modeDrop)
+	return held{}, errLate
+}
+
+func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
+	r, err := b.acquire(ctx, n, token, ttl, 0, modeReenter)
+	if err != nil {
+		return 0, false, err
+	}
+	return int(r.holds), r.status == statusReentered, nil
+}
+
+func (b *single) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
+	cctx, cancel := b.o.callCtx(ctx)
+	defer cancel()
+	v, err := b.nd.drv.Eval(cctx, scriptExtend, n.keys[:1], token, ms(ttl))
+	if err != nil {
+		return false, unavailable(err)
+	}
+	x, _ := v.(int64)
+	return x == 1, nil
+}
+
+func (b *single) release(ctx context.Context, n names, token string, _ time.Duration) error {
+	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channel, handoffGrant, b.windowArg)
+	if err != nil {
+		return unavailable(err)
+	}
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return ErrNotHeld
+		}
+	case []any:
+		// Handed to a waiter: wake it here if it is ours.
+		if len(x) == 5 {
+			token, _ := x[1].(string)
+			fence, _ := x[2].(int64)
+			server, _ := x[3].(int64)
+			pttl, _ := x[4].(int64)
+			b.nd.hub.handOver(token, grant{fence: fence, server: server, pttl: time.Duration(pttl) * time.Millisecond})
+		}
+	}
+	return nil
+}
+
+func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
+	cctx, cancel := b.o.callCtx(ctx)
+	defer cancel()
+	v, err := b.nd.drv.Eval(cctx, scriptPTTL, n.keys[:1], token)
+	if err != nil {
+		return 0, unavailable(err)
+	}
+	if x, _ := v.(int64); x >= 0 {
+		return time.Duration(x) * time.Millisecond, nil
+	}
+	return 0, ErrNotHeld
+}
+
+// validUntil: one node's lease ends when Redis says; no drift allowance.
+func (b *single) validUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
+
+func (b *single) records() (*node, error) { return b.nd, nil }
+
+func (b *single) ping(ctx context.Context) error {
+	cctx, cancel := b.o.callCtx(ctx)
+	defer cancel()
+	if err := b.nd.ping(cctx); err != nil {
+		return unavailable(err)
+	}
+	return nil
+}
+
+func (b *single) close() error { return b.nd.close() }

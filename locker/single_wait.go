@@ -1,0 +1,86 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// wait waits for a hand-over after a busy first try (r, sent when sent).
+//
+// The waiter sits in the key's queue in Redis; a release hands the lock
+// straight to the queue's head and publishes the grant. This process's
+// waiters on the key share one safety re-check at the end of the current
+// holder's lease (see hub), so a lost notice, a holder that crashed or a
+// grant that lapsed costs at most that lease, and only one call per process.
+func (b *single) wait(ctx context.Context, n names, token string, t terms, w *waiter, sent time.Time, r reply) (held, error) {
+	waitUntil := sent.Add(t.wait)
+	defer b.tel.waiting(t.params)()
+	wt := b.nd.hub.watch(n.channel, w)
+	defer wt.close()
+	deadline := time.NewTimer(time.Until(waitUntil))
+	defer deadline.Stop()
+	recheck := false
+	observed := false
+	for {
+		missed, err := wt.ensure(ctx, sent)
+		if err != nil {
+			_, _ = b.leave(ctx, n, token, modeDrop)
+			return held{}, errors.Join(ErrNotObtained, err)
+		}
+		recheck = recheck || missed
+		if recheck {
+			recheck = false
+			sent = time.Now()
+			r, err = b.acquire(ctx, n, token, t.ttl, time.Until(waitUntil), modeRecheck)
+			if err != nil {
+				// Queued before, so there is something to clean up even
+				// when this call was never sent.
+				b.abandon(n, token, nil)
+				return held{}, obtainFailed(ctx, err)
+			}
+			if r.status == statusObtained {
+				return b.lease(ctx, n, token, r.fence, sent, r.pttl)
+			}
+			observed = false
+		}
+		if !observed {
+			observed = true
+			wt.observe(r.pttl, r.server)
+		}
+		select {
+		case g := <-w.grant:
+			// The grant happened g.server-r.server ms after the server
+			// answered r, and r was answered after sent: a conservative
+			// local time of the grant.
+			at := sent.Add(time.Duration(g.server-r.server-1) * time.Millisecond)
+			if time.Until(at.Add(g.pttl)) > 0 {
+				return held{fence: g.fence, at: at, granted: g.pttl}, nil
+			}
+			// Handed over while this process could not run (paused or
+			// starved), the grant may have lapsed: Redis knows.
+			recheck = true
+		case <-w.kick:
+			// The subscriber connection broke: notifications may be lost.
+			wt.broken()
+			recheck = true
+		case <-w.check:
+			recheck = true
+		case <-wt.polled():
+			recheck = true
+		case <-deadline.C:
+			sent = time.Now()
+			r, err := b.leave(ctx, n, token, modeKeep)
+			if err != nil {
+				return held{}, obtainFailed(ctx, err)
+			}
+			if r.status == statusObtained {
+				return b.lease(ctx, n, token, r.fence, sent, r.pttl)
+			}
+			return held{}, ErrNotObtained
+		case <-ctx.Done():
+			_, _ = b.leave(ctx, n, token, modeDrop)
+			return held{}, errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}
+}
