@@ -6,7 +6,10 @@
 // through a locker.Locker, runs the rest of the chain with the lock held and
 // releases it afterwards — also when the handler panics:
 //
-//	lk := locker.New(pool)
+//	lk, err := locker.New(redigo.New(pool)) // github.com/locktag/locktag/locker/redigo
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	r := gin.New()
 //	r.Use(gin.Recovery())
 //	r.POST("/orders/:id/pay",
