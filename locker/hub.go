@@ -3,7 +3,6 @@ package locker
 import (
 	"container/list"
 	"context"
-	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,9 +10,6 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 )
-
-// errListenerClosed fails a subscription after the Locker was closed.
-var errListenerClosed = errors.New("locker: subscriber connection closed")
 
 // hub multiplexes the waiters of one Locker onto a single subscriber
 // connection per Redis node. Each key's channel is subscribed while at least
@@ -252,7 +248,7 @@ func (h *hub) listener(ctx context.Context) (driver.Listener, error) {
 	lis, closed := h.lis, h.closed
 	h.mu.Unlock()
 	if closed {
-		return nil, errListenerClosed
+		return nil, driver.ErrListenerClosed
 	}
 	if lis != nil {
 		return lis, nil

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -28,8 +27,6 @@ const pingEvery = 10 * time.Second
 // dialTimeout bounds Listen when ctx has no deadline.
 const dialTimeout = 10 * time.Second
 
-var errListenerClosed = errors.New("goredis: subscriber connection closed")
-
 // listener is one go-redis PubSub. Its read goroutine is the only reader;
 // Subscribe, Unsubscribe and the pings write through the PubSub, which
 // serialises writes itself.
@@ -37,12 +34,10 @@ type listener struct {
 	ps      *redis.PubSub
 	deliver func(channel, payload string)
 	broken  func(error)
-	done    chan struct{} // closed when the listener is dead (broken or closed)
+	c       *driver.Confirmations // ended when broken or closed: broken is not called (again)
 
-	mu      sync.Mutex
-	pending map[string][]chan struct{} // channel -> Subscribe calls awaiting confirmation
-	dead    bool                       // broken or closed: broken is not called (again)
-	cause   error                      // a write's error that made abort close the PubSub
+	mu    sync.Mutex
+	cause error // a write's error that made abort close the PubSub
 }
 
 func (d *redisDriver) Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (driver.Listener, error) {
@@ -77,8 +72,7 @@ func (d *redisDriver) Listen(ctx context.Context, deliver func(channel, payload 
 		ps:      ps,
 		deliver: deliver,
 		broken:  broken,
-		done:    make(chan struct{}),
-		pending: make(map[string][]chan struct{}),
+		c:       driver.NewConfirmations(),
 	}
 	go l.read()
 	go l.ping()
@@ -97,26 +91,10 @@ func (l *listener) read() {
 			l.deliver(m.Channel, m.Payload)
 		case *redis.Subscription:
 			if m.Kind == "subscribe" {
-				l.confirm(m.Channel)
+				l.c.Confirmed(m.Channel)
 			}
 		case *redis.Pong:
 		}
-	}
-}
-
-// confirm wakes the oldest Subscribe call waiting for channel.
-func (l *listener) confirm(channel string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.pending[channel]
-	if len(w) == 0 {
-		return
-	}
-	close(w[0])
-	if len(w) == 1 {
-		delete(l.pending, channel)
-	} else {
-		l.pending[channel] = w[1:]
 	}
 }
 
@@ -126,16 +104,13 @@ func (l *listener) confirm(channel string) {
 // PubSub is closed and the locker is told, once.
 func (l *listener) fail(err error) {
 	l.mu.Lock()
-	dead := l.dead
-	l.dead = true
 	if l.cause != nil {
 		err = l.cause
 	}
 	l.mu.Unlock()
-	if dead {
+	if !l.c.End() {
 		return // closed by Close
 	}
-	close(l.done)
 	_ = l.ps.Close()
 	l.broken(err)
 }
@@ -158,7 +133,7 @@ func (l *listener) ping() {
 	defer t.Stop()
 	for {
 		select {
-		case <-l.done:
+		case <-l.c.Done():
 			return
 		case <-t.C:
 			ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
@@ -173,35 +148,21 @@ func (l *listener) ping() {
 }
 
 func (l *listener) Subscribe(ctx context.Context, channel string) error {
-	ch := make(chan struct{})
-	l.mu.Lock()
-	if l.dead {
-		l.mu.Unlock()
-		return errListenerClosed
+	ch, err := l.c.Expect(channel)
+	if err != nil {
+		return err
 	}
-	l.pending[channel] = append(l.pending[channel], ch)
-	l.mu.Unlock()
 	if err := l.ps.Subscribe(ctx, channel); err != nil {
 		// The connection may have been replaced underneath: see fail.
 		l.abort(err)
 		return err
 	}
-	select {
-	case <-ch:
-		return nil
-	case <-l.done:
-		return errListenerClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return l.c.Await(ctx, ch)
 }
 
 func (l *listener) Unsubscribe(channel string) error {
-	l.mu.Lock()
-	dead := l.dead
-	l.mu.Unlock()
-	if dead {
-		return errListenerClosed
+	if l.c.Ended() {
+		return driver.ErrListenerClosed
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
 	defer cancel()
@@ -213,14 +174,9 @@ func (l *listener) Unsubscribe(channel string) error {
 }
 
 func (l *listener) Close() error {
-	l.mu.Lock()
-	if l.dead {
-		l.mu.Unlock()
+	if !l.c.End() {
 		return nil
 	}
-	l.dead = true
-	l.mu.Unlock()
-	close(l.done)
 	// The reader's Receive fails with ErrClosed and returns; broken is not
 	// called for it.
 	return l.ps.Close()

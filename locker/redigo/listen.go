@@ -2,7 +2,6 @@ package redigo
 
 import (
 	"context"
-	"errors"
 	"sync"
 	"time"
 
@@ -23,11 +22,8 @@ type redigoListener struct {
 	deliver func(channel, payload string)
 	broken  func(error)
 
-	wmu     sync.Mutex // serialises writes
-	mu      sync.Mutex
-	pending map[string][]chan struct{} // channel -> subscribers awaiting confirmation
-	closed  bool
-	done    chan struct{}
+	wmu sync.Mutex // serialises writes
+	c   *driver.Confirmations
 }
 
 func (d *redigoDriver) Listen(ctx context.Context, deliver func(channel, payload string), broken func(error)) (driver.Listener, error) {
@@ -41,8 +37,7 @@ func (d *redigoDriver) Listen(ctx context.Context, deliver func(channel, payload
 		psc:     redis.PubSubConn{Conn: c},
 		deliver: deliver,
 		broken:  broken,
-		pending: make(map[string][]chan struct{}),
-		done:    make(chan struct{}),
+		c:       driver.NewConfirmations(),
 	}
 	// Stay subscribed to one channel for the connection's whole life: with
 	// no subscriptions a RESP2 connection leaves subscriber mode and PING
@@ -63,26 +58,13 @@ func (l *redigoListener) read() {
 			l.deliver(m.Channel, string(m.Data))
 		case redis.Subscription:
 			if m.Kind == "subscribe" {
-				l.mu.Lock()
-				if w := l.pending[m.Channel]; len(w) > 0 {
-					close(w[0])
-					if len(w) == 1 {
-						delete(l.pending, m.Channel)
-					} else {
-						l.pending[m.Channel] = w[1:]
-					}
-				}
-				l.mu.Unlock()
+				l.c.Confirmed(m.Channel)
 			}
 		case redis.Pong:
 		case error:
-			l.mu.Lock()
-			closed := l.closed
-			l.closed = true
-			l.mu.Unlock()
-			close(l.done)
+			first := l.c.End()
 			_ = l.psc.Conn.Close()
-			if !closed {
+			if first {
 				l.broken(m)
 			}
 			return
@@ -95,7 +77,7 @@ func (l *redigoListener) ping() {
 	defer t.Stop()
 	for {
 		select {
-		case <-l.done:
+		case <-l.c.Done():
 			return
 		case <-t.C:
 			l.wmu.Lock()
@@ -106,28 +88,17 @@ func (l *redigoListener) ping() {
 }
 
 func (l *redigoListener) Subscribe(ctx context.Context, channel string) error {
-	ch := make(chan struct{})
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return errListenerClosed
+	ch, err := l.c.Expect(channel)
+	if err != nil {
+		return err
 	}
-	l.pending[channel] = append(l.pending[channel], ch)
-	l.mu.Unlock()
 	l.wmu.Lock()
-	err := l.psc.Subscribe(channel)
+	err = l.psc.Subscribe(channel)
 	l.wmu.Unlock()
 	if err != nil {
 		return err
 	}
-	select {
-	case <-ch:
-		return nil
-	case <-l.done:
-		return errListenerClosed
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return l.c.Await(ctx, ch)
 }
 
 func (l *redigoListener) Unsubscribe(channel string) error {
@@ -137,15 +108,9 @@ func (l *redigoListener) Unsubscribe(channel string) error {
 }
 
 func (l *redigoListener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
+	if !l.c.End() {
 		return nil
 	}
-	l.closed = true
-	l.mu.Unlock()
 	// Closing the connection makes read return; broken is not called.
 	return l.psc.Conn.Close()
 }
-
-var errListenerClosed = errors.New("redigo: subscriber connection closed")
