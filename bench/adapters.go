@@ -165,23 +165,25 @@ func openLocktagPipelined(addrs []string, c int, reqs *atomic.Int64) (Lock, func
 
 func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, dopts ...redigo.Option) (Lock, func(), error) {
 	var pools []*redis.Pool
-	var ds []driver.Driver
 	for _, a := range addrs {
-		p := redigoPool(a, c, reqs)
-		pools = append(pools, p)
-		ds = append(ds, redigo.New(p, dopts...))
+		pools = append(pools, redigoPool(a, c, reqs))
 	}
+	return locktagOn(pools, locker.Params{TTL: lockTTL, Wait: time.Minute}, dopts...)
+}
+
+// locktagOn builds a Locker on pools, each through a redigo driver with
+// dopts (Redlock when there are several), whose Lock obtains with p;
+// closing it closes the pools too.
+func locktagOn(pools []*redis.Pool, p locker.Params, dopts ...redigo.Option) (Lock, func(), error) {
 	closePools := func() {
 		for _, p := range pools {
 			p.Close()
 		}
 	}
-	return locktagOn(pools, locker.Params{TTL: lockTTL, Wait: time.Minute}, opts...)
-}
-
-// locktagOn builds a Locker on pools (Redlock when there are several) whose
-// Lock obtains with p; closing it closes the pools too.
-func locktagOn(pools []*redis.Pool, p locker.Params, opts ...locker.Option) (Lock, func(), error) {
+	ds := make([]driver.Driver, len(pools))
+	for i, pool := range pools {
+		ds[i] = redigo.New(pool, dopts...)
+	}
 	var lk *locker.Locker
 	var err error
 	if len(ds) == 1 {
@@ -195,9 +197,7 @@ func locktagOn(pools []*redis.Pool, p locker.Params, opts ...locker.Option) (Loc
 	}
 	return locktagLock{lk, p}, func() {
 		lk.Close()
-		for _, p := range pools {
-			p.Close()
-		}
+		closePools()
 	}, nil
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/go-redsync/redsync/v4"
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -54,7 +55,7 @@ func burstLibOf(s subject) burstLib {
 	case "locktag":
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst()}
 	case "locktag-pipe":
-		return burstLib{name: s.name, queue: true, open: openLocktagBurst(locker.WithPipelining(1))}
+		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(1))}
 	}
 	return burstLib{name: s.name, open: waitByDeadline(s)}
 }
@@ -89,9 +90,9 @@ func readmePool(addr string, reqs *atomic.Int64) *redis.Pool {
 
 // openLocktagBurst obtains with Params{Wait: wait} and no TTL: the watchdog
 // lease a tag without `expire` asks for.
-func openLocktagBurst(opts ...locker.Option) func(string, int, *atomic.Int64, time.Duration) (Lock, func(), error) {
+func openLocktagBurst(dopts ...redigo.Option) func(string, int, *atomic.Int64, time.Duration) (Lock, func(), error) {
 	return func(addr string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
-		return locktagOn([]*redis.Pool{readmePool(addr, reqs)}, locker.Params{Wait: wait}, opts...)
+		return locktagOn([]*redis.Pool{readmePool(addr, reqs)}, locker.Params{Wait: wait}, dopts...)
 	}
 }
 
