@@ -129,7 +129,7 @@ func routeParams(pattern string) []string {
 // {path.X} in spec whose X is not one of params, unless the application
 // replaced the path source.
 func (m *locks) checkParams(spec *keyexpr.Spec, params []string) error {
-	if _, custom := m.s.sources["path"]; custom {
+	if _, custom := m.s.Sources["path"]; custom {
 		return nil
 	}
 	t := spec.Key
