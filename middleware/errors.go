@@ -1,8 +1,6 @@
 package middleware
 
 import (
-	"errors"
-
 	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
@@ -15,7 +13,7 @@ import (
 var (
 	// ErrBadRule reports a Rules entry whose key is not "METHOD /path", or
 	// whose key template names a path parameter the route does not have.
-	ErrBadRule = errors.New("middleware: bad rule")
+	ErrBadRule = httpcore.ErrBadRule
 	// ErrBodyTooLarge reports a request body longer than the cap set with
 	// guard.WithMaxRequestBytes. It also matches guard.ErrTooLarge.
 	// Answered with 413.

@@ -46,8 +46,9 @@ func ReadBody(r *http.Request, maxBytes int64) ([]byte, error) {
 // replayBody serves the bytes already read and closes the original body.
 type replayBody struct {
 	*bytes.Reader
-	raw  []byte
-	orig io.Closer
+	raw    []byte
+	orig   io.Closer
+	parsed *Parsed // ParseBody's, while nobody has read the body
 }
 
 func (b *replayBody) Close() error { return b.orig.Close() }
@@ -80,6 +81,19 @@ func (pb *Parsed) Field(segs []string, maxBytes int64) (string, error) {
 		return "", ErrBodyTooLarge // cached by a guard with a larger cap
 	}
 	return lookup(pb.Tree, segs)
+}
+
+// ParseBody reads r's body (ReadBody) and parses it, once per request:
+// the parse is kept with the restored body until a reader consumes it.
+func ParseBody(r *http.Request, maxBytes int64) *Parsed {
+	if rb, ok := r.Body.(*replayBody); ok && rb.parsed != nil && rb.Reader.Len() == len(rb.raw) {
+		return rb.parsed
+	}
+	pb := Parse(ReadBody(r, maxBytes))
+	if rb, ok := r.Body.(*replayBody); ok {
+		rb.parsed = pb
+	}
+	return pb
 }
 
 // Segments splits a {body.a.b} path.

@@ -27,6 +27,9 @@ type Settings[R, EH any] struct {
 	Sources       keyexpr.Sources[R] // the application's
 	Header        string
 	ReplayHeaders []string // canonical
+	// PathValue and Route are the net/http adapter's (nil: its defaults).
+	PathValue func(r *http.Request, name string) string
+	Route     func(r *http.Request) string
 }
 
 // Evaluate applies the adapter options among opts for guards of target t,
