@@ -107,7 +107,7 @@ func (ic *Interceptor) Unary() grpc.UnaryServerInterceptor {
 		if o.Kind.Ran() {
 			return resp, herr
 		}
-		return nil, ic.s.fail(ctx, info.FullMethod, o)
+		return nil, fail(ic.s, ctx, info.FullMethod, o)
 	}
 }
 
@@ -136,13 +136,13 @@ func (ic *Interceptor) Stream() grpc.StreamServerInterceptor {
 		if o.Kind.Ran() {
 			return herr
 		}
-		return ic.s.fail(ctx, info.FullMethod, o)
+		return fail(ic.s, ctx, info.FullMethod, o)
 	}
 }
 
 // fail asks the error handler for the client's error.
-func (s *settings) fail(ctx context.Context, fullMethod string, o guard.Outcome) error {
-	if out := s.errorHandler(ctx, fullMethod, o); out != nil {
+func fail(s *settings, ctx context.Context, fullMethod string, o guard.Outcome) error {
+	if out := s.ErrorHandler(ctx, fullMethod, o); out != nil {
 		return out
 	}
 	return DefaultErrorHandler(ctx, fullMethod, o)
