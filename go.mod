@@ -15,6 +15,8 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
+require connectrpc.com/connect v1.21.1
+
 require (
 	github.com/bytedance/gopkg v0.1.3 // indirect
 	github.com/bytedance/sonic v1.15.0 // indirect

@@ -2,9 +2,7 @@ package interceptor
 
 import (
 	"context"
-	"errors"
 	"github.com/locktag/locktag/interceptor/internal/rpccore"
-	"math"
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -45,23 +43,11 @@ type Idempotency struct {
 // guard.ErrNoScope or guard.ErrNilLocker; NewIdempotency never touches
 // Redis.
 func NewIdempotency(l *locker.Locker, methods []string, opts ...guard.Option) (*Idempotency, error) {
-	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
-	errs := []error{err}
-	all := append([]guard.Option{guard.WithMaxRequestBytes(math.MaxInt64)}, opts...)
-	g, err := guard.NewIdempotency[context.Context](l, rpccore.RecordFormat, all...)
-	if errors.Is(err, guard.ErrNilLocker) {
+	ig, err := rpccore.NewIdem[*Call](l, methods, opts, ErrorHandler(DefaultErrorHandler))
+	if err != nil {
 		return nil, err
 	}
-	errs = append(errs, err)
-	ig := &Idempotency{g: g, s: s}
-	if s != nil {
-		ig.methods, err = rpccore.ResponseTypes(s.Files, s.Types, methods)
-		errs = append(errs, err)
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return ig, nil
+	return &Idempotency{g: ig.G, s: ig.S, methods: ig.Methods}, nil
 }
 
 // IdempotencyUnaryServerInterceptor is NewIdempotency(...).Unary(); it

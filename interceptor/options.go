@@ -10,10 +10,6 @@ import (
 // settings are this adapter's own options, beside the guard's.
 type settings = rpccore.Settings[*Call, ErrorHandler]
 
-func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
-	return rpccore.Evaluate[*Call](t, opts, ErrorHandler(DefaultErrorHandler))
-}
-
 // WithSource registers an application source for New: a placeholder
 // {name.path} in any rule is bound by calling src(path) when the
 // interceptor is built (an error there is a construction error), and the

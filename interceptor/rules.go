@@ -2,9 +2,6 @@ package interceptor
 
 import (
 	"github.com/locktag/locktag/interceptor/internal/rpccore"
-	"github.com/locktag/locktag/keyexpr"
-	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/guard"
 )
 
 // Rules maps full method names, "/shop.v1.Inventory/Reserve", to lock tags
@@ -41,8 +38,3 @@ var (
 // with the others when several rules are wrong); UnaryServerInterceptor and
 // StreamServerInterceptor panic with it.
 type RuleError = rpccore.RuleError
-
-// compile builds the lock guards of an Interceptor (rpccore.Compile).
-func compile(l *locker.Locker, rules Rules, s *settings, opts []guard.Option) (unary, stream map[string]*guard.Lock[*Call], err error) {
-	return rpccore.Compile(l, rules, s, func(m rpccore.Method) keyexpr.Sources[*Call] { return sourcesFor(m, s.Sources) }, opts)
-}
