@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"testing"
 	"time"
 
@@ -103,9 +104,10 @@ func TestIdempotency(t *testing.T) {
 		}
 		return connect.NewResponse(&testpb.ReserveResponse{Token: runs}), nil
 	}, connect.WithInterceptors(ig))
+	run := strconv.FormatInt(time.Now().UnixNano(), 36) // fresh keys for every -count run
 	call := func(sku, key string) (*connect.Response[testpb.ReserveResponse], error) {
 		req := connect.NewRequest(&testpb.ReserveRequest{Sku: sku})
-		req.Header().Set(connectrpc.IdempotencyKeyHeader, key)
+		req.Header().Set(connectrpc.IdempotencyKeyHeader, key+run)
 		return res.CallUnary(t.Context(), req)
 	}
 	first, err1 := call("a", "k1")

@@ -5,6 +5,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -54,9 +55,10 @@ func ExampleIdempotency_Wrap() {
 		w.WriteHeader(http.StatusCreated)
 		fmt.Fprintf(w, "charge %d", charges)
 	}))
+	key := fmt.Sprint("example-", time.Now().UnixNano()) // a new key for every run of the example
 	for range 2 {
 		r := httptest.NewRequest("POST", "/payments", nil)
-		r.Header.Set("Idempotency-Key", "example-stdhttp-1")
+		r.Header.Set("Idempotency-Key", key)
 		r.Header.Set("X-Account", "acct-1")
 		w := httptest.NewRecorder()
 		h.ServeHTTP(w, r)

@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
@@ -159,19 +161,20 @@ func TestIdempotency(t *testing.T) {
 		w.WriteHeader(201)
 		_, _ = w.Write(append([]byte("paid "), b...))
 	})))
-	first := send(mux, "POST", "/pay", "5", "Idempotency-Key", "k1", "X-User", "ann")
-	again := send(mux, "POST", "/pay", "5", "Idempotency-Key", "k1", "X-User", "ann")
+	k1 := "k1-" + strconv.FormatInt(time.Now().UnixNano(), 36) // fresh for every -count run
+	first := send(mux, "POST", "/pay", "5", "Idempotency-Key", k1, "X-User", "ann")
+	again := send(mux, "POST", "/pay", "5", "Idempotency-Key", k1, "X-User", "ann")
 	if first.Code != 201 || again.Code != 201 || again.Body.String() != "paid 5" || runs != 1 ||
 		again.Header().Get(stdhttp.ReplayedHeader) != "true" || again.Header().Get("X-Private") != "" || again.Header().Get("Content-Type") != "text/plain" {
 		t.Fatalf("first %d %q, again %d %q %v, runs %d", first.Code, first.Body, again.Code, again.Body, again.Header(), runs)
 	}
-	if w := send(mux, "POST", "/pay", "6", "Idempotency-Key", "k1", "X-User", "ann"); w.Code != 422 {
+	if w := send(mux, "POST", "/pay", "6", "Idempotency-Key", k1, "X-User", "ann"); w.Code != 422 {
 		t.Fatalf("mismatch: %d", w.Code)
 	}
 	if w := send(mux, "POST", "/pay", "5", "X-User", "ann"); w.Code != 400 {
 		t.Fatalf("missing key: %d", w.Code)
 	}
-	if w := send(mux, "POST", "/pay", "5", "Idempotency-Key", "k1"); w.Code != 401 {
+	if w := send(mux, "POST", "/pay", "5", "Idempotency-Key", k1); w.Code != 401 {
 		t.Fatalf("no scope: %d", w.Code)
 	}
 }
