@@ -2,20 +2,16 @@ package interceptor
 
 import (
 	"context"
-	"errors"
-	"fmt"
-	"math"
+	"github.com/locktag/locktag/interceptor/internal/rpccore"
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
-	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/types/dynamicpb"
 )
 
 // Metadata keys of the idempotency guard.
@@ -26,10 +22,6 @@ const (
 	// of every replayed call.
 	ReplayedMetadata = "idempotent-replayed"
 )
-
-// recordFormat names this adapter's stored outcomes: the payload is the
-// marshalled response for OK, else the marshalled google.rpc.Status.
-const recordFormat = "G1"
 
 // Idempotency guards unary methods with client idempotency keys: each
 // (method, caller scope, key) runs the handler at most once, and retries
@@ -51,36 +43,11 @@ type Idempotency struct {
 // guard.ErrNoScope or guard.ErrNilLocker; NewIdempotency never touches
 // Redis.
 func NewIdempotency(l *locker.Locker, methods []string, opts ...guard.Option) (*Idempotency, error) {
-	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
-	errs := []error{err}
-	all := append([]guard.Option{guard.WithMaxRequestBytes(math.MaxInt64)}, opts...)
-	g, err := guard.NewIdempotency[context.Context](l, recordFormat, all...)
-	if errors.Is(err, guard.ErrNilLocker) {
+	ig, err := rpccore.NewIdem[*Call](l, methods, opts, ErrorHandler(DefaultErrorHandler))
+	if err != nil {
 		return nil, err
 	}
-	errs = append(errs, err)
-	ig := &Idempotency{g: g, s: s, methods: make(map[string]protoreflect.MessageType, len(methods))}
-	for _, m := range methods {
-		md, err := findMethod(s.files, m)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		if isStreaming(md) {
-			errs = append(errs, fmt.Errorf("%w: %s is a streaming method; only unary methods can be idempotent", ErrUnknownMethod, m))
-			continue
-		}
-		out := md.Output()
-		mt, err := s.types.FindMessageByName(out.FullName())
-		if err != nil {
-			mt = dynamicpb.NewMessageType(out)
-		}
-		ig.methods[m] = mt
-	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return ig, nil
+	return &Idempotency{g: ig.G, s: ig.S, methods: ig.Methods}, nil
 }
 
 // IdempotencyUnaryServerInterceptor is NewIdempotency(...).Unary(); it
@@ -142,23 +109,17 @@ func (ig *Idempotency) Unary() grpc.UnaryServerInterceptor {
 		case guard.Replay:
 			return replay(ctx, mt, o.Record)
 		}
-		return nil, ig.s.fail(ctx, info.FullMethod, o)
+		return nil, fail(ig.s, ctx, info.FullMethod, o)
 	}
 }
 
 // answer captures a handler's result for the guard.
 func answer(resp any, herr error) guard.Answer {
 	if herr != nil {
-		st := status.Convert(herr)
-		b, err := proto.Marshal(st.Proto())
-		return guard.Answer{Status: int(st.Code()), Payload: b, ServerError: serverError(st.Code()), Failed: true, None: err != nil}
+		return rpccore.Answer(nil, status.Convert(herr).Proto())
 	}
-	m, ok := resp.(proto.Message)
-	if !ok || noResponse(resp) {
-		return guard.Answer{None: true} // gRPC fails the call; nothing to store
-	}
-	b, err := proto.Marshal(m)
-	return guard.Answer{Status: int(codes.OK), Payload: b, Sent: true, None: err != nil}
+	m, _ := resp.(proto.Message)
+	return rpccore.Answer(m, nil)
 }
 
 // replay answers with a stored outcome.
@@ -166,25 +127,12 @@ func replay(ctx context.Context, mt protoreflect.MessageType, r *guard.Record) (
 	marker := metadata.Pairs(ReplayedMetadata, "true")
 	_ = grpc.SetHeader(ctx, marker)
 	_ = grpc.SetTrailer(ctx, marker)
-	if codes.Code(r.Status) != codes.OK {
-		st := &spb.Status{}
-		if err := proto.Unmarshal(r.Payload, st); err != nil {
-			return nil, status.Error(codes.Internal, "idempotency: unreadable stored status")
-		}
+	resp, st, err := rpccore.Decode(mt, r)
+	switch {
+	case err != nil:
+		return nil, status.Error(codes.Internal, err.Error())
+	case st != nil:
 		return nil, status.ErrorProto(st)
 	}
-	resp := mt.New().Interface()
-	if err := proto.Unmarshal(r.Payload, resp); err != nil {
-		return nil, status.Error(codes.Internal, "idempotency: unreadable stored response")
-	}
 	return resp, nil
-}
-
-// serverError reports the codes guard.WithServerErrorPolicy is about.
-func serverError(c codes.Code) bool {
-	switch c {
-	case codes.Unknown, codes.Internal, codes.Unavailable, codes.DataLoss, codes.DeadlineExceeded, codes.Unimplemented:
-		return true
-	}
-	return false
 }

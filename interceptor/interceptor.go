@@ -3,6 +3,7 @@ package interceptor
 import (
 	"context"
 	"errors"
+	"github.com/locktag/locktag/interceptor/internal/rpccore"
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -33,18 +34,11 @@ type Interceptor struct {
 // *RuleError, or several joined (errors.As finds the first); New never
 // touches Redis.
 func New(l *locker.Locker, rules Rules, opts ...guard.Option) (*Interceptor, error) {
-	if l == nil {
-		return nil, guard.ErrNilLocker
-	}
-	s, err := evaluateOptions(guard.LockGuards, opts)
+	ls, err := rpccore.NewLocks(l, rules, opts, ErrorHandler(DefaultErrorHandler), sourcesFor)
 	if err != nil {
 		return nil, err
 	}
-	unary, stream, err := compile(l, rules, s, opts)
-	if err != nil {
-		return nil, err
-	}
-	return &Interceptor{s: s, unary: unary, stream: stream}, nil
+	return &Interceptor{s: ls.S, unary: ls.Unary, stream: ls.Stream}, nil
 }
 
 // UnaryServerInterceptor returns a unary server interceptor that takes each
@@ -107,7 +101,7 @@ func (ic *Interceptor) Unary() grpc.UnaryServerInterceptor {
 		if o.Kind.Ran() {
 			return resp, herr
 		}
-		return nil, ic.s.fail(ctx, info.FullMethod, o)
+		return nil, fail(ic.s, ctx, info.FullMethod, o)
 	}
 }
 
@@ -136,13 +130,13 @@ func (ic *Interceptor) Stream() grpc.StreamServerInterceptor {
 		if o.Kind.Ran() {
 			return herr
 		}
-		return ic.s.fail(ctx, info.FullMethod, o)
+		return fail(ic.s, ctx, info.FullMethod, o)
 	}
 }
 
 // fail asks the error handler for the client's error.
-func (s *settings) fail(ctx context.Context, fullMethod string, o guard.Outcome) error {
-	if out := s.errorHandler(ctx, fullMethod, o); out != nil {
+func fail(s *settings, ctx context.Context, fullMethod string, o guard.Outcome) error {
+	if out := s.ErrorHandler(ctx, fullMethod, o); out != nil {
 		return out
 	}
 	return DefaultErrorHandler(ctx, fullMethod, o)

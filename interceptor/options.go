@@ -1,41 +1,14 @@
 package interceptor
 
 import (
-	"fmt"
-	"slices"
-
+	"github.com/locktag/locktag/interceptor/internal/rpccore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
 // settings are this adapter's own options, beside the guard's.
-type settings struct {
-	sources      keyexpr.Sources[*Call]
-	errorHandler ErrorHandler
-	failOpen     []string
-	protoOptions bool
-	files        *protoregistry.Files
-	types        *protoregistry.Types
-}
-
-// evaluateOptions starts from a copy of the defaults and applies this
-// package's options among opts.
-func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
-	s := &settings{
-		errorHandler: DefaultErrorHandler,
-		protoOptions: true,
-		files:        protoregistry.GlobalFiles,
-		types:        protoregistry.GlobalTypes,
-	}
-	if err := guard.ApplyAdapterOptions(t, opts, s); err != nil {
-		return nil, err
-	}
-	if s.errorHandler == nil {
-		return nil, fmt.Errorf("%w: WithErrorHandler: nil handler", guard.ErrBadOption)
-	}
-	return s, nil
-}
+type settings = rpccore.Settings[*Call, ErrorHandler]
 
 // WithSource registers an application source for New: a placeholder
 // {name.path} in any rule is bound by calling src(path) when the
@@ -45,16 +18,7 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 // sources req, md and method cannot be redefined (ErrBadSource). There are
 // no application sources by default.
 func WithSource(name string, src keyexpr.Source[*Call]) guard.Option {
-	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *settings) error {
-		switch {
-		case slices.Contains(builtinSources, name):
-			return fmt.Errorf("%w: %q is a built-in source", ErrBadSource, name)
-		case src == nil:
-			return fmt.Errorf("%w: nil source for %q", ErrBadSource, name)
-		}
-		s.sources = s.sources.With(name, src)
-		return nil
-	})
+	return rpccore.WithSource[*Call, ErrorHandler](name, src, builtinSources)
 }
 
 // WithErrorHandler replaces the mapping of refusals to the errors the
@@ -64,7 +28,7 @@ func WithSource(name string, src keyexpr.Source[*Call]) guard.Option {
 // returns nil, DefaultErrorHandler's error is used: the handler never runs
 // without its lock. The default is DefaultErrorHandler.
 func WithErrorHandler(h ErrorHandler) guard.Option {
-	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *settings) error { s.errorHandler = h; return nil })
+	return rpccore.WithErrorHandler[*Call](h, h == nil)
 }
 
 // WithFailOpenFor makes the rules of the full methods named fail open, as
@@ -72,10 +36,7 @@ func WithErrorHandler(h ErrorHandler) guard.Option {
 // handler runs without a lock. Each method must have a rule. New only.
 // The default is fail-closed.
 func WithFailOpenFor(fullMethods ...string) guard.Option {
-	return guard.AdapterOption("WithFailOpenFor", guard.LockGuards, func(s *settings) error {
-		s.failOpen = append(s.failOpen, fullMethods...)
-		return nil
-	})
+	return rpccore.WithFailOpenFor[*Call, ErrorHandler](fullMethods)
 }
 
 // WithProtoOptions turns reading rules from (locktag.v1.lock) method
@@ -83,10 +44,7 @@ func WithFailOpenFor(fullMethods ...string) guard.Option {
 // WithRegistry) whose options carry the extension gets that rule, unless
 // Rules has an entry for it. The default is on.
 func WithProtoOptions(on bool) guard.Option {
-	return guard.AdapterOption("WithProtoOptions", guard.LockGuards, func(s *settings) error {
-		s.protoOptions = on
-		return nil
-	})
+	return rpccore.WithProtoOptions[*Call, ErrorHandler](on)
 }
 
 // WithRegistry sets where methods are looked up (to validate {req...}
@@ -95,13 +53,5 @@ func WithProtoOptions(on bool) guard.Option {
 // NewIdempotency. A nil argument keeps its default: protoregistry.GlobalFiles
 // and protoregistry.GlobalTypes, where generated code registers itself.
 func WithRegistry(files *protoregistry.Files, types *protoregistry.Types) guard.Option {
-	return guard.AdapterOption("WithRegistry", guard.AllGuards, func(s *settings) error {
-		if files != nil {
-			s.files = files
-		}
-		if types != nil {
-			s.types = types
-		}
-		return nil
-	})
+	return rpccore.WithRegistry[*Call, ErrorHandler](files, types)
 }

@@ -1,20 +1,7 @@
 package interceptor
 
 import (
-	"errors"
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
-	"github.com/locktag/locktag/interceptor/locktagv1"
-	"github.com/locktag/locktag/keyexpr"
-	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/guard"
-	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
-	"google.golang.org/protobuf/types/descriptorpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore"
 )
 
 // Rules maps full method names, "/shop.v1.Inventory/Reserve", to lock tags
@@ -25,173 +12,29 @@ type Rules map[string]string
 
 // Errors the constructors return (inside a *RuleError when they concern one
 // rule). Tag and template mistakes wrap the keyexpr package's errors instead
-// (keyexpr.ErrSyntax, keyexpr.ErrUnknownSource, ...).
+// (keyexpr.ErrSyntax, keyexpr.ErrUnknownSource, ...). The connect adapter
+// (interceptor/connectrpc) returns the same values.
 var (
 	// ErrUnknownMethod: a rule names a method that is not well-formed
 	// ("/package.Service/Method") or not in the descriptor registry
 	// (protoregistry.GlobalFiles unless WithRegistry), usually a typo.
-	ErrUnknownMethod = errors.New("interceptor: unknown method")
+	ErrUnknownMethod = rpccore.ErrUnknownMethod
 	// ErrBadField: a {req...} placeholder names a field the request message
 	// does not have, or one that cannot name a lock: repeated, map, message
 	// or floating-point.
-	ErrBadField = errors.New("interceptor: bad request field")
+	ErrBadField = rpccore.ErrBadField
 	// ErrReqInStream: a rule for a streaming method uses {req...}. The lock is
 	// taken before the handler reads the first message, so only md, method and
 	// application sources are available.
-	ErrReqInStream = errors.New("interceptor: request field in a stream rule")
+	ErrReqInStream = rpccore.ErrReqInStream
 	// ErrBadSource: a placeholder path a source cannot serve ({md.Bad Key},
 	// {method.x}, an unknown ContextSource path), or a WithSource call that
 	// redefines a built-in source or passes nil (then it also matches
 	// guard.ErrBadOption).
-	ErrBadSource = errors.New("interceptor: bad source")
+	ErrBadSource = rpccore.ErrBadSource
 )
 
 // RuleError describes a rule that cannot be used. New returns it (joined
 // with the others when several rules are wrong); UnaryServerInterceptor and
 // StreamServerInterceptor panic with it.
-type RuleError struct {
-	Method string // full method name, "/shop.v1.Inventory/Reserve"
-	Origin string // "Rules" or "proto option (locktag.v1.lock) in <file>.proto"
-	Tag    string // the tag as given (for a proto option, as built from it)
-	// Err wraps the cause: a *keyexpr.TagError (with the field and byte
-	// position in Tag) or one of this package's sentinel errors.
-	Err error
-}
-
-// Error returns "interceptor: rule for <method> (<origin>): <cause>".
-func (e *RuleError) Error() string {
-	return "interceptor: rule for " + e.Method + " (" + e.Origin + "): " + e.Err.Error()
-}
-
-// Unwrap returns e.Err.
-func (e *RuleError) Unwrap() error { return e.Err }
-
-// ruleSource is a rule's parsed tag and where it came from.
-type ruleSource struct {
-	spec   *keyexpr.Spec
-	tag    string // as given, for a *RuleError
-	err    error  // from parsing or building the spec
-	origin string
-}
-
-const originRules = "Rules"
-
-// compile builds the lock guards of an Interceptor: proto options first,
-// then Go rules over them. Errors are sorted by method and joined.
-func compile(l *locker.Locker, rules Rules, s *settings, opts []guard.Option) (unary, stream map[string]*guard.Lock[*Call], err error) {
-	var errs []error
-	tags := map[string]ruleSource{}
-	if s.protoOptions {
-		for method, rs := range protoRules(s.files) {
-			tags[method] = rs
-		}
-	}
-	for method, tag := range rules {
-		if tag == "" {
-			delete(tags, method)
-			if _, err := findMethod(s.files, method); err != nil {
-				errs = append(errs, &RuleError{Method: method, Origin: originRules, Err: err})
-			}
-			continue
-		}
-		spec, err := keyexpr.ParseTag(tag)
-		tags[method] = ruleSource{spec: spec, tag: tag, err: err, origin: originRules}
-	}
-	for _, method := range s.failOpen {
-		if _, ok := tags[method]; !ok {
-			errs = append(errs, fmt.Errorf("%w: WithFailOpenFor(%q): the method has no lock rule", guard.ErrBadOption, method))
-		}
-	}
-	unary, stream = map[string]*guard.Lock[*Call]{}, map[string]*guard.Lock[*Call]{}
-	for _, method := range slices.Sorted(maps.Keys(tags)) {
-		rs := tags[method]
-		ropts := opts
-		if slices.Contains(s.failOpen, method) {
-			ropts = append(slices.Clip(opts), guard.WithFailOpen())
-		}
-		g, streaming, err := compileRule(l, method, rs, s, ropts)
-		if err != nil {
-			errs = append(errs, &RuleError{Method: method, Origin: rs.origin, Tag: rs.tag, Err: err})
-			continue
-		}
-		if streaming {
-			stream[method] = g
-		} else {
-			unary[method] = g
-		}
-	}
-	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
-	}
-	return unary, stream, nil
-}
-
-// compileRule binds one rule's spec for method.
-func compileRule(l *locker.Locker, method string, rs ruleSource, s *settings, opts []guard.Option) (*guard.Lock[*Call], bool, error) {
-	md, err := findMethod(s.files, method)
-	if err != nil {
-		return nil, false, err
-	}
-	if rs.err != nil {
-		return nil, false, rs.err
-	}
-	m := methodInfo{fullMethod: method, desc: md, streaming: isStreaming(md)}
-	g, err := guard.NewLock(l, rs.spec, sourcesFor(m, s.sources), opts...)
-	return g, m.streaming, err
-}
-
-// findMethod looks a full method name up in files.
-func findMethod(files *protoregistry.Files, method string) (protoreflect.MethodDescriptor, error) {
-	svc, name, ok := strings.Cut(strings.TrimPrefix(method, "/"), "/")
-	if !strings.HasPrefix(method, "/") || !ok || svc == "" || name == "" || strings.Contains(name, "/") {
-		return nil, fmt.Errorf("%w: %q is not a full method name like \"/shop.v1.Inventory/Reserve\"", ErrUnknownMethod, method)
-	}
-	d, err := files.FindDescriptorByName(protoreflect.FullName(svc + "." + name))
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s is not in the descriptor registry (import the service's generated package, check the name, or see WithFiles)", ErrUnknownMethod, method)
-	}
-	md, ok := d.(protoreflect.MethodDescriptor)
-	if !ok {
-		return nil, fmt.Errorf("%w: %s names a %T, not a method", ErrUnknownMethod, method, d)
-	}
-	return md, nil
-}
-
-// protoRules collects the (locktag.v1.lock) options of every method in files.
-func protoRules(files *protoregistry.Files) map[string]ruleSource {
-	out := map[string]ruleSource{}
-	files.RangeFiles(func(fd protoreflect.FileDescriptor) bool {
-		svcs := fd.Services()
-		for i := range svcs.Len() {
-			methods := svcs.Get(i).Methods()
-			for j := range methods.Len() {
-				md := methods.Get(j)
-				opts, ok := md.Options().(*descriptorpb.MethodOptions)
-				if !ok || opts == nil || !proto.HasExtension(opts, locktagv1.E_Lock) {
-					continue
-				}
-				lr, _ := proto.GetExtension(opts, locktagv1.E_Lock).(*locktagv1.LockRule)
-				method := "/" + string(md.Parent().FullName()) + "/" + string(md.Name())
-				out[method] = ruleSpec(lr, "proto option (locktag.v1.lock) in "+fd.Path())
-			}
-		}
-		return true
-	})
-	return out
-}
-
-// ruleSpec builds a LockRule's spec from its fields, with the tag's
-// validation and without writing and re-parsing a tag. The rule's tag, for
-// messages, is the equivalent one keyexpr.NewSpec renders.
-func ruleSpec(lr *locktagv1.LockRule, origin string) ruleSource {
-	spec, err := keyexpr.NewSpec(keyexpr.Fields{
-		Key: lr.GetKey(), Expire: lr.GetExpire(), Wait: lr.GetWait(), Name: lr.GetName(), Long: lr.GetLong(),
-	})
-	rs := ruleSource{spec: spec, err: err, origin: origin}
-	if te, ok := errors.AsType[*keyexpr.TagError](err); ok {
-		rs.tag = te.Tag
-	} else if spec != nil {
-		rs.tag = spec.Tag
-	}
-	return rs
-}
+type RuleError = rpccore.RuleError

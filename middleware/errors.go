@@ -1,9 +1,7 @@
 package middleware
 
 import (
-	"errors"
-
-	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // Sentinel errors. Construction errors wrap ErrBadRule, guard.ErrBadOption
@@ -15,30 +13,20 @@ import (
 var (
 	// ErrBadRule reports a Rules entry whose key is not "METHOD /path", or
 	// whose key template names a path parameter the route does not have.
-	ErrBadRule = errors.New("middleware: bad rule")
+	ErrBadRule = httpcore.ErrBadRule
 	// ErrBodyTooLarge reports a request body longer than the cap set with
 	// guard.WithMaxRequestBytes. It also matches guard.ErrTooLarge.
 	// Answered with 413.
-	ErrBodyTooLarge error = &twoSentinels{"middleware: request body too large", guard.ErrTooLarge}
+	ErrBodyTooLarge = httpcore.ErrBodyTooLarge
 	// ErrBodyNotJSON reports a request body that a {body...} placeholder
 	// could not parse as one JSON value. Answered with 400.
-	ErrBodyNotJSON = errors.New("middleware: request body is not valid JSON")
+	ErrBodyNotJSON = httpcore.ErrBodyNotJSON
 	// ErrBodyNotScalar reports a {body...} placeholder whose field is a JSON
 	// object or array. Answered with 400.
-	ErrBodyNotScalar = errors.New("middleware: body field is not a string, number or boolean")
+	ErrBodyNotScalar = httpcore.ErrBodyNotScalar
 	// ErrNoRouteParam reports, at request time, a {path.X} placeholder
 	// whose X is not a parameter of the request's route: a mistake in the
 	// tag, answered with 500 and logged (it also matches
 	// guard.ErrTagMistake). CheckRoutes finds it before traffic.
-	ErrNoRouteParam error = &twoSentinels{"middleware: the route has no such path parameter", guard.ErrTagMistake}
+	ErrNoRouteParam = httpcore.ErrNoRouteParam
 )
-
-// twoSentinels is a sentinel of this package that also matches one of the
-// guard's, so the guard can classify it.
-type twoSentinels struct {
-	msg   string
-	guard error
-}
-
-func (e *twoSentinels) Error() string { return e.msg }
-func (e *twoSentinels) Unwrap() error { return e.guard }

@@ -9,10 +9,8 @@ import (
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
-
-// recordFormat names this adapter's stored responses (see response.go).
-const recordFormat = "H1"
 
 // Idempotency returns a per-route middleware that runs the rest of the
 // chain at most once per (route, caller scope, Idempotency-Key) and replays
@@ -60,7 +58,7 @@ func Idempotency(l *locker.Locker, opts ...guard.Option) gin.HandlerFunc {
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...guard.Option) (gin.HandlerFunc, error) {
 	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
-	g, gerr := guard.NewIdempotency[*gin.Context](l, recordFormat, opts...)
+	g, gerr := guard.NewIdempotency[*gin.Context](l, httpcore.RecordFormat, opts...)
 	if err := errors.Join(err, gerr); err != nil {
 		if errors.Is(gerr, guard.ErrNilLocker) {
 			return nil, guard.ErrNilLocker
@@ -83,13 +81,7 @@ func (m *idempotency) serve(c *gin.Context) {
 		return // no route matched, or CheckRoutes: nothing to guard
 	}
 	orig := c.Request
-	q := guard.Request{
-		Route: orig.Method + " " + route,
-		Name:  route,
-		Keys:  orig.Header.Values(m.s.header),
-		Parts: []string{orig.Method, route, orig.URL.EscapedPath(), orig.URL.RawQuery},
-		Body:  func(max int64) ([]byte, error) { return readBody(c, max) },
-	}
+	q := httpcore.IdemRequest(orig, route, m.s.Header, func(max int64) ([]byte, error) { return readBody(c, max) })
 	o := m.g.Run(orig.Context(), c, q, func(ctx context.Context) guard.Answer {
 		return m.call(c, orig, ctx)
 	})
@@ -100,7 +92,7 @@ func (m *idempotency) serve(c *gin.Context) {
 		}
 	case guard.Replay:
 		c.Abort()
-		if err := replay(c, o.Record); err != nil {
+		if err := httpcore.Replay(c.Writer, o.Record); err != nil {
 			refuse(c, m.s, guard.Outcome{Kind: guard.Internal, Err: err, Name: o.Name, Idempotency: true})
 		}
 	default:
@@ -110,7 +102,7 @@ func (m *idempotency) serve(c *gin.Context) {
 
 // call runs the chain with ctx, capturing the response.
 func (m *idempotency) call(c *gin.Context, orig *http.Request, ctx context.Context) guard.Answer {
-	cw := &captureWriter{ResponseWriter: c.Writer, max: m.g.MaxResponseBytes()}
+	cw := &captureWriter{ResponseWriter: c.Writer, cap: &httpcore.Capture{Max: m.g.MaxResponseBytes()}}
 	running := orig.WithContext(ctx)
 	c.Writer, c.Request = cw, running
 	defer func() {
@@ -118,13 +110,6 @@ func (m *idempotency) call(c *gin.Context, orig *http.Request, ctx context.Conte
 		restore(c, orig, running)
 	}()
 	c.Next()
-	cw.snapshot() // nothing written yet: the headers gin is about to send
-	status := cw.Status()
-	return guard.Answer{
-		Status:      status,
-		Payload:     encodeResponse(cw.header, m.s.replayHeaders, cw.body.Bytes()),
-		Oversize:    cw.over,
-		ServerError: status >= 500,
-		Sent:        cw.Written(),
-	}
+	cw.cap.Snapshot(cw.Header()) // nothing written yet: the headers gin is about to send
+	return cw.cap.Answer(cw.Status(), m.s.ReplayHeaders, cw.Written())
 }

@@ -16,8 +16,8 @@ func TestBodyParsedOnce(t *testing.T) {
 	c, _ := gin.CreateTestContext(httptest.NewRecorder())
 	c.Request = httptest.NewRequest(http.MethodPost, "/", strings.NewReader(`{"a":1,"b":"x"}`))
 	first := loadBody(c, 1<<20)
-	if first.err != nil {
-		t.Fatal(first.err)
+	if first.Err != nil {
+		t.Fatal(first.Err)
 	}
 	if second := loadBody(c, 1<<20); second != first {
 		t.Fatal("the body was parsed twice")

@@ -1,14 +1,11 @@
 package middleware
 
 import (
-	"errors"
-	"fmt"
-	"net/http"
-
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // ErrorHandler writes the response for a request a guard refused (or whose
@@ -21,49 +18,22 @@ type ErrorHandler func(c *gin.Context, o guard.Outcome, status int)
 // Defaults of the idempotency middleware.
 const (
 	// DefaultIdempotencyHeader is the request header carrying the key.
-	DefaultIdempotencyHeader = "Idempotency-Key"
+	DefaultIdempotencyHeader = httpcore.DefaultIdempotencyHeader
 	// ReplayedHeader is set to "true" on every replayed response.
-	ReplayedHeader = "Idempotent-Replayed"
+	ReplayedHeader = httpcore.ReplayedHeader
 )
 
 // DefaultReplayHeaders returns the response headers stored and replayed
 // unless WithReplayHeaders says otherwise: Content-Type, Content-Language,
 // Content-Encoding, Content-Disposition, Location, ETag and Last-Modified.
 // Each call returns a new slice.
-func DefaultReplayHeaders() []string {
-	return []string{
-		"Content-Type", "Content-Language", "Content-Encoding", "Content-Disposition",
-		"Location", "ETag", "Last-Modified",
-	}
-}
+func DefaultReplayHeaders() []string { return httpcore.DefaultReplayHeaders() }
 
 // settings are this adapter's own options, beside the guard's.
-type settings struct {
-	errorHandler  ErrorHandler
-	sources       keyexpr.Sources[*gin.Context] // the application's
-	header        string
-	replayHeaders []string // canonical
-}
+type settings = httpcore.Settings[*gin.Context, ErrorHandler]
 
 func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
-	s := &settings{
-		errorHandler:  WriteProblem,
-		header:        DefaultIdempotencyHeader,
-		replayHeaders: canonical(DefaultReplayHeaders()),
-	}
-	err := guard.ApplyAdapterOptions(t, opts, s)
-	if s.errorHandler == nil {
-		err = errors.Join(err, fmt.Errorf("%w: WithErrorHandler: nil handler", guard.ErrBadOption))
-	}
-	return s, err
-}
-
-func canonical(names []string) []string {
-	out := make([]string, len(names))
-	for i, n := range names {
-		out[i] = http.CanonicalHeaderKey(n)
-	}
-	return out
+	return httpcore.Evaluate[*gin.Context](t, opts, ErrorHandler(WriteProblem))
 }
 
 // WithErrorHandler replaces the writer of refusal responses, for Lock,
@@ -71,7 +41,7 @@ func canonical(names []string) []string {
 // RFC 9457 application/problem+json body. A Retry-After header is set
 // before h runs when the outcome has a retry hint; h may remove it.
 func WithErrorHandler(h ErrorHandler) guard.Option {
-	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *settings) error { s.errorHandler = h; return nil })
+	return httpcore.WithErrorHandler[*gin.Context](h, h == nil)
 }
 
 // WithSource adds the key source name for Lock and LockRules, so
@@ -82,25 +52,13 @@ func WithErrorHandler(h ErrorHandler) guard.Option {
 // body, method, route, ip) is replaced. There are no application sources by
 // default. See GinKeys and SourceFunc for ready-made ones.
 func WithSource(name string, src keyexpr.Source[*gin.Context]) guard.Option {
-	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *settings) error {
-		if name == "" || src == nil {
-			return errors.New("a source needs a name and a function")
-		}
-		s.sources = s.sources.With(name, src)
-		return nil
-	})
+	return httpcore.WithSource[*gin.Context, ErrorHandler](name, src)
 }
 
 // WithKeyHeader sets the request header that carries the idempotency key.
 // Idempotency only. The default is DefaultIdempotencyHeader.
 func WithKeyHeader(name string) guard.Option {
-	return guard.AdapterOption("WithKeyHeader", guard.IdempotencyGuards, func(s *settings) error {
-		if name == "" {
-			return errors.New("empty header name")
-		}
-		s.header = http.CanonicalHeaderKey(name)
-		return nil
-	})
+	return httpcore.WithKeyHeader[*gin.Context, ErrorHandler](name)
 }
 
 // WithReplayHeaders replaces the response headers that are stored and
@@ -108,8 +66,5 @@ func WithKeyHeader(name string) guard.Option {
 // DefaultReplayHeaders(). Set-Cookie and other per-caller headers do not
 // belong here.
 func WithReplayHeaders(names ...string) guard.Option {
-	return guard.AdapterOption("WithReplayHeaders", guard.IdempotencyGuards, func(s *settings) error {
-		s.replayHeaders = canonical(names)
-		return nil
-	})
+	return httpcore.WithReplayHeaders[*gin.Context, ErrorHandler](names...)
 }

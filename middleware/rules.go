@@ -11,6 +11,7 @@ import (
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // Rules maps routes to lock tags for LockRules. A key is an upper-case HTTP
@@ -129,29 +130,8 @@ func routeParams(pattern string) []string {
 // {path.X} in spec whose X is not one of params, unless the application
 // replaced the path source.
 func (m *locks) checkParams(spec *keyexpr.Spec, params []string) error {
-	if _, custom := m.s.sources["path"]; custom {
+	if _, custom := m.s.Sources["path"]; custom {
 		return nil
 	}
-	t := spec.Key
-	for _, ph := range t.Placeholders() {
-		if ph.Source == "path" && !slices.Contains(params, ph.Path) {
-			has := "none"
-			if len(params) > 0 {
-				has = ":" + strings.Join(params, ", :")
-			}
-			return spec.KeyError(&keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
-				Err: &detailError{ErrBadRule, fmt.Sprintf("the rule's route has no parameter :%s (it has %s)", ph.Path, has)}})
-		}
-	}
-	return nil
+	return httpcore.CheckParams(spec, params, ":", "")
 }
-
-// detailError wraps a sentinel with a message of its own (without the
-// sentinel's "middleware: " prefix, which an enclosing error already says).
-type detailError struct {
-	sentinel error
-	msg      string
-}
-
-func (e *detailError) Error() string { return e.msg }
-func (e *detailError) Unwrap() error { return e.sentinel }

@@ -2,13 +2,14 @@ package middleware
 
 import (
 	"fmt"
-	"net/textproto"
+	"net/http"
 	"slices"
 	"strconv"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // getter is the request-time half of a source.
@@ -17,39 +18,19 @@ type getter = keyexpr.Getter[*gin.Context]
 // sourceSet returns the built-in sources with the application's on top.
 func (m *locks) sourceSet() keyexpr.Sources[*gin.Context] {
 	s := keyexpr.Sources[*gin.Context]{
-		"path":   named("path", pathGetter),
-		"query":  named("query", queryGetter),
-		"form":   named("form", formGetter),
-		"header": named("header", headerGetter),
-		"body":   named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
-		"method": bare("method", func(c *gin.Context) (string, error) { return c.Request.Method, nil }),
-		"route":  bare("route", func(c *gin.Context) (string, error) { return c.FullPath(), nil }),
-		"ip":     bare("ip", func(c *gin.Context) (string, error) { return c.ClientIP(), nil }),
+		"path":   httpcore.Named("path", pathGetter),
+		"query":  httpcore.Named("query", queryGetter),
+		"form":   httpcore.Named("form", formGetter),
+		"header": httpcore.Named("header", func(n string) getter { return httpcore.Header(n, ginRequest) }),
+		"body":   httpcore.Named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
+		"method": httpcore.Bare("method", func(c *gin.Context) (string, error) { return c.Request.Method, nil }),
+		"route":  httpcore.Bare("route", func(c *gin.Context) (string, error) { return c.FullPath(), nil }),
+		"ip":     httpcore.Bare("ip", func(c *gin.Context) (string, error) { return c.ClientIP(), nil }),
 	}
-	for name, src := range m.s.sources {
+	for name, src := range m.s.Sources {
 		s[name] = src
 	}
 	return s
-}
-
-// named makes a source that needs a path ({path.id}), built by mk.
-func named(source string, mk func(path string) getter) keyexpr.Source[*gin.Context] {
-	return func(path string) (getter, error) {
-		if path == "" {
-			return nil, fmt.Errorf("source %s needs a name: write {%s.NAME}", source, source)
-		}
-		return mk(path), nil
-	}
-}
-
-// bare makes a source that takes no path ({method}).
-func bare(source string, g getter) keyexpr.Source[*gin.Context] {
-	return func(path string) (getter, error) {
-		if path != "" {
-			return nil, fmt.Errorf("source %s takes no name: write {%s}", source, source)
-		}
-		return g, nil
-	}
 }
 
 // pathGetter reads a route parameter. A route without the parameter is a
@@ -82,20 +63,7 @@ func formGetter(name string) getter {
 	}
 }
 
-// headerGetter reads the first value of a header. The name is canonicalised
-// once, here, so a request costs one map lookup.
-func headerGetter(name string) getter {
-	key := textproto.CanonicalMIMEHeaderKey(name)
-	if key == "Host" {
-		return func(c *gin.Context) (string, error) { return c.Request.Host, nil }
-	}
-	return func(c *gin.Context) (string, error) {
-		if vs := c.Request.Header[key]; len(vs) > 0 {
-			return vs[0], nil
-		}
-		return "", nil
-	}
-}
+func ginRequest(c *gin.Context) *http.Request { return c.Request }
 
 // GinKeys returns a source that reads values an earlier middleware stored
 // with c.Set, for use with WithSource:
@@ -161,10 +129,5 @@ func stringOf(v any) string {
 // lets templates use {tenant}; get runs once per request. A template that
 // gives it a path ({tenant.x}) is a registration error.
 func SourceFunc(get func(c *gin.Context) (string, error)) keyexpr.Source[*gin.Context] {
-	return func(path string) (getter, error) {
-		if path != "" {
-			return nil, fmt.Errorf("this source takes no path (got %q)", path)
-		}
-		return get, nil
-	}
+	return httpcore.SourceFunc(get)
 }

@@ -1,0 +1,41 @@
+package httpcore
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/locktag/locktag/keyexpr"
+)
+
+// ErrBadRule is the adapters' ErrBadRule.
+var ErrBadRule = errors.New("middleware: bad rule")
+
+// CheckParams fails, with a *keyexpr.TagError wrapping ErrBadRule, for a
+// {path.X} in spec whose X is not one of params. mark is how the router
+// writes a parameter (":" for Gin, "{" and "}" for ServeMux).
+func CheckParams(spec *keyexpr.Spec, params []string, mark, end string) error {
+	t := spec.Key
+	for _, ph := range t.Placeholders() {
+		if ph.Source == "path" && !slices.Contains(params, ph.Path) {
+			has := "none"
+			if len(params) > 0 {
+				has = mark + strings.Join(params, end+", "+mark) + end
+			}
+			return spec.KeyError(&keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
+				Err: &detailError{ErrBadRule, fmt.Sprintf("the rule's route has no parameter %s%s%s (it has %s)", mark, ph.Path, end, has)}})
+		}
+	}
+	return nil
+}
+
+// detailError wraps a sentinel with a message of its own (without the
+// sentinel's "middleware: " prefix, which an enclosing error already says).
+type detailError struct {
+	sentinel error
+	msg      string
+}
+
+func (e *detailError) Error() string { return e.msg }
+func (e *detailError) Unwrap() error { return e.sentinel }

@@ -1,0 +1,93 @@
+package httpcore
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker/guard"
+)
+
+// DefaultIdempotencyHeader is the request header carrying the key.
+const DefaultIdempotencyHeader = "Idempotency-Key"
+
+// DefaultReplayHeaders returns the response headers stored and replayed
+// by default; each call returns a new slice.
+func DefaultReplayHeaders() []string {
+	return []string{
+		"Content-Type", "Content-Language", "Content-Encoding", "Content-Disposition",
+		"Location", "ETag", "Last-Modified",
+	}
+}
+
+// Settings are an HTTP adapter's own options, beside the guard's: R is
+// its request type, EH its error handler type.
+type Settings[R, EH any] struct {
+	ErrorHandler  EH
+	Sources       keyexpr.Sources[R] // the application's
+	Header        string
+	ReplayHeaders []string // canonical
+	// PathValue and Route are the net/http adapter's (nil: its defaults).
+	PathValue func(r *http.Request, name string) string
+	Route     func(r *http.Request) string
+}
+
+// Evaluate applies the adapter options among opts for guards of target t,
+// starting from the defaults and the adapter's default error handler.
+func Evaluate[R, EH any](t guard.Target, opts []guard.Option, eh EH) (*Settings[R, EH], error) {
+	s := &Settings[R, EH]{
+		ErrorHandler:  eh,
+		Header:        DefaultIdempotencyHeader,
+		ReplayHeaders: canonical(DefaultReplayHeaders()),
+	}
+	return s, guard.ApplyAdapterOptions(t, opts, s)
+}
+
+func canonical(names []string) []string {
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = http.CanonicalHeaderKey(n)
+	}
+	return out
+}
+
+// WithErrorHandler is the adapters' WithErrorHandler; isNil says h is nil.
+func WithErrorHandler[R, EH any](h EH, isNil bool) guard.Option {
+	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *Settings[R, EH]) error {
+		if isNil {
+			return errors.New("nil handler")
+		}
+		s.ErrorHandler = h
+		return nil
+	})
+}
+
+// WithSource is the adapters' WithSource.
+func WithSource[R, EH any](name string, src keyexpr.Source[R]) guard.Option {
+	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *Settings[R, EH]) error {
+		if name == "" || src == nil {
+			return errors.New("a source needs a name and a function")
+		}
+		s.Sources = s.Sources.With(name, src)
+		return nil
+	})
+}
+
+// WithKeyHeader is the adapters' WithKeyHeader.
+func WithKeyHeader[R, EH any](name string) guard.Option {
+	return guard.AdapterOption("WithKeyHeader", guard.IdempotencyGuards, func(s *Settings[R, EH]) error {
+		if name == "" {
+			return errors.New("empty header name")
+		}
+		s.Header = http.CanonicalHeaderKey(name)
+		return nil
+	})
+}
+
+// WithReplayHeaders is the adapters' WithReplayHeaders.
+func WithReplayHeaders[R, EH any](names ...string) guard.Option {
+	return guard.AdapterOption("WithReplayHeaders", guard.IdempotencyGuards, func(s *Settings[R, EH]) error {
+		s.ReplayHeaders = canonical(names)
+		return nil
+	})
+}

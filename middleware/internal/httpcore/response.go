@@ -1,0 +1,134 @@
+package httpcore
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/http"
+
+	"github.com/locktag/locktag/locker/guard"
+)
+
+// RecordFormat names the stored responses of both HTTP adapters (see
+// EncodeResponse), so a record one of them wrote replays through the other.
+const RecordFormat = "H1"
+
+// ReplayedHeader is set to "true" on every replayed response.
+const ReplayedHeader = "Idempotent-Replayed"
+
+// A stored response's payload (inside the guard's record, format "H1")
+// is
+//
+//	uvarint(n) n × (uvarint(len) name uvarint(len) value) body
+//
+// A header with several values appears once per value, in order.
+
+// EncodeResponse encodes the headers names of h, and body.
+func EncodeResponse(h http.Header, names []string, body []byte) []byte {
+	n := 0
+	for _, name := range names {
+		n += len(h.Values(name))
+	}
+	b := make([]byte, 0, 16+len(body))
+	b = binary.AppendUvarint(b, uint64(n))
+	for _, name := range names {
+		for _, v := range h.Values(name) {
+			b = binary.AppendUvarint(b, uint64(len(name)))
+			b = append(b, name...)
+			b = binary.AppendUvarint(b, uint64(len(v)))
+			b = append(b, v...)
+		}
+	}
+	return append(b, body...)
+}
+
+// Replay writes a stored response to w, marked with ReplayedHeader. An
+// unreadable record writes nothing and returns guard.ErrUnreadableRecord.
+func Replay(w http.ResponseWriter, r *guard.Record) error {
+	b := r.Payload
+	next := func() (string, bool) {
+		n, k := binary.Uvarint(b)
+		if k <= 0 || n > uint64(len(b)-k) {
+			return "", false
+		}
+		s := string(b[k : k+int(n)])
+		b = b[k+int(n):]
+		return s, true
+	}
+	n, k := binary.Uvarint(b)
+	if k <= 0 || n > uint64(len(b)) || r.Status < 100 || r.Status > 999 {
+		return guard.ErrUnreadableRecord
+	}
+	b = b[k:]
+	pairs := make([][2]string, 0, n)
+	for range n {
+		name, ok1 := next()
+		v, ok2 := next()
+		if !ok1 || !ok2 {
+			return guard.ErrUnreadableRecord
+		}
+		pairs = append(pairs, [2]string{name, v})
+	}
+	h := w.Header()
+	for _, kv := range pairs {
+		h.Add(kv[0], kv[1])
+	}
+	h.Set(ReplayedHeader, "true")
+	w.WriteHeader(r.Status)
+	_, _ = w.Write(b)
+	return nil
+}
+
+// Capture keeps a copy of up to Max bytes of a response body and of its
+// headers as they were sent, for an idempotency guard's Answer.
+type Capture struct {
+	Max    int
+	body   bytes.Buffer
+	over   bool
+	header http.Header // snapshot at the first write
+}
+
+// Snapshot keeps the headers as they are when the response starts; later
+// calls keep the first.
+func (c *Capture) Snapshot(h http.Header) {
+	if c.header == nil {
+		c.header = h.Clone()
+	}
+}
+
+// Keep copies written body bytes, up to Max.
+func (c *Capture) Keep(p []byte) {
+	if c.over {
+		return
+	}
+	if c.body.Len()+len(p) > c.Max {
+		c.over = true
+		c.body = bytes.Buffer{}
+		return
+	}
+	c.body.Write(p)
+}
+
+// Answer is the guard.Answer for a response with status, storing the
+// headers names; sent says whether anything reached the client.
+func (c *Capture) Answer(status int, names []string, sent bool) guard.Answer {
+	return guard.Answer{
+		Status:      status,
+		Payload:     EncodeResponse(c.header, names, c.body.Bytes()),
+		Oversize:    c.over,
+		ServerError: status >= 500,
+		Sent:        sent,
+	}
+}
+
+// IdemRequest describes r to an idempotency guard: the key space is the
+// method and route pattern, the key comes from header, and the
+// fingerprint covers the method, route, path, query and body.
+func IdemRequest(r *http.Request, route, header string, body func(max int64) ([]byte, error)) guard.Request {
+	return guard.Request{
+		Route: r.Method + " " + route,
+		Name:  route,
+		Keys:  r.Header.Values(header),
+		Parts: []string{r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery},
+		Body:  body,
+	}
+}

@@ -1,0 +1,25 @@
+// Package stdhttp puts locktag's lock tags and idempotency guards on
+// net/http handlers: http.ServeMux (Go 1.22+ patterns), chi, gorilla/mux,
+// echo (through echo.WrapMiddleware) — anything that takes an
+// http.Handler or a func(http.Handler) http.Handler.
+//
+//	lk, err := locker.New(redigo.New(pool))
+//	...
+//	mux := http.NewServeMux()
+//	pay := stdhttp.MustLock(lk, `key:"order:{path.id}" wait:"2s"`)
+//	if err := pay.Handle(mux, "POST /orders/{id}/pay", http.HandlerFunc(payOrder)); err != nil {
+//		log.Fatal(err) // the tag names a wildcard the pattern lacks
+//	}
+//
+// It is a sibling of package middleware (Gin) rather than part of it so
+// that net/http services do not build gin. Both are thin layers on
+// package locker/guard and share the same statuses, problem+json bodies,
+// stored-response format and options (middleware/internal/httpcore); a
+// response stored by one replays through the other.
+//
+// Sources: {path.X} (r.PathValue, or WithPathValue for chi and gorilla),
+// {query.X}, {form.X}, {header.X}, {body.a.b} (JSON, read once, capped,
+// restored), {method}, {route} (r.Pattern), {ip} (the peer address) and
+// the application's (WithSource). Statuses are in Status; docs/http.md is
+// the guide.
+package stdhttp

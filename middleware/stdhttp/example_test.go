@@ -1,0 +1,70 @@
+package stdhttp_test
+
+import (
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
+	"github.com/locktag/locktag/middleware/stdhttp"
+)
+
+// ExampleLock_Handle locks a ServeMux route by its {id} wildcard; the
+// pattern is checked against the tag when the route is registered.
+func ExampleLock_Handle() {
+	lk, err := locker.New(redigo.New(exampleRedis.NewPool()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	mux := http.NewServeMux()
+	pay := stdhttp.MustLock(lk, `key:"order:{path.id}" wait:"2s"`)
+	err = pay.Handle(mux, "POST /orders/{id}/pay", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "paid while holding", locker.FromContext(r.Context()).Key())
+	}))
+	fmt.Println(err)
+	fmt.Println(pay.Check("POST /orders/{orderId}/pay") != nil)
+
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest("POST", "/orders/42/pay", nil))
+	fmt.Print(w.Code, " ", w.Body)
+	// Output:
+	// <nil>
+	// true
+	// 200 paid while holding order:42
+}
+
+// ExampleIdempotency_Wrap replays the first response to a retry with the
+// same Idempotency-Key.
+func ExampleIdempotency_Wrap() {
+	lk, err := locker.New(redigo.New(exampleRedis.NewPool()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	idem := stdhttp.MustIdempotency(lk, guard.WithScope(func(r *http.Request) (string, error) {
+		return r.Header.Get("X-Account"), nil // from your authentication
+	}))
+	charges := 0
+	h := idem.Wrap(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		charges++
+		w.WriteHeader(http.StatusCreated)
+		fmt.Fprintf(w, "charge %d", charges)
+	}))
+	key := fmt.Sprint("example-", time.Now().UnixNano()) // a new key for every run of the example
+	for range 2 {
+		r := httptest.NewRequest("POST", "/payments", nil)
+		r.Header.Set("Idempotency-Key", key)
+		r.Header.Set("X-Account", "acct-1")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		fmt.Printf("%d %s replayed=%q\n", w.Code, w.Body, w.Header().Get(stdhttp.ReplayedHeader))
+	}
+	// Output:
+	// 201 charge 1 replayed=""
+	// 201 charge 1 replayed="true"
+}

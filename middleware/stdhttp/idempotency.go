@@ -1,0 +1,81 @@
+package stdhttp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
+)
+
+// Idempotency is an idempotency guard for net/http handlers, with the Gin
+// adapter's semantics and stored-response format. It is immutable and
+// safe for concurrent use.
+type Idempotency struct {
+	g *guard.Idempotency[*http.Request]
+	s *settings
+}
+
+// NewIdempotency builds an idempotency guard. opts are guard options — a
+// scope is required: guard.WithScope with a func(*http.Request) (string,
+// error), or guard.WithPublicScope — and this package's WithKeyHeader,
+// WithReplayHeaders, WithRoute and WithErrorHandler. Errors:
+// guard.ErrNilLocker, guard.ErrNoScope, errors wrapping guard.ErrBadOption.
+func NewIdempotency(l *locker.Locker, opts ...guard.Option) (*Idempotency, error) {
+	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
+	g, gerr := guard.NewIdempotency[*http.Request](l, httpcore.RecordFormat, opts...)
+	if errors.Is(gerr, guard.ErrNilLocker) {
+		return nil, gerr
+	}
+	if err := errors.Join(err, gerr); err != nil {
+		return nil, err
+	}
+	return &Idempotency{g: g, s: s}, nil
+}
+
+// MustIdempotency is NewIdempotency, panicking with its error.
+func MustIdempotency(l *locker.Locker, opts ...guard.Option) *Idempotency {
+	m, err := NewIdempotency(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// Wrap returns next guarded: it runs at most once per (route, caller
+// scope, Idempotency-Key), and retries get the stored response with
+// "Idempotent-Replayed: true". Before Redis is touched the key header is
+// required (400; guard.WithOptionalKey lets requests without it through)
+// and must be valid (400), the scope resolved (401) and the body read up
+// to its cap (413) and restored. The fingerprint covers the method, route,
+// path, query and body. A retry while the first request runs gets 409 +
+// Retry-After (or waits, guard.WithReplayWait); a key reused for another
+// request 422; Redis down 503 + Retry-After. A panic, or a Lock inside
+// that refuses the request, frees the key. The route is WithRoute's (the
+// ServeMux pattern), or the path where there is none.
+func (m *Idempotency) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		route := m.s.Route(r)
+		if route == "" {
+			route = r.URL.Path
+		}
+		q := httpcore.IdemRequest(r, route, m.s.Header, func(max int64) ([]byte, error) { return httpcore.ReadBody(r, max) })
+		rec := &recorder{ResponseWriter: w, cap: &httpcore.Capture{Max: m.g.MaxResponseBytes()}}
+		o := m.g.Run(r.Context(), r, q, func(ctx context.Context) guard.Answer {
+			next.ServeHTTP(rec, r.WithContext(ctx))
+			rec.cap.Snapshot(w.Header()) // nothing written: what net/http will send
+			return rec.cap.Answer(max(rec.status, http.StatusOK), m.s.ReplayHeaders, rec.status != 0)
+		})
+		switch o.Kind {
+		case guard.OK:
+		case guard.Replay:
+			if err := httpcore.Replay(w, o.Record); err != nil {
+				refuse(w, r, m.s, guard.Outcome{Kind: guard.Internal, Err: err, Name: o.Name, Idempotency: true})
+			}
+		default:
+			refuse(w, r, m.s, o)
+		}
+	})
+}

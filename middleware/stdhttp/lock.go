@@ -1,0 +1,135 @@
+package stdhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
+)
+
+// Lock is one compiled lock tag for net/http handlers. It is immutable and
+// safe for concurrent use; build it once, at registration, and wrap as
+// many handlers with it as share the tag.
+type Lock struct {
+	g       *guard.Lock[*http.Request]
+	s       *settings
+	custom  bool  // the application replaced the path source or getter
+	maxBody int64 // the guard's WithMaxRequestBytes, set before any request
+}
+
+// NewLock compiles tag (docs/tags.md) into a lock for net/http handlers.
+// opts are guard options (guard.WithFailOpen, guard.WithMaxValueLen,
+// guard.WithMaxRequestBytes, ...) and this package's WithSource,
+// WithPathValue, WithRoute and WithErrorHandler. Errors:
+// guard.ErrNilLocker, errors wrapping guard.ErrBadOption, or a
+// *keyexpr.TagError for a bad tag or a placeholder naming an unknown
+// source. Nothing touches Redis.
+func NewLock(l *locker.Locker, tag string, opts ...guard.Option) (*Lock, error) {
+	if l == nil {
+		return nil, guard.ErrNilLocker
+	}
+	s, err := evaluateOptions(guard.LockGuards, opts)
+	if err != nil {
+		return nil, err
+	}
+	_, customPath := s.Sources["path"]
+	m := &Lock{s: s, custom: customPath || !isPathValue(s.PathValue), maxBody: guard.DefaultMaxRequestBytes}
+	if m.g, err = guard.CompileLock(l, tag, m.sources(), opts...); err != nil {
+		return nil, err
+	}
+	m.maxBody = m.g.MaxRequestBytes()
+	return m, nil
+}
+
+// MustLock is NewLock for tags written in code: it panics with NewLock's
+// error.
+func MustLock(l *locker.Locker, tag string, opts ...guard.Option) *Lock {
+	m, err := NewLock(l, tag, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// Wrap returns next guarded by the lock; m.Wrap is a
+// func(http.Handler) http.Handler for routers' middleware chains
+// (chi's r.With(m.Wrap)).
+//
+// Per request, through a guard.Lock: the key is resolved (400 for a
+// missing, empty or over-long value; 413 for an over-long body; 500 for a
+// {path.X} the ServeMux pattern lacks — before Redis is touched); the lock
+// is obtained, waiting up to the tag's wait but never past the request's
+// context (409 + Retry-After when busy, 503 + Retry-After when Redis is
+// unavailable, 503 when the wait ends); next runs with the lease's context,
+// which is cancelled with cause locker.ErrLockLost if the lock is lost
+// (503 if nothing was written by then); the lock is released — also when
+// next panics, and the panic goes on. next never runs without the lock,
+// unless guard.WithFailOpen allows it when Redis is unavailable.
+func (m *Lock) Wrap(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rec := &recorder{ResponseWriter: w}
+		o := m.g.Run(r.Context(), r, m.s.Route(r), func(ctx context.Context) error {
+			next.ServeHTTP(rec, r.WithContext(ctx))
+			if rec.status == 0 {
+				return errNotWritten
+			}
+			return nil
+		})
+		if !o.Kind.Ran() && (o.Kind != guard.Lost || rec.status == 0) {
+			refuse(w, r, m.s, o)
+		}
+	})
+}
+
+// WrapFunc is Wrap for a handler function.
+func (m *Lock) WrapFunc(next func(http.ResponseWriter, *http.Request)) http.Handler {
+	return m.Wrap(http.HandlerFunc(next))
+}
+
+// Check reports, before traffic, whether the lock's tag can be resolved on
+// the ServeMux pattern: every {path.X} must be a wildcard of the pattern.
+// The error wraps ErrBadRule and is a *keyexpr.TagError naming the
+// placeholder. Found at request time instead, the mistake is a 500 and a
+// log line. With WithPathValue or a "path" WithSource, patterns are not
+// ServeMux's and Check reports nothing.
+func (m *Lock) Check(pattern string) error {
+	if m.custom {
+		return nil
+	}
+	if err := httpcore.CheckParams(m.g.Spec(), wildcards(pattern), "{", "}"); err != nil {
+		return fmt.Errorf("%w: %s: %w", ErrBadRule, pattern, err)
+	}
+	return nil
+}
+
+// Handle checks pattern (Check) and registers next, guarded, on mux:
+//
+//	pay := stdhttp.MustLock(lk, `key:"order:{path.id}" wait:"2s"`)
+//	if err := pay.Handle(mux, "POST /orders/{id}/pay", http.HandlerFunc(payOrder)); err != nil {
+//		log.Fatal(err)
+//	}
+func (m *Lock) Handle(mux *http.ServeMux, pattern string, next http.Handler) error {
+	if err := m.Check(pattern); err != nil {
+		return err
+	}
+	mux.Handle(pattern, m.Wrap(next))
+	return nil
+}
+
+// FailedOpen returns the error for which a guard.WithFailOpen lock ran the
+// handler without the lock, or nil if the request holds its lock.
+func FailedOpen(r *http.Request) error { return guard.FailOpenCause(r.Context()) }
+
+// errNotWritten tells the guard that the handler wrote nothing.
+var errNotWritten = errors.New("stdhttp: nothing written")
+
+// isPathValue reports whether get is the default path getter.
+func isPathValue(get func(*http.Request, string) string) bool {
+	r := &http.Request{}
+	r.SetPathValue("locktag", "probe")
+	return get(r, "locktag") == "probe"
+}

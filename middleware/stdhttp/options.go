@@ -1,0 +1,135 @@
+package stdhttp
+
+import (
+	"net/http"
+
+	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
+)
+
+// ErrorHandler writes the response for a request a guard refused (or whose
+// lock or claim was lost before anything was written). o is the guard's
+// outcome — o.Kind says what happened, o.Err is the cause for logs — and
+// status is the HTTP status this package chose for it (Status). The next
+// handler does not run.
+type ErrorHandler func(w http.ResponseWriter, r *http.Request, o guard.Outcome, status int)
+
+type settings = httpcore.Settings[*http.Request, ErrorHandler]
+
+func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
+	s, err := httpcore.Evaluate[*http.Request](t, opts, ErrorHandler(WriteProblem))
+	if s.PathValue == nil {
+		s.PathValue = (*http.Request).PathValue
+	}
+	if s.Route == nil {
+		s.Route = func(r *http.Request) string { return r.Pattern }
+	}
+	return s, err
+}
+
+// WithErrorHandler replaces the writer of refusal responses, for NewLock
+// and NewIdempotency. The default is WriteProblem. A Retry-After header is
+// set before h runs when the outcome has a retry hint; h may remove it.
+func WithErrorHandler(h ErrorHandler) guard.Option {
+	return httpcore.WithErrorHandler[*http.Request](h, h == nil)
+}
+
+// WithSource adds the key source name for NewLock, so templates can use
+// {name.path} (or {name} with SourceFunc). src is called once per
+// placeholder when the guard is built and may reject a path there; its
+// getter runs per request, and an error or empty value it returns is a
+// 400. A built-in name (path, query, form, header, body, method, route,
+// ip) is replaced — e.g. "ip" for a service behind a proxy. There are no
+// application sources by default.
+func WithSource(name string, src keyexpr.Source[*http.Request]) guard.Option {
+	return httpcore.WithSource[*http.Request, ErrorHandler](name, src)
+}
+
+// SourceFunc returns a source without a path, for WithSource: get runs
+// once per request, and a template that gives it a path is a registration
+// error.
+func SourceFunc(get func(r *http.Request) (string, error)) keyexpr.Source[*http.Request] {
+	return httpcore.SourceFunc(get)
+}
+
+// WithPathValue sets how {path.X} reads a path parameter, for routers
+// other than http.ServeMux:
+//
+//	stdhttp.WithPathValue(chi.URLParam)                                          // chi
+//	stdhttp.WithPathValue(func(r *http.Request, k string) string { return mux.Vars(r)[k] }) // gorilla/mux
+//
+// With it, an empty value is a 400 and Lock.Check cannot check patterns.
+// The default is (*http.Request).PathValue, which ServeMux (Go 1.22+) fills.
+func WithPathValue(get func(r *http.Request, name string) string) guard.Option {
+	return guard.AdapterOption("WithPathValue", guard.LockGuards, func(s *settings) error {
+		s.PathValue = get
+		return nil
+	})
+}
+
+// WithRoute sets how a request's route pattern is read: the {route}
+// source, the lock's name, and the idempotency key space. The default is
+// r.Pattern, which ServeMux sets (chi 5.2+ too); where it is empty an
+// idempotency guard uses the request path instead.
+func WithRoute(route func(r *http.Request) string) guard.Option {
+	return guard.AdapterOption("WithRoute", guard.AllGuards, func(s *settings) error {
+		s.Route = route
+		return nil
+	})
+}
+
+// WithKeyHeader sets the request header that carries the idempotency key.
+// NewIdempotency only. The default is DefaultIdempotencyHeader.
+func WithKeyHeader(name string) guard.Option {
+	return httpcore.WithKeyHeader[*http.Request, ErrorHandler](name)
+}
+
+// WithReplayHeaders replaces the response headers stored and replayed
+// with a response. NewIdempotency only. The default is
+// DefaultReplayHeaders().
+func WithReplayHeaders(names ...string) guard.Option {
+	return httpcore.WithReplayHeaders[*http.Request, ErrorHandler](names...)
+}
+
+// DefaultReplayHeaders returns the response headers stored and replayed
+// unless WithReplayHeaders says otherwise (as the Gin adapter's).
+func DefaultReplayHeaders() []string { return httpcore.DefaultReplayHeaders() }
+
+// Defaults of the idempotency guard, as the Gin adapter's.
+const (
+	DefaultIdempotencyHeader = httpcore.DefaultIdempotencyHeader
+	ReplayedHeader           = httpcore.ReplayedHeader
+	ProblemContentType       = httpcore.ProblemContentType
+)
+
+// ErrBadRule: Lock.Check found a {path.X} the pattern lacks. The same
+// value as package middleware's, as are the body errors below.
+var ErrBadRule = httpcore.ErrBadRule
+
+// ErrBodyTooLarge: a body over guard.WithMaxRequestBytes (413).
+var ErrBodyTooLarge = httpcore.ErrBodyTooLarge
+
+// ErrBodyNotJSON: a {body...} placeholder on a body that is not JSON (400).
+var ErrBodyNotJSON = httpcore.ErrBodyNotJSON
+
+// ErrNoRouteParam: at request time, a {path.X} the pattern lacks (500).
+var ErrNoRouteParam = httpcore.ErrNoRouteParam
+
+// Status returns the HTTP status of an outcome of kind k: the Gin
+// adapter's table (400, 401, 409 + Retry-After, 413, 422, 500, 503).
+func Status(k guard.Kind) int { return httpcore.Status(k) }
+
+// WriteProblem is the default ErrorHandler: status with the RFC 9457
+// application/problem+json body the Gin adapter writes.
+func WriteProblem(w http.ResponseWriter, _ *http.Request, o guard.Outcome, status int) {
+	w.Header().Set("Content-Type", ProblemContentType)
+	w.WriteHeader(status)
+	_, _ = w.Write(httpcore.Problem(o, status))
+}
+
+// refuse sets Retry-After and hands the outcome to the error handler.
+func refuse(w http.ResponseWriter, r *http.Request, s *settings, o guard.Outcome) {
+	httpcore.SetRetryAfter(w.Header(), o.RetryAfter)
+	s.ErrorHandler(w, r, o, Status(o.Kind))
+}
