@@ -1,0 +1,47 @@
+package middleware_test
+
+import (
+	"fmt"
+	"io"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/locktag/locktag/internal/conformance"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware"
+)
+
+// ginDriver plugs Gin into the transport conformance table; panics go to
+// gin's Recovery (500).
+type ginDriver struct{}
+
+func (ginDriver) serve(t testing.TB, mw gin.HandlerFunc, h conformance.Handler) conformance.Client {
+	e := gin.New()
+	e.Use(gin.RecoveryWithWriter(io.Discard))
+	handle := func(c *gin.Context) { conformance.WriteReply(c.Writer, c.Request, h) }
+	e.GET("/", mw, handle)
+	e.POST("/", mw, handle)
+	return conformance.ServeHTTP(t, e)
+}
+
+func (d ginDriver) Lock(t testing.TB, lk *locker.Locker, tag string, h conformance.Handler) conformance.Client {
+	mw, err := middleware.NewLock(lk, fmt.Sprintf(tag, "{query."+conformance.HTTPKeyParam+"}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.serve(t, mw, h)
+}
+
+func (d ginDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.Handler) conformance.Client {
+	mw, err := middleware.NewIdempotency(lk, guard.WithScope(func(c *gin.Context) (string, error) {
+		return c.GetHeader(conformance.HTTPScopeHeader), nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d.serve(t, mw, h)
+}
+
+func TestConformance(t *testing.T) { conformance.Run(t, ginDriver{}) }
