@@ -12,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/locktag/locktag/example-app/shopv1"
+	"github.com/locktag/locktag/example-app/shopv1/shopv1connect"
 	"github.com/locktag/locktag/locker"
 )
 
@@ -63,7 +66,8 @@ func TestEmbeddedModeServesAndStops(t *testing.T) {
 	}
 	for _, want := range []string{"WARNING: using an embedded miniredis", "embedded miniredis at 127.0.0.1:",
 		"curl -s -X POST -H 'X-User: alice' http://" + addrs[0] + "/items/apple/buy",
-		"grpcurl -plaintext -d '{\"sku\":\"apple\",\"user\":\"bob\"}' " + addrs[1] + " shop.v1.Shop/Buy"} {
+		"grpcurl -plaintext -d '{\"sku\":\"apple\",\"user\":\"bob\"}' " + addrs[1] + " shop.v1.Shop/Buy",
+		"connect:  http://" + addrs[0] + "/shop.v1.Shop/", "http://" + addrs[0] + "/std/items/apple/buy"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("banner lacks %q:\n%s", want, out.String())
 		}
@@ -84,6 +88,25 @@ func TestEmbeddedModeServesAndStops(t *testing.T) {
 	_ = conn.Close()
 	if err != nil || g.GetHolds() != 2 || g.GetStockLeft() != 98 {
 		t.Fatalf("gRPC buy: %v %v", g, err)
+	}
+
+	// connect-go on the HTTP port, with the gRPC protocol over h2c.
+	h2c := &http.Transport{Protocols: new(http.Protocols)}
+	h2c.Protocols.SetUnencryptedHTTP2(true)
+	cc := shopv1connect.NewShopClient(&http.Client{Transport: h2c}, "http://"+addrs[0], connect.WithGRPC())
+	c, err := cc.Buy(ctx, connect.NewRequest(&shopv1.BuyRequest{Sku: "apple"}))
+	h2c.CloseIdleConnections()
+	if err != nil || c.Msg.GetHolds() != 2 || c.Msg.GetStockLeft() != 97 {
+		t.Fatalf("connect buy: %v %v", c, err)
+	}
+	resp, err = (&http.Client{Transport: tr}).Post("http://"+addrs[0]+"/std/items/apple/buy", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = readBody(t, resp)
+	tr.CloseIdleConnections()
+	if o := decode[order](t, b); resp.StatusCode != http.StatusOK || o.Holds != 2 || o.StockLeft != 96 {
+		t.Fatalf("net/http buy: %d %s", resp.StatusCode, b)
 	}
 
 	cancel()

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -93,20 +94,33 @@ func userScope(c *gin.Context) (string, error) {
 // address); the error goes to c.Errors for the log.
 func writeError(c *gin.Context, err error) {
 	_ = c.Error(err)
-	status, msg := http.StatusInternalServerError, "internal error"
+	status, msg := errorStatus(err)
+	c.JSON(status, gin.H{"error": msg})
+}
+
+// errorStatus is the status and client message of a failed purchase, for
+// the Gin and the net/http routes.
+func errorStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, errUnknownItem):
-		status, msg = http.StatusNotFound, "unknown item"
+		return http.StatusNotFound, "unknown item"
 	case errors.Is(err, errSoldOut):
-		status, msg = http.StatusConflict, "sold out"
+		return http.StatusConflict, "sold out"
 	case errors.Is(err, locker.ErrStaleToken), errors.Is(err, locker.ErrLockLost):
-		status, msg = http.StatusServiceUnavailable, "lock lost; the write was rejected, retry"
+		return http.StatusServiceUnavailable, "lock lost; the write was rejected, retry"
 	case errors.Is(err, locker.ErrNotObtained):
-		status, msg = http.StatusConflict, "item busy, retry"
+		return http.StatusConflict, "item busy, retry"
 	case errors.Is(err, locker.ErrUnavailable):
-		status, msg = http.StatusServiceUnavailable, "lock service unavailable"
+		return http.StatusServiceUnavailable, "lock service unavailable"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		status, msg = http.StatusServiceUnavailable, "request ended"
+		return http.StatusServiceUnavailable, "request ended"
 	}
-	c.JSON(status, gin.H{"error": msg})
+	return http.StatusInternalServerError, "internal error"
+}
+
+// writeJSON answers v as JSON with status, for the net/http route.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json; charset=utf-8")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
 }

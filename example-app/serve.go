@@ -8,8 +8,6 @@ import (
 	"net"
 	"net/http"
 	"time"
-
-	"github.com/locktag/locktag/middleware"
 )
 
 // seedStock is what the shop sells when it starts.
@@ -26,13 +24,16 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	if !cfg.Quiet {
 		accessLog = out
 	}
-	router := newRouter(s, accessLog)
-	// Before traffic: every lock tag must be resolvable on its route (a
-	// {path.X} the route lacks would otherwise answer 500 to every request).
-	if err := middleware.CheckRoutes(router); err != nil {
-		return fmt.Errorf("lock tags: %w", err)
+	handler, err := newHTTPHandler(s, accessLog) // checks every lock tag before traffic
+	if err != nil {
+		return err
 	}
-	hs := &http.Server{Handler: router, ReadHeaderTimeout: 5 * time.Second}
+	// HTTP/1.1 and unencrypted HTTP/2 (h2c) on one port: connect clients
+	// may use either; gRPC-protocol clients of the connect handler need h2c.
+	protocols := new(http.Protocols)
+	protocols.SetHTTP1(true)
+	protocols.SetUnencryptedHTTP2(true)
+	hs := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, Protocols: protocols}
 	gs, err := newGRPCServer(s)
 	if err != nil {
 		return err
@@ -85,13 +86,17 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 func printBanner(out io.Writer, redisDesc, httpAddr, grpcAddr string) {
 	h := "http://" + httpAddr
 	fmt.Fprintf(out, `locktag example shop
-  redis: %s
-  http:  %s
-  grpc:  %s (server reflection on)
+  redis:    %s
+  http:     %s (Gin; one net/http route: POST /std/items/{id}/buy)
+  connect:  %[2]s/shop.v1.Shop/ (connect-go on the HTTP port: Connect, gRPC over h2c, gRPC-Web)
+  grpc:     %[3]s (server reflection on)
 
 Try:
   curl -s %[2]s/items
   curl -s -X POST -H 'X-User: alice' %[2]s/items/apple/buy
+  curl -s -X POST -H 'X-User: alice' %[2]s/std/items/apple/buy          # net/http, the same lock
+  curl -s -X POST -H 'Content-Type: application/json' \
+       -d '{"sku":"apple","user":"carol"}' %[2]s/shop.v1.Shop/Buy       # connect
   curl -s -X POST -H 'X-User: alice' -H 'Idempotency-Key: "pay-1"' \
        -d '{"order_id":"ord_1","amount_cents":1999}' %[2]s/payments   # twice: the 2nd is replayed
   grpcurl -plaintext -d '{"sku":"apple","user":"bob"}' %[3]s shop.v1.Shop/Buy

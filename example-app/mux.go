@@ -1,0 +1,54 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/middleware"
+	"github.com/locktag/locktag/middleware/stdhttp"
+)
+
+// stdBuyPattern is the one route served by plain net/http (a ServeMux
+// with a Go 1.22 pattern) through middleware/stdhttp: the same purchase as
+// the Gin route, under the same lock tag, so the two serialise.
+const stdBuyPattern = "POST /std/items/{id}/buy"
+
+// newHTTPHandler returns everything the HTTP port serves: the Gin API, the
+// Shop service over connect-go (under /shop.v1.Shop/), and one net/http
+// route. Tag mistakes are reported here, before traffic.
+func newHTTPHandler(s *shop, accessLog io.Writer) (http.Handler, error) {
+	router := newRouter(s, accessLog)
+	// Every lock tag must be resolvable on its route (a {path.X} the route
+	// lacks would otherwise answer 500 to every request).
+	if err := middleware.CheckRoutes(router); err != nil {
+		return nil, fmt.Errorf("lock tags: %w", err)
+	}
+	mux := http.NewServeMux()
+	path, ch, err := newConnectHandler(s)
+	if err != nil {
+		return nil, err
+	}
+	mux.Handle(path, ch)
+	buy, err := stdhttp.NewLock(s.lk, buyTag)
+	if err != nil {
+		return nil, err
+	}
+	if err := buy.Handle(mux, stdBuyPattern, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context() // carries the lease; cancelled if the lock is lost
+		o, err := s.Buy(ctx, r.PathValue("id"), r.Header.Get("X-User"))
+		if err != nil {
+			status, msg := errorStatus(err)
+			http.Error(w, msg, status)
+			return
+		}
+		w.Header().Set("X-Fencing-Token", strconv.FormatInt(locker.FromContext(ctx).Token(), 10))
+		writeJSON(w, http.StatusOK, o)
+	})); err != nil {
+		return nil, fmt.Errorf("lock tags: %w", err)
+	}
+	mux.Handle("/", router)
+	return mux, nil
+}
