@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/gin-gonic/gin"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -20,10 +21,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/locktag/locktag/example-app/shopv1"
+	"github.com/locktag/locktag/example-app/shopv1/shopv1connect"
 	"github.com/locktag/locktag/interceptor"
+	"github.com/locktag/locktag/interceptor/connectrpc"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
+	"github.com/locktag/locktag/middleware/stdhttp"
 )
 
 // e2eTag is the lock tag on the measured route; every worker asks for its
@@ -57,6 +61,18 @@ func e2eTransports() []e2eTransport {
 			title:    "gRPC unary method over loopback TCP, with and without the lock interceptor",
 			desc:     "`shop.v1.Shop/Buy` (example-app's proto) answering at once; with the interceptor its proto option `(locktag.v1.lock) = {key: \"item:{req.sku}\" wait: \"5s\"}` applies (a watchdog lease), each worker on its own sku, all over one client connection",
 			open:     grpcE2E,
+		},
+		{
+			scenario: "e2e-http",
+			title:    "net/http ServeMux route over loopback HTTP, with and without `stdhttp.Lock`",
+			desc:     fmt.Sprintf("`GET /orders/{id}/pay` on an `http.ServeMux` answering 200 \"ok\", tag `%s`, each worker on its own id", e2eTag),
+			open:     stdhttpE2E,
+		},
+		{
+			scenario: "e2e-connect",
+			title:    "connect-go unary procedure over loopback HTTP/1.1 (Connect protocol, binary proto), with and without `connectrpc.New`",
+			desc:     "`shop.v1.Shop/Buy` (example-app's proto and generated connect code) answering at once; with the interceptor its proto option applies as in the gRPC rows, each worker on its own sku",
+			open:     connectE2E,
 		},
 	}
 }
@@ -176,6 +192,92 @@ func grpcE2E(lk *locker.Locker, _ int, mode string) (e2eServer, error) {
 			return err == nil
 		},
 		close: func() { _ = conn.Close(); srv.Stop() },
+	}, nil
+}
+
+// serveE2E serves h on a loopback HTTP server and returns it with a
+// client that keeps c connections.
+func serveE2E(h http.Handler, c int) (*httptest.Server, *http.Client) {
+	srv := httptest.NewServer(h)
+	return srv, &http.Client{Transport: &http.Transport{MaxIdleConns: c + 8, MaxIdleConnsPerHost: c + 8}, Timeout: 10 * time.Second}
+}
+
+func stdhttpE2E(lk *locker.Locker, c int, mode string) (e2eServer, error) {
+	mux := http.NewServeMux()
+	h := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "ok") })
+	const pattern = "GET /orders/{id}/pay"
+	switch mode {
+	case "lock tag":
+		m, err := stdhttp.NewLock(lk, e2eTag)
+		if err != nil {
+			return e2eServer{}, err
+		}
+		if err := m.Handle(mux, pattern, h); err != nil {
+			return e2eServer{}, err
+		}
+	case "by hand":
+		mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+			le, err := lk.Obtain(r.Context(), "order:"+r.PathValue("id"), locker.Params{TTL: 10 * time.Second})
+			if err != nil {
+				http.Error(w, "busy", http.StatusConflict)
+				return
+			}
+			defer le.Release(r.Context())
+			h(w, r)
+		})
+	default:
+		mux.Handle(pattern, h)
+	}
+	srv, client := serveE2E(mux, c)
+	return e2eServer{
+		do: func(w int) bool {
+			resp, err := client.Get(fmt.Sprintf("%s/orders/%d/pay", srv.URL, w))
+			if err != nil {
+				return false
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			return resp.StatusCode == http.StatusOK
+		},
+		close: func() { client.CloseIdleConnections(); srv.Close() },
+	}, nil
+}
+
+// connectShopE2E is shopE2E for connect-go.
+type connectShopE2E struct {
+	shopv1connect.UnimplementedShopHandler
+	s shopE2E
+}
+
+func (c connectShopE2E) Buy(ctx context.Context, req *connect.Request[shopv1.BuyRequest]) (*connect.Response[shopv1.BuyResponse], error) {
+	resp, err := c.s.Buy(ctx, req.Msg)
+	if err != nil {
+		return nil, connect.NewError(connect.CodeAborted, err)
+	}
+	return connect.NewResponse(resp), nil
+}
+
+func connectE2E(lk *locker.Locker, c int, mode string) (e2eServer, error) {
+	var opts []connect.HandlerOption
+	if mode == "lock tag" {
+		ic, err := connectrpc.New(lk, nil) // the proto option on Buy
+		if err != nil {
+			return e2eServer{}, err
+		}
+		opts = append(opts, connect.WithInterceptors(ic))
+	}
+	mux := http.NewServeMux()
+	mux.Handle(shopv1connect.NewShopHandler(connectShopE2E{s: shopE2E{lk: lk, byHand: mode == "by hand"}}, opts...))
+	srv, hc := serveE2E(mux, c)
+	client := shopv1connect.NewShopClient(hc, srv.URL)
+	return e2eServer{
+		do: func(w int) bool {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err := client.Buy(ctx, connect.NewRequest(&shopv1.BuyRequest{Sku: "w" + strconv.Itoa(w)}))
+			return err == nil
+		},
+		close: func() { hc.CloseIdleConnections(); srv.Close() },
 	}, nil
 }
 

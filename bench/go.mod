@@ -3,6 +3,7 @@ module github.com/locktag/locktag/bench
 go 1.26.0
 
 require (
+	connectrpc.com/connect v1.21.1
 	github.com/bsm/redislock v0.9.4
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-redsync/redsync/v4 v4.18.1

@@ -109,7 +109,7 @@ func (rep *report) targets() {
 			line(fmt.Sprintf("Redlock 5 nodes hot c=%d: CS/s (orientation)", c), fmt.Sprintf("%.2f× redsync (%.0f vs %.0f)", lr.st.rate/rs.st.rate, lr.st.rate, rs.st.rate), true)
 		}
 	}
-	for _, sc := range []string{"e2e", "e2e-grpc"} {
+	for _, sc := range []string{"e2e", "e2e-grpc", "e2e-http", "e2e-connect"} {
 		for _, c := range rep.cfg.cs {
 			e2eTarget(rep, line, sc, c)
 		}
@@ -122,7 +122,7 @@ func (rep *report) targets() {
 
 // e2eTarget writes the end-to-end target line of one transport at c.
 func e2eTarget(rep *report, line func(target, measured string, ok bool), sc string, c int) {
-	what := map[string]string{"e2e": "Gin", "e2e-grpc": "gRPC"}[sc]
+	what := map[string]string{"e2e": "Gin", "e2e-grpc": "gRPC", "e2e-http": "net/http", "e2e-connect": "connect"}[sc]
 	base, ok1 := rep.find(sc, "no tag", c)
 	tag, ok2 := rep.find(sc, "lock tag", c)
 	if !ok1 || !ok2 || base.st.pairP50 <= 0 {
