@@ -187,8 +187,10 @@ func option(name string, u Target, apply func(*settings) error) Option {
 }
 
 // WithLogger sets where a guard logs what only the server can fix (a
-// TagMistake, naming the tag and the guard's name). Both guards. The
-// default is slog.Default().
+// TagMistake, naming the tag and the guard's name), and where adapters
+// without an error channel of their own (net/http) log an error that
+// came after the handler ran (Logger). Both guards. The default is
+// slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return option("WithLogger", forBoth, func(s *settings) error {
 		if l == nil {

@@ -53,8 +53,9 @@ func MustIdempotency(l *locker.Locker, opts ...guard.Option) *Idempotency {
 // path, query and body. A retry while the first request runs gets 409 +
 // Retry-After (or waits, guard.WithReplayWait); a key reused for another
 // request 422; Redis down 503 + Retry-After. A panic, or a Lock inside
-// that refuses the request, frees the key. The route is WithRoute's (the
-// ServeMux pattern), or the path where there is none.
+// that refuses the request, frees the key. An error once the response is
+// out is logged through the guard.WithLogger logger. The route is
+// WithRoute's (the ServeMux pattern), or the path where there is none.
 func (m *Idempotency) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := m.s.Route(r)
@@ -70,6 +71,9 @@ func (m *Idempotency) Wrap(next http.Handler) http.Handler {
 		})
 		switch o.Kind {
 		case guard.OK:
+			if o.Err != nil { // the response is sent; a retry may run the handler again
+				logAfter(r, m.g.Logger(), o)
+			}
 		case guard.Replay:
 			if err := httpcore.Replay(w, o.Record); err != nil {
 				refuse(w, r, m.s, guard.Outcome{Kind: guard.Internal, Err: err, Name: o.Name, Idempotency: true})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/locktag/locktag/locker"
@@ -68,7 +69,11 @@ func MustLock(l *locker.Locker, tag string, opts ...guard.Option) *Lock {
 // which is cancelled with cause locker.ErrLockLost if the lock is lost
 // (503 if nothing was written by then); the lock is released — also when
 // next panics, and the panic goes on. next never runs without the lock,
-// unless guard.WithFailOpen allows it when Redis is unavailable.
+// unless guard.WithFailOpen allows it when Redis is unavailable. An error
+// after next answered (a failed release, a lock lost once the response was
+// written, the cause of a fail-open run) is logged at Warn through the
+// guard.WithLogger logger (default slog.Default()): net/http has no error
+// channel to put it in.
 func (m *Lock) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w}
@@ -81,8 +86,18 @@ func (m *Lock) Wrap(next http.Handler) http.Handler {
 		})
 		if !o.Kind.Ran() && (o.Kind != guard.Lost || rec.status == 0) {
 			refuse(w, r, m.s, o)
+		} else if o.Err != nil {
+			logAfter(r, m.g.Logger(), o)
 		}
 	})
+}
+
+// logAfter logs an error the client cannot be told of: the handler ran
+// and answered, and then the release failed, or the lock was lost (or, for
+// guard.WithFailOpen, the handler ran without it). The Gin adapter puts
+// the same errors in c.Errors.
+func logAfter(r *http.Request, l *slog.Logger, o guard.Outcome) {
+	l.WarnContext(r.Context(), "locktag: error after the handler answered", "name", o.Name, "outcome", o.Kind.String(), "error", o.Err)
 }
 
 // WrapFunc is Wrap for a handler function.
