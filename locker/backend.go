@@ -87,7 +87,7 @@ var scriptPing = driver.NewScript("return 1")
 
 // ping runs a trivial script on the node.
 func (nd *node) ping(ctx context.Context) error {
-	_, err := nd.drv.Eval(ctx, scriptPing, nil)
+	_, err := nd.drv.Eval(ctx, scriptPing, driver.Keys{})
 	return err
 }
 

@@ -121,7 +121,7 @@ func (c *Claim) lose() {
 func (c *Claim) renewTTL() time.Duration { return c.lease }
 
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys[:1], c.token, ms(ttl))
+	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys.First(1), c.token, ms(ttl))
 	if err != nil {
 		return false, err
 	}

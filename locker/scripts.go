@@ -85,8 +85,9 @@ func parseReply(v any) (reply, error) {
 // tag {key}, so they live in one Redis Cluster slot; the derived names never
 // end in '}', so they cannot equal another lock's main key.
 type names struct {
-	keys    []string // lock, fence counter, waiter queue, waiter details
-	channel string
+	keys       driver.Keys // lock, fence counter, waiter queue, waiter details
+	channel    string
+	channelArg any // channel as a script argument, boxed once for every call
 }
 
 func (l *Locker) names(key string) names {
@@ -102,9 +103,11 @@ func (l *Locker) names(key string) names {
 		b.WriteString(suffix)
 	}
 	all := b.String()
+	channel := all[4*n+6:]
 	return names{
-		keys:    []string{all[:n], all[n : 2*n+2], all[2*n+2 : 3*n+4], all[3*n+4 : 4*n+6]},
-		channel: all[4*n+6:],
+		keys:       driver.NewKeys(all[:n], all[n:2*n+2], all[2*n+2:3*n+4], all[3*n+4:4*n+6]),
+		channel:    channel,
+		channelArg: channel,
 	}
 }
 

@@ -43,7 +43,7 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 func (b *single) acquire(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string) (reply, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, b.sidArg, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channelArg, b.sidArg, b.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
@@ -55,7 +55,7 @@ func (b *single) acquire(ctx context.Context, n names, token string, ttl, wait t
 func (b *single) leave(ctx context.Context, n names, token, mode string) (reply, error) {
 	cctx, cancel := b.o.cleanupCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channelArg, handoffGrant, b.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
@@ -115,7 +115,7 @@ func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Du
 func (b *single) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptExtend, n.keys[:1], token, ms(ttl))
+	v, err := b.nd.drv.Eval(cctx, scriptExtend, n.keys.First(1), token, ms(ttl))
 	if err != nil {
 		return false, unavailable(err)
 	}
@@ -124,7 +124,7 @@ func (b *single) extend(ctx context.Context, n names, token string, ttl time.Dur
 }
 
 func (b *single) release(ctx context.Context, n names, token string, _ time.Duration) error {
-	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channel, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channelArg, handoffGrant, b.windowArg)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -149,7 +149,7 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptPTTL, n.keys[:1], token)
+	v, err := b.nd.drv.Eval(cctx, scriptPTTL, n.keys.First(1), token)
 	if err != nil {
 		return 0, unavailable(err)
 	}
