@@ -147,7 +147,7 @@ func normalize(v any) any {
 		for i := range x {
 			x[i] = normalize(x[i])
 		}
-		return x
+		return v // v, not x: boxing x again would allocate
 	default:
 		return v
 	}
