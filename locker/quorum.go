@@ -82,7 +82,7 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 	granted := 0
 	same := true // every granting master minted the same token
 	t := count("obtain", b.need, res, func(i int, v any) (bool, error) {
-		rep, err := parseReply(v)
+		rep, err := parseReply(v, ttl)
 		if err != nil {
 			return false, err
 		}

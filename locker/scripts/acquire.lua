@@ -10,6 +10,8 @@
 -- window_ms (see grant in common.lua).
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
+-- The common case, a free lock taken with a new token and the whole ttl,
+-- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}.
 local token, ttl, wait, mode, channel, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
 local v = redis.call('GET', KEYS[1])
 if v then
@@ -49,7 +51,7 @@ if mode == 'n' then
   return {1, take(token, ttl, waiting), 1, ttl, 0}
 end
 if mode == 'a' and redis.call('EXISTS', KEYS[3]) == 0 then
-  return {1, take(token, ttl, '0'), 1, ttl, 0}
+  return take(token, ttl, '0')
 end
 -- Free while waiters are queued (a grant lapsed, a holder's lease ran out,
 -- or a queued waiter re-checks): first come, first served, so a new caller
