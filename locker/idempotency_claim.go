@@ -31,7 +31,7 @@ type Claim struct {
 func (l *Locker) newClaim(ctx context.Context, nd *node, k idemKeys, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
 	c := &Claim{l: l, nd: nd, k: k, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.start(c, sent.Add(lease), every, every, retryAfter(every))
+	c.start(c, sent.Add(lease), every, every, retryAfter(every), false)
 	return c
 }
 

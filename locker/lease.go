@@ -92,7 +92,7 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 	if t.watchdog {
 		every = l.o.renewEvery
 	}
-	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery))
+	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery), true)
 	return le
 }
 
@@ -166,6 +166,8 @@ func (le *Lease) Context() context.Context {
 	}
 	cctx, cancel := context.WithCancelCause(le.base)
 	le.ctx = context.WithValue(cctx, ctxKey{}, le)
+	// The context is cancelled when the lease ends, also by running out.
+	le.armExpiryLocked()
 	if le.done {
 		// Ended before anyone asked: the context is born cancelled.
 		cancel(le.cause)
@@ -180,7 +182,7 @@ func (le *Lease) Lost() bool {
 	root := le.root
 	root.mu.Lock()
 	defer root.mu.Unlock()
-	return errors.Is(root.cause, ErrLockLost)
+	return errors.Is(root.cause, ErrLockLost) || root.pastDeadlineLocked()
 }
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
@@ -236,11 +238,17 @@ func (le *Lease) release(ctx context.Context) error {
 	le.released = true
 	root.live--
 	last := root.live == 0
+	// A lease whose end no timer watched (see keeper.start) ran out
+	// unreported: it is lost, as the timer would have said.
+	ranOut := last && root.pastDeadlineLocked()
 	if last {
 		root.stopLocked()
 	}
 	ttl := root.t.ttl
 	root.mu.Unlock()
+	if ranOut {
+		root.lose()
+	}
 
 	cctx, cancel := le.l.o.upkeepCtx(ctx)
 	defer cancel()
