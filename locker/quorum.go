@@ -77,7 +77,7 @@ type quorumTry struct {
 // that does not win undoes what it took.
 func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channelArg, b.sidArg, b.windowArg)
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, b.sidArg, b.windowArg)
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
 	same := true // every granting master minted the same token
@@ -138,7 +138,7 @@ func (b *quorum) undo(n names, token string, took []bool) {
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		if took[i] {
-			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channelArg, handoffNotify, 0) })
+			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, handoffNotify, 0) })
 		}
 	}
 	wg.Wait()
@@ -231,7 +231,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 func (b *quorum) withdraw(n names, token string) {
 	ctx, cancel := b.o.cleanupCtx(context.Background())
 	defer cancel()
-	b.fanout(ctx, b.o.callTimeout, scriptLeave, n.keys, token, modeDrop, n.channelArg, handoffNotify, 0)
+	b.fanout(ctx, b.o.callTimeout, scriptLeave, n.keys, token, modeDrop, handoffNotify, 0)
 }
 
 func (b *quorum) records() (*node, error) {

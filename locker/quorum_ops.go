@@ -17,7 +17,7 @@ func (b *quorum) reenter(ctx context.Context, n names, token string, ttl time.Du
 // release drops one hold on every master: done when a majority released it;
 // ErrNotHeld when so many did not hold it that no majority is left.
 func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRelease, n.keys, token, n.channelArg, handoffNotify, 0)
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRelease, n.keys, token, handoffNotify, 0)
 	t := count("release", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil

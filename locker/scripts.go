@@ -95,10 +95,9 @@ func parseReply(v any, ttl time.Duration) (reply, error) {
 // The arguments every call of one holder passes are boxed once, in
 // holder: a lock+unlock would box each twice otherwise.
 type names struct {
-	keys       driver.Keys // lock, fence counter, waiter queue, waiter details
-	channel    string
-	channelArg any // channel as a script argument
-	tokenArg   any // the holder's owner token as a script argument
+	keys     driver.Keys // lock, fence counter, waiter queue, waiter details
+	channel  string      // KEYS[1]+":c": the scripts make it themselves
+	tokenArg any         // the holder's owner token as a script argument
 }
 
 // holder returns the names of key's lock and a new owner token for it.
@@ -124,10 +123,9 @@ func (l *Locker) holder(key string) (names, string) {
 	channel := all[4*n+6 : 5*n+8]
 	token := all[5*n+8:]
 	return names{
-		keys:       driver.NewKeys(all[:n], all[n:2*n+2], all[2*n+2:3*n+4], all[3*n+4:4*n+6]),
-		channel:    channel,
-		channelArg: channel,
-		tokenArg:   token,
+		keys:     driver.NewKeys(all[:n], all[n:2*n+2], all[2*n+2:3*n+4], all[3*n+4:4*n+6]),
+		channel:  channel,
+		tokenArg: token,
 	}, token
 }
 

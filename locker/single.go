@@ -50,7 +50,7 @@ func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, 
 	if mode == modeAcquire {
 		waitArg = b.msArg(wait)
 	}
-	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, n.channelArg, b.sidArg, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
@@ -62,7 +62,7 @@ func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, 
 func (b *single) leave(ctx context.Context, n names, token, mode string) (reply, error) {
 	cctx, cancel := b.o.cleanupCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channelArg, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, handoffGrant, b.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
@@ -131,7 +131,7 @@ func (b *single) extend(ctx context.Context, n names, token string, ttl time.Dur
 }
 
 func (b *single) release(ctx context.Context, n names, token string, _ time.Duration) error {
-	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, n.tokenArg, n.channelArg, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, n.tokenArg, handoffGrant, b.windowArg)
 	if err != nil {
 		return unavailable(err)
 	}

@@ -6,13 +6,13 @@
 -- re-check by a queued waiter: report ownership without adding a hold, and
 -- hand a free lock to the head of the queue | 'n' Redlock's waiters: never
 -- handed the lock, but registered in the queue so that releases publish a
--- free notice while they wait), channel, sid (the caller's subscriber),
+-- free notice while they wait), sid (the caller's subscriber),
 -- window_ms (see grant in common.lua).
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
 -- The common case, a free lock taken with a new token and the whole ttl,
 -- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}.
-local token, ttl, wait, mode, channel, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
+local token, ttl, wait, mode, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
@@ -57,6 +57,7 @@ end
 -- or a queued waiter re-checks): first come, first served, so a new caller
 -- queues behind them and the head of the queue gets the lock.
 local t = redis.call('TIME')
+local channel = chan()
 lapse(channel, now_us(t))
 local nowms = now_ms(t)
 if wait > 0 or mode == 'r' then
