@@ -13,6 +13,11 @@
 -- The common case, a free lock taken with a new token and the whole ttl,
 -- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}.
 local token, ttl, wait, mode, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+if mode == 'a' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
+  -- The common case: free, nobody queued. One call tells, where GET and
+  -- then EXISTS on the queue took two; a busy first try pays one more.
+  return take(token, ttl, '0')
+end
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
@@ -50,9 +55,7 @@ if mode == 'n' then
   if redis.call('EXISTS', KEYS[3]) == 1 then waiting = '1' end
   return {1, take(token, ttl, waiting), 1, ttl, 0}
 end
-if mode == 'a' and redis.call('EXISTS', KEYS[3]) == 0 then
-  return take(token, ttl, '0')
-end
+-- Here a new token ('a') found waiters queued (see the first check).
 -- Free while waiters are queued (a grant lapsed, a holder's lease ran out,
 -- or a queued waiter re-checks): first come, first served, so a new caller
 -- queues behind them and the head of the queue gets the lock.
