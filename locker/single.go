@@ -46,9 +46,11 @@ func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, 
 	defer cancel()
 	// A re-check's wait is what is left of it, a new value each time: only
 	// a first try's is worth keeping boxed.
-	waitArg := any(ms(wait))
+	var waitArg any
 	if mode == modeAcquire {
 		waitArg = b.msArg(wait)
+	} else {
+		waitArg = ms(wait)
 	}
 	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
 	if err != nil {
