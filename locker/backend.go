@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
@@ -69,6 +70,31 @@ type shared struct {
 	sid string // names this Locker's waiters in queue entries (see hub)
 	// Script arguments made once: boxing them per call would allocate.
 	sidArg, windowArg any
+	// The last two millisecond arguments boxed (see msArg).
+	msBoxes [2]atomic.Pointer[msBox]
+	msNext  atomic.Uint32
+}
+
+// msBox is a duration in milliseconds as a script argument.
+type msBox struct {
+	ms  int64
+	arg any
+}
+
+// msArg returns ms(d) as a script argument. Most calls pass the same
+// few values (a route's TTL and wait), so the last two boxed are reused:
+// an int64 above 255 costs an allocation each time it is boxed.
+func (sh *shared) msArg(d time.Duration) any {
+	m := ms(d)
+	for i := range sh.msBoxes {
+		if b := sh.msBoxes[i].Load(); b != nil && b.ms == m {
+			return b.arg
+		}
+	}
+	b := &msBox{ms: m, arg: m}
+	// Round robin: a TTL and a wait that alternate keep one slot each.
+	sh.msBoxes[sh.msNext.Add(1)%uint32(len(sh.msBoxes))].Store(b)
+	return b.arg
 }
 
 // node is one Redis deployment (or Redlock master) with its shared
@@ -87,7 +113,7 @@ var scriptPing = driver.NewScript("return 1")
 
 // ping runs a trivial script on the node.
 func (nd *node) ping(ctx context.Context) error {
-	_, err := nd.drv.Eval(ctx, scriptPing, nil)
+	_, err := nd.drv.Eval(ctx, scriptPing, driver.Keys{})
 	return err
 }
 
@@ -95,6 +121,9 @@ func (nd *node) ping(ctx context.Context) error {
 func (nd *node) close() error {
 	return errors.Join(nd.hub.close(), closeDriver(nd.drv))
 }
+
+// tokenLen is the length of an owner token: 128 bits in base64url.
+const tokenLen = 22
 
 // newToken returns 128 random bits, base64url-encoded.
 func newToken() string {

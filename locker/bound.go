@@ -24,7 +24,7 @@ type boundedDriver struct {
 	slots chan struct{}
 }
 
-func (b *boundedDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+func (b *boundedDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if driver.IsPriority(ctx) {
 		return b.Driver.Eval(ctx, s, keys, args...)
 	}

@@ -29,8 +29,39 @@ func (o *options) cleanupCtx(ctx context.Context) (context.Context, context.Canc
 // upkeepCtx is the context of a call that keeps a held lease alive or ends
 // it (a release, a claim's Complete): a clean-up call with priority, so a
 // driver serves it even when request traffic holds every connection.
+// It is one allocation where WithoutCancel, WithPriority and WithTimeout
+// made five (a timer among them): the drivers need the deadline, not a
+// Done channel that closes at it.
 func (o *options) upkeepCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(driver.WithPriority(context.WithoutCancel(ctx)), o.callTimeout)
+	return &upkeepContext{values: ctx, dl: time.Now().Add(o.callTimeout)}, func() {}
+}
+
+// prioritized answers the priority mark's Value lookup (see upkeepContext).
+var prioritized = driver.WithPriority(context.Background())
+
+// upkeepContext carries values's values and the driver priority mark, is
+// never cancelled, and has deadline dl: Done is nil, Err reports the
+// deadline once it passed.
+type upkeepContext struct {
+	values context.Context
+	dl     time.Time
+}
+
+func (c *upkeepContext) Deadline() (time.Time, bool) { return c.dl, true }
+func (c *upkeepContext) Done() <-chan struct{}       { return nil }
+
+func (c *upkeepContext) Err() error {
+	if !time.Now().Before(c.dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func (c *upkeepContext) Value(key any) any {
+	if v := prioritized.Value(key); v != nil {
+		return v
+	}
+	return c.values.Value(key)
 }
 
 // deadlineCtx is its parent with an earlier deadline but no timer of its

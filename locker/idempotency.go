@@ -88,13 +88,13 @@ type IdemParams struct {
 
 // idemKeys are the Redis keys and the channel of one record.
 type idemKeys struct {
-	keys    []string // record, waiters
+	keys    driver.Keys // record, waiters
 	channel string
 }
 
 func (l *Locker) idemKeys(name string) idemKeys {
 	base := l.o.prefix + "{" + name + "}"
-	return idemKeys{keys: []string{base + ":r", base + ":rw"}, channel: base + ":rc"}
+	return idemKeys{keys: driver.NewKeys(base+":r", base+":rw"), channel: base + ":rc"}
 }
 
 // IdempotencyName returns the record name for a client key used on route

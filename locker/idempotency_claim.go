@@ -31,7 +31,7 @@ type Claim struct {
 func (l *Locker) newClaim(ctx context.Context, nd *node, k idemKeys, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
 	c := &Claim{l: l, nd: nd, k: k, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.start(c, sent.Add(lease), every, every, retryAfter(every))
+	c.start(c, sent.Add(lease), every, every, retryAfter(every), false)
 	return c
 }
 
@@ -121,7 +121,7 @@ func (c *Claim) lose() {
 func (c *Claim) renewTTL() time.Duration { return c.lease }
 
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys[:1], c.token, ms(ttl))
+	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys.First(1), c.token, ms(ttl))
 	if err != nil {
 		return false, err
 	}

@@ -119,7 +119,7 @@ type flaky struct {
 	down atomic.Bool
 }
 
-func (f *flaky) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+func (f *flaky) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if f.down.Load() {
 		return nil, errors.New("flaky: connection refused")
 	}

@@ -27,9 +27,9 @@ import (
 type keeper struct {
 	mu       sync.Mutex
 	owner    keptLease
-	stopped  bool      // lost or ended: no more renewals
-	deadline time.Time // local, conservative end of the lease
-	expiry   *time.Timer
+	stopped  bool          // lost or ended: no more renewals
+	deadline time.Time     // local, conservative end of the lease
+	expiry   *time.Timer   // nil until armed (see start)
 	renewal  *time.Timer   // nil: never renewed
 	every    time.Duration // between renewals after the first; 0: none
 	retry    time.Duration // after a failed renewal
@@ -59,14 +59,34 @@ func retryAfter(every time.Duration) time.Duration {
 
 // start arms the timers: the lease ends at until unless renewed; the first
 // renewal comes after first (none if first <= 0), later ones every every.
-func (k *keeper) start(owner keptLease, until time.Time, first, every, retry time.Duration) {
+// A lease that is never renewed may leave its expiry timer to
+// armExpiryLocked (lazy): until someone needs the loss reported when it
+// happens (a context to cancel), the owner reads pastDeadlineLocked
+// instead, and the uncontended path saves a timer and its callback (2
+// allocations). A renewed lease needs the timer to end failed retries.
+func (k *keeper) start(owner keptLease, until time.Time, first, every, retry time.Duration, lazy bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	k.owner, k.deadline, k.every, k.retry = owner, until, every, retry
-	k.expiry = time.AfterFunc(time.Until(until), k.expired)
 	if first > 0 {
 		k.renewal = time.AfterFunc(first, k.renew)
+	} else if lazy {
+		return
 	}
+	k.armExpiryLocked()
+}
+
+// armExpiryLocked arms the expiry timer if it is not yet; k.mu is held.
+func (k *keeper) armExpiryLocked() {
+	if k.expiry == nil && !k.stopped {
+		k.expiry = time.AfterFunc(time.Until(k.deadline), k.expired)
+	}
+}
+
+// pastDeadlineLocked reports whether the deadline passed with no expiry
+// timer armed to report it; k.mu is held.
+func (k *keeper) pastDeadlineLocked() bool {
+	return k.expiry == nil && !k.stopped && !time.Now().Before(k.deadline)
 }
 
 // stopLocked stops the timers and the renewals for good; k.mu is held. It
@@ -76,7 +96,9 @@ func (k *keeper) stopLocked() bool {
 		return false
 	}
 	k.stopped = true
-	k.expiry.Stop()
+	if k.expiry != nil {
+		k.expiry.Stop()
+	}
 	if k.renewal != nil {
 		k.renewal.Stop()
 	}
@@ -86,7 +108,9 @@ func (k *keeper) stopLocked() bool {
 // setDeadlineLocked moves the local end of the lease; k.mu is held.
 func (k *keeper) setDeadlineLocked(until time.Time) {
 	k.deadline = until
-	k.expiry.Reset(time.Until(until))
+	if k.expiry != nil {
+		k.expiry.Reset(time.Until(until))
+	}
 }
 
 // expired runs when the local deadline passes without a confirmed renewal.

@@ -23,13 +23,20 @@ type Lease struct {
 	holds  int
 	root   *Lease // the outermost lease of this hold chain; itself for a root
 	parent *Lease // the next lease up the context chain (any key, any Locker)
-	ctx    context.Context
+	// base is the context Context derives from: Obtain's ctx (with the
+	// hold span on a root). ctx is made from it on the first call to
+	// Context, under root.mu: most holders never read it, and a
+	// cancelable context costs 3 allocations and a registration with
+	// base's cancellation.
+	base context.Context
+	ctx  context.Context // root.mu
 
 	released bool // guarded by root.mu
 
 	// Only used on a root; guarded by mu (the keeper's) where noted.
 	keeper                         // the renewal engine
-	cancel context.CancelCauseFunc // cancels ctx with its cause
+	cancel context.CancelCauseFunc // cancels ctx with its cause; nil until ctx is made; mu
+	cause  error                   // why the root ended (set with done); mu
 	t      terms                   // ttl guarded by mu
 	live   int                     // holds of this chain not yet released; mu
 	done   bool                    // lost or fully released; mu
@@ -74,11 +81,7 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 	le.root = le
 	le.parent = FromContext(ctx)
 	le.since = time.Now()
-	hctx, span := l.tel.startHold(ctx, key, t.params, h.fence)
-	le.span = span
-	cctx, cancel := context.WithCancelCause(hctx)
-	le.cancel = cancel
-	le.ctx = context.WithValue(cctx, ctxKey{}, le)
+	le.base, le.span = l.tel.startHold(ctx, key, t.params, h.fence)
 	var first, every time.Duration
 	switch {
 	case h.granted < t.ttl:
@@ -89,7 +92,7 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 	if t.watchdog {
 		every = l.o.renewEvery
 	}
-	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery))
+	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery), true)
 	return le
 }
 
@@ -109,8 +112,7 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 		// The outer hold is gone: it was lost.
 		return nil, errors.Join(ErrNotObtained, ErrLockLost)
 	}
-	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: root.fence, holds: holds, root: root, parent: FromContext(ctx)}
-	le.ctx = context.WithValue(ctx, ctxKey{}, le)
+	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: root.fence, holds: holds, root: root, parent: FromContext(ctx), base: ctx}
 	root.mu.Lock()
 	root.live++
 	root.mu.Unlock()
@@ -149,11 +151,38 @@ func (le *Lease) Holds() int {
 // Context returns a context that carries the lease (see FromContext; a
 // nested Obtain with it re-enters the lock) and is cancelled with cause
 // ErrLockLost if the lock is lost. Use it for the work the lock protects.
-func (le *Lease) Context() context.Context { return le.ctx }
+func (le *Lease) Context() context.Context {
+	root := le.root
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	if le.ctx != nil {
+		return le.ctx
+	}
+	if le != root {
+		// A nested hold's context is its Obtain's, which carries (and is
+		// cancelled with) the outer hold's.
+		le.ctx = context.WithValue(le.base, ctxKey{}, le)
+		return le.ctx
+	}
+	cctx, cancel := context.WithCancelCause(le.base)
+	le.ctx = context.WithValue(cctx, ctxKey{}, le)
+	// The context is cancelled when the lease ends, also by running out.
+	le.armExpiryLocked()
+	if le.done {
+		// Ended before anyone asked: the context is born cancelled.
+		cancel(le.cause)
+	} else {
+		le.cancel = cancel
+	}
+	return le.ctx
+}
 
 // Lost reports whether the lock was lost before it was released.
 func (le *Lease) Lost() bool {
-	return errors.Is(context.Cause(le.root.ctx), ErrLockLost)
+	root := le.root
+	root.mu.Lock()
+	defer root.mu.Unlock()
+	return errors.Is(root.cause, ErrLockLost) || root.pastDeadlineLocked()
 }
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
@@ -209,11 +238,17 @@ func (le *Lease) release(ctx context.Context) error {
 	le.released = true
 	root.live--
 	last := root.live == 0
+	// A lease whose end no timer watched (see keeper.start) ran out
+	// unreported: it is lost, as the timer would have said.
+	ranOut := last && root.pastDeadlineLocked()
 	if last {
 		root.stopLocked()
 	}
 	ttl := root.t.ttl
 	root.mu.Unlock()
+	if ranOut {
+		root.lose()
+	}
 
 	cctx, cancel := le.l.o.upkeepCtx(ctx)
 	defer cancel()
@@ -231,10 +266,14 @@ func (root *Lease) finish(cause error) {
 		root.mu.Unlock()
 		return
 	}
-	root.done = true
+	root.done, root.cause = true, cause
 	root.stopLocked()
+	cancel := root.cancel
+	root.cancel = nil
 	root.mu.Unlock()
-	root.cancel(cause)
+	if cancel != nil {
+		cancel(cause)
+	}
 	root.l.tel.endHold(root.span, root.since, root.t.params, cause)
 }
 

@@ -167,8 +167,7 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if t.ttl <= 0 {
 		t.ttl, t.watchdog = l.o.lease, true
 	}
-	n := l.names(key)
-	token := newToken()
+	n, token := l.holder(key)
 	h, err := l.be.obtain(ctx, key, n, token, t)
 	if err != nil {
 		return nil, err

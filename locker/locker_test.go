@@ -305,7 +305,7 @@ func TestScriptFlushIsTransparent(t *testing.T) {
 // command whose reply was lost would.
 type retryingDriver struct{ driver.Driver }
 
-func (d retryingDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+func (d retryingDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if strings.Contains(s.Source(), "-- acquire:") {
 		if _, err := d.Driver.Eval(ctx, s, keys, args...); err != nil {
 			return nil, err

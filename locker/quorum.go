@@ -49,7 +49,7 @@ func (b *quorum) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // fanout runs s on every master in parallel, each call bounded by timeout.
-func (b *quorum) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys []string, args ...any) []nodeReply {
+func (b *quorum) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []nodeReply {
 	res := make([]nodeReply, len(b.nodes))
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
@@ -77,12 +77,12 @@ type quorumTry struct {
 // that does not win undoes what it took.
 func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, b.sidArg, b.windowArg)
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, b.sidArg, b.windowArg)
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
 	same := true // every granting master minted the same token
 	t := count("obtain", b.need, res, func(i int, v any) (bool, error) {
-		rep, err := parseReply(v)
+		rep, err := parseReply(v, ttl)
 		if err != nil {
 			return false, err
 		}
@@ -138,7 +138,7 @@ func (b *quorum) undo(n names, token string, took []bool) {
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		if took[i] {
-			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channel, handoffNotify, 0) })
+			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, handoffNotify, 0) })
 		}
 	}
 	wg.Wait()
@@ -231,7 +231,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 func (b *quorum) withdraw(n names, token string) {
 	ctx, cancel := b.o.cleanupCtx(context.Background())
 	defer cancel()
-	b.fanout(ctx, b.o.callTimeout, scriptLeave, n.keys, token, modeDrop, n.channel, handoffNotify, 0)
+	b.fanout(ctx, b.o.callTimeout, scriptLeave, n.keys, token, modeDrop, handoffNotify, 0)
 }
 
 func (b *quorum) records() (*node, error) {

@@ -17,7 +17,7 @@ func (b *quorum) reenter(ctx context.Context, n names, token string, ttl time.Du
 // release drops one hold on every master: done when a majority released it;
 // ErrNotHeld when so many did not hold it that no majority is left.
 func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRelease, n.keys, token, n.channel, handoffNotify, 0)
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRelease, n.keys, token, handoffNotify, 0)
 	t := count("release", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
@@ -34,7 +34,7 @@ func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Du
 // extend resets the lease on every master: held when a majority extended
 // it; lost (false) when so many refused that no majority is left.
 func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptExtend, n.keys[:1], token, ms(ttl))
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptExtend, n.keys.First(1), token, ms(ttl))
 	t := count("extend", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x == 1, nil
@@ -50,7 +50,7 @@ func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Dur
 
 // pttl is the lease left on the majority: the quorum-th longest.
 func (b *quorum) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
-	res := b.fanout(ctx, b.o.callTimeout, scriptPTTL, n.keys[:1], token)
+	res := b.fanout(ctx, b.o.callTimeout, scriptPTTL, n.keys.First(1), token)
 	var left []time.Duration
 	t := count("ttl", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)

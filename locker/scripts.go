@@ -1,7 +1,9 @@
 package locker
 
 import (
+	"crypto/rand"
 	_ "embed"
+	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
@@ -65,7 +67,13 @@ type reply struct {
 	server int64 // server clock, ms
 }
 
-func parseReply(v any) (reply, error) {
+// parseReply reads a reply to a call that asked for ttl. A plain integer is
+// the fence of a free lock taken with the whole ttl (see acquire.lua): one
+// boxed integer where the array cost the client three allocations.
+func parseReply(v any, ttl time.Duration) (reply, error) {
+	if f, ok := v.(int64); ok {
+		return reply{status: statusObtained, fence: f, holds: 1, pttl: time.Duration(ms(ttl)) * time.Millisecond}, nil
+	}
 	a, ok := v.([]any)
 	if !ok || len(a) != 5 {
 		return reply{}, fmt.Errorf("locker: unexpected script reply %v", v)
@@ -84,16 +92,21 @@ func parseReply(v any) (reply, error) {
 // names are the Redis keys and the channel of one lock. All share the hash
 // tag {key}, so they live in one Redis Cluster slot; the derived names never
 // end in '}', so they cannot equal another lock's main key.
+// The arguments every call of one holder passes are boxed once, in
+// holder: a lock+unlock would box each twice otherwise.
 type names struct {
-	keys    []string // lock, fence counter, waiter queue, waiter details
-	channel string
+	keys     driver.Keys // lock, fence counter, waiter queue, waiter details
+	channel  string      // KEYS[1]+":c": the scripts make it themselves
+	tokenArg any         // the holder's owner token as a script argument
 }
 
-func (l *Locker) names(key string) names {
-	// One allocation for all five names: they are slices of one string.
+// holder returns the names of key's lock and a new owner token for it.
+func (l *Locker) holder(key string) (names, string) {
+	// One allocation for the five names and the token: they are slices of
+	// one string.
 	var b strings.Builder
 	n := len(l.o.prefix) + len(key) + 2
-	b.Grow(5*n + 8)
+	b.Grow(5*n + 8 + tokenLen)
 	for _, suffix := range [...]string{"", ":f", ":q", ":w", ":c"} {
 		b.WriteString(l.o.prefix)
 		b.WriteByte('{')
@@ -101,11 +114,19 @@ func (l *Locker) names(key string) names {
 		b.WriteByte('}')
 		b.WriteString(suffix)
 	}
+	var raw [16]byte
+	var enc [tokenLen]byte
+	_, _ = rand.Read(raw[:]) // never fails (crypto/rand documents it)
+	base64.RawURLEncoding.Encode(enc[:], raw[:])
+	b.Write(enc[:])
 	all := b.String()
+	channel := all[4*n+6 : 5*n+8]
+	token := all[5*n+8:]
 	return names{
-		keys:    []string{all[:n], all[n : 2*n+2], all[2*n+2 : 3*n+4], all[3*n+4 : 4*n+6]},
-		channel: all[4*n+6:],
-	}
+		keys:     driver.NewKeys(all[:n], all[n:2*n+2], all[2*n+2:3*n+4], all[3*n+4:4*n+6]),
+		channel:  channel,
+		tokenArg: token,
+	}, token
 }
 
 func ms(d time.Duration) int64 {

@@ -26,7 +26,7 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 		defer b.nd.hub.unregister(w)
 	}
 	sent := time.Now()
-	r, err := b.acquire(ctx, n, token, t.ttl, t.wait, modeAcquire)
+	r, err := b.acquire(ctx, n, t.ttl, t.wait, modeAcquire)
 	if err != nil {
 		b.abandon(n, token, err)
 		return held{}, obtainFailed(ctx, err)
@@ -40,14 +40,23 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 	return b.wait(ctx, n, token, t, w, sent, r)
 }
 
-func (b *single) acquire(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string) (reply, error) {
+// acquire runs acquire.lua for n's holder (n.tokenArg).
+func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string) (reply, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, n.channel, b.sidArg, b.windowArg)
+	// A re-check's wait is what is left of it, a new value each time: only
+	// a first try's is worth keeping boxed.
+	var waitArg any
+	if mode == modeAcquire {
+		waitArg = b.msArg(wait)
+	} else {
+		waitArg = ms(wait)
+	}
+	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
-	return parseReply(v)
+	return parseReply(v, ttl)
 }
 
 // leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
@@ -55,11 +64,11 @@ func (b *single) acquire(ctx context.Context, n names, token string, ttl, wait t
 func (b *single) leave(ctx context.Context, n names, token, mode string) (reply, error) {
 	cctx, cancel := b.o.cleanupCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, n.channel, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, handoffGrant, b.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
-	return parseReply(v)
+	return parseReply(v, 0)
 }
 
 // abandon cleans up after an acquire that failed with err and whose outcome
@@ -105,7 +114,7 @@ func (b *single) lease(ctx context.Context, n names, token string, fence int64, 
 }
 
 func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
-	r, err := b.acquire(ctx, n, token, ttl, 0, modeReenter)
+	r, err := b.acquire(ctx, n, ttl, 0, modeReenter)
 	if err != nil {
 		return 0, false, err
 	}
@@ -115,7 +124,7 @@ func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Du
 func (b *single) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptExtend, n.keys[:1], token, ms(ttl))
+	v, err := b.nd.drv.Eval(cctx, scriptExtend, n.keys.First(1), token, ms(ttl))
 	if err != nil {
 		return false, unavailable(err)
 	}
@@ -124,7 +133,7 @@ func (b *single) extend(ctx context.Context, n names, token string, ttl time.Dur
 }
 
 func (b *single) release(ctx context.Context, n names, token string, _ time.Duration) error {
-	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, token, n.channel, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, n.tokenArg, handoffGrant, b.windowArg)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -149,7 +158,7 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptPTTL, n.keys[:1], token)
+	v, err := b.nd.drv.Eval(cctx, scriptPTTL, n.keys.First(1), token)
 	if err != nil {
 		return 0, unavailable(err)
 	}

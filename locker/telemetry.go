@@ -3,6 +3,7 @@ package locker
 import (
 	"context"
 	"errors"
+	"reflect"
 	"sync"
 	"time"
 
@@ -55,7 +56,15 @@ const (
 // telemetry holds a Locker's instruments. With the default (no-op) global
 // providers every call is a few no-op method calls and no allocation.
 type telemetry struct {
-	tracer    trace.Tracer
+	tracer trace.Tracer
+	// unset is OpenTelemetry's global stand-in provider, which delegates
+	// to the provider otel.SetTracerProvider sets, when no
+	// WithTracerProvider was given and none was set yet; nil otherwise.
+	// While otel.GetTracerProvider still returns it, no span can be
+	// recorded, and start skips the tracer: the stand-in's no-op spans
+	// cost 2 allocations each, 6 per lock+unlock. Once a provider is set
+	// the check fails and spans go to it.
+	unset     trace.TracerProvider
 	keys      bool
 	acquire   metric.Float64Histogram
 	wait      metric.Float64Histogram
@@ -90,14 +99,18 @@ func newAttrOpts(kv ...attribute.KeyValue) attrOpts {
 
 func newTelemetry(o *options) *telemetry {
 	tp, mp := o.tracerProvider, o.meterProvider
+	var unset trace.TracerProvider
 	if tp == nil {
 		tp = otel.GetTracerProvider()
+		if isGlobalStandIn(tp) {
+			unset = tp
+		}
 	}
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(ScopeName)
-	t := &telemetry{tracer: tp.Tracer(ScopeName), keys: o.keyAttribute}
+	t := &telemetry{tracer: tp.Tracer(ScopeName), unset: unset, keys: o.keyAttribute}
 	buckets := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 	// Instrument creation errors leave no-op instruments; nothing to do.
 	t.acquire, _ = m.Float64Histogram("locktag.lock.acquire.duration", metric.WithUnit("s"),
@@ -115,6 +128,28 @@ func newTelemetry(o *options) *telemetry {
 	t.waiters, _ = m.Int64UpDownCounter("locktag.lock.waiters", metric.WithUnit("{waiter}"),
 		metric.WithDescription("Obtain calls waiting for a busy lock now."))
 	return t
+}
+
+// isGlobalStandIn reports whether tp is the stand-in otel.GetTracerProvider
+// returns until a provider is set (an unexported type; checked once per
+// Locker).
+func isGlobalStandIn(tp trace.TracerProvider) bool {
+	t := reflect.TypeOf(tp)
+	return t.Kind() == reflect.Pointer && t.Elem().PkgPath() == "go.opentelemetry.io/otel/internal/global" && t.Elem().Name() == "tracerProvider"
+}
+
+// noSpan is the span of a call that is not traced: every method a no-op.
+var noSpan = trace.SpanFromContext(context.Background())
+
+// start opens span name under ctx, or returns ctx and noSpan when no tracer
+// provider can record it (see unset).
+func (t *telemetry) start(ctx context.Context, name string) (context.Context, trace.Span) {
+	if t.unset != nil {
+		if otel.GetTracerProvider() == t.unset {
+			return ctx, noSpan
+		}
+	}
+	return t.tracer.Start(ctx, name)
 }
 
 func (t *telemetry) attrs(name string) *nameAttrs {
@@ -153,7 +188,7 @@ func lockName(p Params) string {
 
 // startObtain opens the obtain span.
 func (t *telemetry) startObtain(ctx context.Context, key string, p Params) trace.Span {
-	_, span := t.tracer.Start(ctx, "locktag.obtain")
+	_, span := t.start(ctx, "locktag.obtain")
 	if span.IsRecording() {
 		span.SetAttributes(t.base(key, p)...)
 		span.SetAttributes(AttrWait.Int64(p.Wait.Milliseconds()))
@@ -223,7 +258,7 @@ func (t *telemetry) waiting(p Params) func() {
 // startHold opens the span that lasts while the lock is held; the lease's
 // context carries it, so the protected work is traced under it.
 func (t *telemetry) startHold(ctx context.Context, key string, p Params, fence int64) (context.Context, trace.Span) {
-	ctx, span := t.tracer.Start(ctx, "locktag.hold")
+	ctx, span := t.start(ctx, "locktag.hold")
 	if span.IsRecording() {
 		span.SetAttributes(t.base(key, p)...)
 		span.SetAttributes(AttrFence.Int64(fence))
@@ -259,7 +294,7 @@ func (t *telemetry) renewed(span trace.Span, p Params, ok bool, err error) {
 
 // startRelease opens the span of one Release call.
 func (t *telemetry) startRelease(ctx context.Context) trace.Span {
-	_, span := t.tracer.Start(ctx, "locktag.release")
+	_, span := t.start(ctx, "locktag.release")
 	return span
 }
 
@@ -280,7 +315,7 @@ func (t *telemetry) endRelease(span trace.Span, le *Lease, err error) {
 
 // startIdem opens the span of one idempotency check.
 func (t *telemetry) startIdem(ctx context.Context, name string) trace.Span {
-	_, span := t.tracer.Start(ctx, "locktag.idempotency")
+	_, span := t.start(ctx, "locktag.idempotency")
 	if span.IsRecording() {
 		span.SetAttributes(AttrLockName.String(idemName(name)))
 	}

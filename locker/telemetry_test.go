@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -231,5 +232,32 @@ func TestTelemetryIdempotency(t *testing.T) {
 		if got := rec.sum(t, "locktag.idempotency.outcomes", name, locker.AttrOutcome.String(outcome)); got != want {
 			t.Errorf("idempotency.outcomes{%s} = %d, want %d", outcome, got, want)
 		}
+	}
+}
+
+// TestTelemetryGlobalProviderSetLater: a Locker built before the global
+// tracer provider is set traces into it once it is (the untraced fast path
+// only runs while the global provider is OpenTelemetry's stand-in). It sets
+// the process's global provider, so it runs last in this file.
+func TestTelemetryGlobalProviderSetLater(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "before", locker.Params{TTL: time.Second})
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rec := tracetest.NewSpanRecorder()
+	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec)))
+	le = mustObtain(t, lk, ctx, "after", locker.Params{TTL: time.Second})
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range rec.Ended() {
+		names = append(names, s.Name())
+	}
+	if len(names) != 3 {
+		t.Fatalf("spans after the global provider was set: %v, want obtain, hold, release", names)
 	}
 }

@@ -245,3 +245,46 @@ func TestRenewalSurvivesPoolExhaustion(t *testing.T) {
 		t.Fatal("lock not released")
 	}
 }
+
+// TestFixedLeaseRunsOutUnwatched: a fixed lease nobody asked the context of
+// arms no expiry timer, yet reports its end as one would have: Lost after
+// the TTL, a context asked for later is born cancelled with ErrLockLost,
+// and Release answers ErrNotHeld.
+func TestFixedLeaseRunsOutUnwatched(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "unwatched", locker.Params{TTL: 50 * time.Millisecond})
+	if le.Lost() {
+		t.Fatal("lost at once")
+	}
+	time.Sleep(120 * time.Millisecond)
+	if !le.Lost() {
+		t.Fatal("not lost after its TTL")
+	}
+	lctx := le.Context()
+	select {
+	case <-lctx.Done():
+	case <-time.After(time.Second):
+		t.Fatal("context of a lease that ran out not cancelled")
+	}
+	if cause := context.Cause(lctx); !errors.Is(cause, locker.ErrLockLost) {
+		t.Fatalf("cause %v, want ErrLockLost", cause)
+	}
+	if err := le.Release(ctx); !errors.Is(err, locker.ErrNotHeld) {
+		t.Fatalf("Release: %v, want ErrNotHeld", err)
+	}
+
+	// Released before it ran out: not lost, context born cancelled with
+	// ErrNotHeld.
+	le = mustObtain(t, lk, ctx, "unwatched", locker.Params{TTL: time.Second})
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if le.Lost() {
+		t.Fatal("released lease reported lost")
+	}
+	if cause := context.Cause(le.Context()); !errors.Is(cause, locker.ErrNotHeld) {
+		t.Fatalf("cause after release %v, want ErrNotHeld", cause)
+	}
+}

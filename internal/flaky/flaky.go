@@ -22,7 +22,7 @@ type Driver struct {
 }
 
 // Eval runs the script, unless the driver is down.
-func (f *Driver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+func (f *Driver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if f.Down.Load() {
 		return nil, ErrDown
 	}

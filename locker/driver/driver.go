@@ -19,7 +19,7 @@ type Driver interface {
 	// It uses EVALSHA and falls back to EVAL on NOSCRIPT. A Redis error reply
 	// is returned as an error. Eval honours ctx's deadline and cancellation.
 	// A call that was never sent returns an error wrapping ErrNotSent.
-	Eval(ctx context.Context, s *Script, keys []string, args ...any) (any, error)
+	Eval(ctx context.Context, s *Script, keys Keys, args ...any) (any, error)
 
 	// Listen opens one dedicated subscriber connection. Every message that
 	// arrives on a channel subscribed through it is passed to deliver, from a

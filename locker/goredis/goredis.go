@@ -35,7 +35,7 @@ func New(c redis.UniversalClient) driver.Driver {
 	return d
 }
 
-func (d *redisDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+func (d *redisDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", driver.ErrNotSent, err)
 	}
@@ -62,12 +62,12 @@ func (d *redisDriver) Eval(ctx context.Context, s *driver.Script, keys []string,
 	}
 }
 
-func (d *redisDriver) eval(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
-	v, err := d.c.EvalSha(ctx, s.Hash(), keys, args...).Result()
+func (d *redisDriver) eval(ctx context.Context, s *driver.Script, keys driver.Keys, args []any) (any, error) {
+	v, err := d.c.EvalSha(ctx, s.Hash(), keys.Names(), args...).Result()
 	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
 		// In a Cluster the script cache is per node: this is the first
 		// call on the master that owns keys' slot (or it restarted).
-		v, err = d.c.Eval(ctx, s.Source(), keys, args...).Result()
+		v, err = d.c.Eval(ctx, s.Source(), keys.Names(), args...).Result()
 	}
 	switch {
 	case err == nil:
@@ -100,7 +100,7 @@ func normalize(v any) any {
 		for i := range x {
 			x[i] = normalize(x[i])
 		}
-		return x
+		return v // v, not x: boxing x again would allocate
 	default:
 		return v
 	}

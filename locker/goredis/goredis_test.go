@@ -110,7 +110,7 @@ func TestScriptFlushFallsBackToEval(t *testing.T) {
 func TestEvalNilReply(t *testing.T) {
 	srv := redistest.Start(t)
 	d := goredis.New(plainClient(t, srv))
-	v, err := d.Eval(context.Background(), driver.NewScript(""), nil)
+	v, err := d.Eval(context.Background(), driver.NewScript(""), driver.Keys{})
 	if v != nil || err != nil {
 		t.Fatalf("Eval of an empty script = %#v, %v; want nil, nil", v, err)
 	}
@@ -128,7 +128,7 @@ func TestEvalHonoursDeadline(t *testing.T) {
 			})
 			d := goredis.New(rdb)
 			ctx := context.Background()
-			if _, err := d.Eval(ctx, driver.NewScript(""), nil); err != nil { // connection ready
+			if _, err := d.Eval(ctx, driver.NewScript(""), driver.Keys{}); err != nil { // connection ready
 				t.Fatal(err)
 			}
 			if _, err := srv.Do("CLIENT", "PAUSE", "3000", "ALL"); err != nil {
@@ -137,7 +137,7 @@ func TestEvalHonoursDeadline(t *testing.T) {
 			cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 			defer cancel()
 			start := time.Now()
-			_, err := d.Eval(cctx, driver.NewScript(""), nil)
+			_, err := d.Eval(cctx, driver.NewScript(""), driver.Keys{})
 			if took := time.Since(start); took > 1500*time.Millisecond {
 				t.Fatalf("Eval returned after %v, its deadline was 200ms", took)
 			}

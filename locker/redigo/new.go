@@ -43,7 +43,7 @@ type invalid struct{ err error }
 
 func (d invalid) Validate() error { return d.err }
 
-func (d invalid) Eval(context.Context, *driver.Script, []string, ...any) (any, error) {
+func (d invalid) Eval(context.Context, *driver.Script, driver.Keys, ...any) (any, error) {
 	return nil, notSent(d.err)
 }
 

@@ -48,12 +48,12 @@ func newPipelined(pool *redis.Pool, conns int, stall time.Duration) *pipeDriver 
 	return d
 }
 
-func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	pc := d.conns[0]
 	if len(d.conns) > 1 {
 		pc = d.conns[d.next.Add(1)%uint32(len(d.conns))]
 	}
-	argv := scriptArgs(s, keys, args)
+	argv := scriptArgs(make([]any, 0, 2+keys.Len()+len(args)), s, keys, args)
 	v, err := pc.do(ctx, "EVALSHA", argv)
 	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
 		argv[0] = s.SourceArg()

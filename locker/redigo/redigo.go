@@ -26,7 +26,7 @@ type redigoDriver struct {
 	}
 }
 
-func (d *redigoDriver) Eval(ctx context.Context, s *driver.Script, keys []string, args ...any) (any, error) {
+func (d *redigoDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if driver.IsPriority(ctx) && d.exhausted() {
 		return d.evalReserved(ctx, s, keys, args)
 	}
@@ -64,7 +64,7 @@ func (d *redigoDriver) exhausted() bool {
 }
 
 // evalReserved runs a priority call on the reserved connection.
-func (d *redigoDriver) evalReserved(ctx context.Context, s *driver.Script, keys []string, args []any) (any, error) {
+func (d *redigoDriver) evalReserved(ctx context.Context, s *driver.Script, keys driver.Keys, args []any) (any, error) {
 	d.reserved.Lock()
 	defer d.reserved.Unlock()
 	if d.reserved.c == nil || d.reserved.c.Err() != nil {
@@ -90,7 +90,7 @@ func (d *redigoDriver) dial(ctx context.Context) (redis.Conn, error) {
 	return nil, errors.New("redigo: redis.Pool has neither Dial nor DialContext")
 }
 
-func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *driver.Script, keys []string, args []any) (any, error) {
+func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *driver.Script, keys driver.Keys, args []any) (any, error) {
 	cwt, ok := c.(redis.ConnWithTimeout)
 	if !ok {
 		return nil, errors.New("redigo: connection without timeout support")
@@ -107,27 +107,35 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *driver.Script,
 	if err := ctx.Err(); err != nil {
 		return nil, notSent(err)
 	}
-	argv := scriptArgs(s, keys, args)
+	// The argument list is only read while the command is written, within
+	// DoWithTimeout: a pooled one saves an allocation per call.
+	buf := argvPool.Get().(*[]any)
+	argv := scriptArgs((*buf)[:0], s, keys, args)
 	v, err := cwt.DoWithTimeout(timeout, "EVALSHA", argv...)
 	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
 		argv[0] = s.SourceArg()
 		v, err = cwt.DoWithTimeout(timeout, "EVAL", argv...)
 	}
+	clear(argv)
+	*buf = argv[:0]
+	argvPool.Put(buf)
 	if err != nil {
 		return nil, err
 	}
 	return normalize(v), nil
 }
 
-// scriptArgs builds EVALSHA's arguments: the script's hash, the key count,
-// the keys, the arguments. The caller swaps in the source for EVAL.
-func scriptArgs(s *driver.Script, keys []string, args []any) []any {
-	argv := make([]any, 0, 2+len(keys)+len(args))
-	argv = append(argv, s.HashArg(), len(keys))
-	for _, k := range keys {
-		argv = append(argv, k)
-	}
-	return append(argv, args...)
+// argvPool holds argument lists for scriptArgs (as *[]any: putting a slice
+// itself into a sync.Pool would allocate).
+var argvPool = sync.Pool{New: func() any { return new([]any) }}
+
+// scriptArgs appends EVALSHA's arguments to dst: the script's hash, the key
+// count, the keys (boxed once, in keys), the arguments. The caller swaps in
+// the source for EVAL.
+func scriptArgs(dst []any, s *driver.Script, keys driver.Keys, args []any) []any {
+	dst = append(dst, s.HashArg(), keys.Len())
+	dst = append(dst, keys.Args()...)
+	return append(dst, args...)
 }
 
 // normalize converts redigo replies to the driver.Driver contract's types.
@@ -139,7 +147,7 @@ func normalize(v any) any {
 		for i := range x {
 			x[i] = normalize(x[i])
 		}
-		return x
+		return v // v, not x: boxing x again would allocate
 	default:
 		return v
 	}

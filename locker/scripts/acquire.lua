@@ -6,11 +6,18 @@
 -- re-check by a queued waiter: report ownership without adding a hold, and
 -- hand a free lock to the head of the queue | 'n' Redlock's waiters: never
 -- handed the lock, but registered in the queue so that releases publish a
--- free notice while they wait), channel, sid (the caller's subscriber),
+-- free notice while they wait), sid (the caller's subscriber),
 -- window_ms (see grant in common.lua).
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
-local token, ttl, wait, mode, channel, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6], tonumber(ARGV[7])
+-- The common case, a free lock taken with a new token and the whole ttl,
+-- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}.
+local token, ttl, wait, mode, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+if mode == 'a' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
+  -- The common case: free, nobody queued. One call tells, where GET and
+  -- then EXISTS on the queue took two; a busy first try pays one more.
+  return take(token, ttl, '0')
+end
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
@@ -48,13 +55,12 @@ if mode == 'n' then
   if redis.call('EXISTS', KEYS[3]) == 1 then waiting = '1' end
   return {1, take(token, ttl, waiting), 1, ttl, 0}
 end
-if mode == 'a' and redis.call('EXISTS', KEYS[3]) == 0 then
-  return {1, take(token, ttl, '0'), 1, ttl, 0}
-end
+-- Here a new token ('a') found waiters queued (see the first check).
 -- Free while waiters are queued (a grant lapsed, a holder's lease ran out,
 -- or a queued waiter re-checks): first come, first served, so a new caller
 -- queues behind them and the head of the queue gets the lock.
 local t = redis.call('TIME')
+local channel = chan()
 lapse(channel, now_us(t))
 local nowms = now_ms(t)
 if wait > 0 or mode == 'r' then

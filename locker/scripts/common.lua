@@ -13,7 +13,11 @@
 --         fence" of the last grant from the queue, until it is released.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
+-- The lock's channel is KEYS[1]..':c' (see names in scripts.go): made
+-- here, on the paths that publish, rather than sent with every call.
 local FENCE_TTL = 3600000
+
+local function chan() return KEYS[1] .. ':c' end
 
 local function now_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,8 +1,8 @@
 -- leave: a queued waiter gives up. If the lock was handed to it meanwhile,
 -- mode 'k' keeps it (reply as acquire's) and mode 'r' releases it to the next
--- waiter. ARGV: token, mode, channel, handoff ('g' | 'n', see free),
+-- waiter. ARGV: token, mode, handoff ('g' | 'n', see free),
 -- window_ms. Reply: {status, fence, holds, pttl_ms, 0}.
-local token, mode, channel, handoff, window = ARGV[1], ARGV[2], ARGV[3], ARGV[4], tonumber(ARGV[5])
+local token, mode, handoff, window = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w = parse(v)
@@ -11,7 +11,7 @@ if v then
       return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
     redis.call('DEL', KEYS[1])
-    free(channel, handoff, window)
+    free(chan(), handoff, window)
     return {0, 0, 0, -2, 0}
   end
 end
