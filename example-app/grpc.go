@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
@@ -28,6 +29,9 @@ func newGRPCServer(s *shop) (*grpc.Server, error) {
 		grpc.ChainStreamInterceptor(ic.Stream()),
 	)
 	shopv1.RegisterShopServer(srv, shopServer{shop: s})
+	// grpc.health.v1 follows Redis reachability: NOT_SERVING while Redis
+	// is down, so a load balancer stops sending calls that would fail.
+	healthpb.RegisterHealthServer(srv, interceptor.NewHealthServer(s.lk))
 	reflection.Register(srv) // lets grpcurl list and call the methods
 	return srv, nil
 }

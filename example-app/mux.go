@@ -49,6 +49,8 @@ func newHTTPHandler(s *shop, accessLog io.Writer) (http.Handler, error) {
 	})); err != nil {
 		return nil, fmt.Errorf("lock tags: %w", err)
 	}
+	// 200 while Redis answers, 503 + Retry-After while it does not.
+	mux.Handle("GET /healthz", stdhttp.Health(s.lk))
 	mux.Handle("/", router)
 	return mux, nil
 }

@@ -93,6 +93,7 @@ func printBanner(out io.Writer, redisDesc, httpAddr, grpcAddr string) {
 
 Try:
   curl -s %[2]s/items
+  curl -s %[2]s/healthz                                                # 200 while Redis answers, else 503
   curl -s -X POST -H 'X-User: alice' %[2]s/items/apple/buy
   curl -s -X POST -H 'X-User: alice' %[2]s/std/items/apple/buy          # net/http, the same lock
   curl -s -X POST -H 'Content-Type: application/json' \
@@ -100,6 +101,7 @@ Try:
   curl -s -X POST -H 'X-User: alice' -H 'Idempotency-Key: "pay-1"' \
        -d '{"order_id":"ord_1","amount_cents":1999}' %[2]s/payments   # twice: the 2nd is replayed
   grpcurl -plaintext -d '{"sku":"apple","user":"bob"}' %[3]s shop.v1.Shop/Buy
+  grpcurl -plaintext %[3]s grpc.health.v1.Health/Check                # SERVING while Redis answers
   go run ./example-app -demo     # oversold with and without the lock tag
 
 `, redisDesc, h, grpcAddr)

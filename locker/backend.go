@@ -43,6 +43,9 @@ type backend interface {
 	records() (*node, error)
 	// ping checks that every node answers.
 	ping(ctx context.Context) error
+	// healthy checks that enough nodes answer to obtain a lock: every
+	// node for single, a majority for quorum (see health.go).
+	healthy(ctx context.Context) error
 	// close closes the subscriber connections and the drivers.
 	close() error
 }
