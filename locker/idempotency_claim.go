@@ -105,7 +105,7 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 // The Claim's side of its keeper (keptLease).
 
 // lose marks the marker lost and cancels the Claim's context.
-func (c *Claim) lose() {
+func (c *Claim) lose(lossCause, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended || c.lost {

@@ -33,6 +33,7 @@ type keeper struct {
 	renewal  *time.Timer   // nil: never renewed
 	every    time.Duration // between renewals after the first; 0: none
 	retry    time.Duration // after a failed renewal
+	lastErr  error         // the last renewal's error, nil after a success
 }
 
 // keptLease is what a keeper keeps alive.
@@ -47,8 +48,10 @@ type keptLease interface {
 	validUntil(sent time.Time, ttl time.Duration) time.Time
 	// renewed reports a renewal's result (telemetry).
 	renewed(ok bool, err error)
-	// lose ends the lease as lost; keeper.mu is not held.
-	lose()
+	// lose ends the lease as lost for why; lastErr is the last failed
+	// renewal's error, if the renewals since the last success failed.
+	// keeper.mu is not held.
+	lose(why lossCause, lastErr error)
 }
 
 // retryAfter is the pause after a failed renewal for a lease renewed every
@@ -114,7 +117,12 @@ func (k *keeper) setDeadlineLocked(until time.Time) {
 }
 
 // expired runs when the local deadline passes without a confirmed renewal.
-func (k *keeper) expired() { k.owner.lose() }
+func (k *keeper) expired() {
+	k.mu.Lock()
+	err := k.lastErr
+	k.mu.Unlock()
+	k.owner.lose(lossExpired, err)
+}
 
 // renew runs on the renewal timer.
 func (k *keeper) renew() {
@@ -140,9 +148,10 @@ func (k *keeper) renew() {
 		k.mu.Unlock()
 		return
 	}
+	k.lastErr = err
 	if err == nil && !ok {
 		k.mu.Unlock()
-		k.owner.lose()
+		k.owner.lose(lossRefused, nil)
 		return
 	}
 	if err != nil {

@@ -200,7 +200,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if !ok {
-		root.lose()
+		root.lose(lossExtendRefused, nil)
 		return ErrNotHeld
 	}
 	root.mu.Lock()
@@ -225,6 +225,9 @@ func (le *Lease) Release(ctx context.Context) error {
 	span := le.l.tel.startRelease(ctx)
 	err := le.release(ctx)
 	le.l.tel.endRelease(span, le, err)
+	if err != nil {
+		le.l.logRelease(ctx, le, err)
+	}
 	return err
 }
 
@@ -247,20 +250,22 @@ func (le *Lease) release(ctx context.Context) error {
 	ttl := root.t.ttl
 	root.mu.Unlock()
 	if ranOut {
-		root.lose()
+		root.lose(lossExpired, nil)
 	}
 
 	cctx, cancel := le.l.o.upkeepCtx(ctx)
 	defer cancel()
 	err := le.l.be.release(cctx, le.n, le.token, ttl)
 	if last {
-		root.finish(ErrNotHeld)
+		root.finish(ErrNotHeld, 0, nil)
 	}
 	return err
 }
 
-// finish ends the root: timers stopped, context cancelled with cause.
-func (root *Lease) finish(cause error) {
+// finish ends the root: timers stopped, context cancelled with cause. A
+// loss (why > 0) is logged first, so whoever sees the context end finds
+// the log record already written.
+func (root *Lease) finish(cause error, why lossCause, lastErr error) {
 	root.mu.Lock()
 	if root.done {
 		root.mu.Unlock()
@@ -271,6 +276,9 @@ func (root *Lease) finish(cause error) {
 	cancel := root.cancel
 	root.cancel = nil
 	root.mu.Unlock()
+	if why > 0 {
+		root.l.logLost(root, why, lastErr)
+	}
 	if cancel != nil {
 		cancel(cause)
 	}
@@ -279,8 +287,8 @@ func (root *Lease) finish(cause error) {
 
 // The root's side of its keeper (keptLease).
 
-// lose marks the lock lost.
-func (root *Lease) lose() { root.finish(ErrLockLost) }
+// lose marks the lock lost and logs why, once.
+func (root *Lease) lose(why lossCause, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
 
 // renewTTL: a watchdog lease is renewed to the Locker's lease; a fixed one,
 // confirming a hand-over's grant window, to the rest of its TTL.

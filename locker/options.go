@@ -2,6 +2,7 @@ package locker
 
 import (
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -28,6 +29,7 @@ type options struct {
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
 	keyAttribute   bool
+	logger         *slog.Logger // nil: slog.Default() when a record is logged
 
 	errs        []error  // invalid values, one per option
 	redlockOnly []string // Redlock-only options given
@@ -227,8 +229,26 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 }
 
 // WithKeyAttribute adds the resolved lock name (attribute locktag.key) to
-// spans. It is off by default: names often hold user or order ids, which
-// have no place in traces unless you decide so. Metrics never carry it.
+// spans and to the log records of WithLogger. It is off by default: names
+// often hold user or order ids, which have no place in traces or logs
+// unless you decide so. Metrics never carry it.
 func WithKeyAttribute(on bool) Option {
 	return func(o *options) { o.keyAttribute = on }
+}
+
+// WithLogger sets where the Locker logs a lock lost while held (at Error,
+// with its cause) and a failed Release (at Warn). Records carry the lock's
+// name (Params.Name: the route or full method for the adapters), its key
+// template and fencing token, never the resolved key unless
+// WithKeyAttribute(true). The default is slog.Default() at the time of
+// each record; l must not be nil (leave the option out for the default).
+// See docs/operations.md for the records.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) {
+		if l == nil {
+			o.bad("WithLogger", l, "must not be nil")
+			return
+		}
+		o.logger = l
+	}
 }

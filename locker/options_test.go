@@ -44,6 +44,7 @@ func TestOptionErrors(t *testing.T) {
 		{"max calls", []locker.Option{locker.WithMaxConcurrentCalls(-1)}, false, "WithMaxConcurrentCalls"},
 		{"tracer provider", []locker.Option{locker.WithTracerProvider(nil)}, false, "WithTracerProvider"},
 		{"meter provider", []locker.Option{locker.WithMeterProvider(nil)}, false, "WithMeterProvider"},
+		{"logger", []locker.Option{locker.WithLogger(nil)}, false, "WithLogger"},
 		{"nil option", []locker.Option{nil}, false, "nil Option"},
 		{"drift factor", []locker.Option{locker.WithDriftFactor(0.5)}, true, "WithDriftFactor"},
 		{"node timeout", []locker.Option{locker.WithNodeTimeout(0)}, true, "WithNodeTimeout"},

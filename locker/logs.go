@@ -1,0 +1,102 @@
+package locker
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+)
+
+// lossCause says why a held lock was lost, for its log record.
+type lossCause uint8
+
+const (
+	// lossRefused: a renewal was refused: the key is gone (deleted,
+	// evicted, or Redis restarted without persistence) or holds another
+	// owner's token.
+	lossRefused lossCause = iota + 1
+	// lossExtendRefused: the same, found by Lease.Extend.
+	lossExtendRefused
+	// lossExpired: the local deadline passed with no confirmed renewal:
+	// renewals failed (Redis unavailable), or a fixed lease overran.
+	lossExpired
+)
+
+// Log record messages and attribute keys (beside the Attr* keys).
+const (
+	logLost        = "locktag: lock lost"
+	logReleaseFail = "locktag: release failed"
+	logKeyCause    = "cause"
+	logKeyError    = "error"
+	logKeyHeld     = "held_for"
+)
+
+func (l *Locker) logger() *slog.Logger {
+	if l.o.logger != nil {
+		return l.o.logger
+	}
+	return slog.Default()
+}
+
+// lossText says why root was lost in words an on-call engineer can act on.
+func lossText(root *Lease, why lossCause, lastErr error) string {
+	switch {
+	case why == lossRefused:
+		return "renewal refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)"
+	case why == lossExtendRefused:
+		return "extend refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)"
+	case lastErr != nil && errors.Is(lastErr, ErrUnavailable):
+		return "redis unavailable: renewals failed until the lease ran out"
+	case lastErr != nil:
+		return "renewals failed until the lease ran out"
+	case !root.t.watchdog:
+		return "fixed lease overrun: the TTL ran out before Release"
+	}
+	return "the lease ran out before a renewal was confirmed"
+}
+
+// lockAttrs are the attributes every record about le's lock carries.
+func (l *Locker) lockAttrs(le *Lease, attrs []slog.Attr) []slog.Attr {
+	p := le.root.t.params
+	attrs = append(attrs, slog.String(string(AttrLockName), lockName(p)))
+	if p.Template != "" {
+		attrs = append(attrs, slog.String(string(AttrKeyTemplate), p.Template))
+	}
+	if l.o.keyAttribute {
+		attrs = append(attrs, slog.String(string(AttrKey), le.key))
+	}
+	return append(attrs, slog.Int64(string(AttrFence), le.fence))
+}
+
+// logLost logs that root was lost, and why.
+func (l *Locker) logLost(root *Lease, why lossCause, lastErr error) {
+	lg := l.logger()
+	ctx := context.Background()
+	if !lg.Enabled(ctx, slog.LevelError) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 7)
+	attrs = append(attrs, slog.String(logKeyCause, lossText(root, why, lastErr)))
+	if lastErr != nil {
+		attrs = append(attrs, slog.String(logKeyError, lastErr.Error()))
+	}
+	attrs = l.lockAttrs(root, attrs)
+	attrs = append(attrs, slog.Duration(logKeyHeld, time.Since(root.since)))
+	lg.LogAttrs(ctx, slog.LevelError, logLost, attrs...)
+}
+
+// logRelease logs a Release that failed. ErrNotHeld is logged at Debug:
+// a lost lock was logged when it was lost.
+func (l *Locker) logRelease(ctx context.Context, le *Lease, err error) {
+	level, cause := slog.LevelWarn, "release failed: the lock stays held until its lease runs out"
+	if errors.Is(err, ErrNotHeld) {
+		level, cause = slog.LevelDebug, "release of a lock this lease no longer holds (lost, expired, or released before)"
+	}
+	lg := l.logger()
+	if !lg.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 6)
+	attrs = append(attrs, slog.String(logKeyCause, cause), slog.String(logKeyError, err.Error()))
+	lg.LogAttrs(ctx, level, logReleaseFail, l.lockAttrs(le, attrs)...)
+}
