@@ -72,6 +72,7 @@ type telemetry struct {
 	outcomes  metric.Int64Counter
 	renewals  metric.Int64Counter
 	waiters   metric.Int64UpDownCounter
+	held      metric.Int64UpDownCounter
 	idem      metric.Int64Counter
 	attrCache sync.Map // name -> *nameAttrs
 }
@@ -109,8 +110,8 @@ func newTelemetry(o *options) *telemetry {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
-	m := mp.Meter(ScopeName)
-	t := &telemetry{tracer: tp.Tracer(ScopeName), unset: unset, keys: o.keyAttribute}
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(moduleVersion))
+	t := &telemetry{tracer: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(moduleVersion)), unset: unset, keys: o.keyAttribute}
 	buckets := metric.WithExplicitBucketBoundaries(0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30)
 	// Instrument creation errors leave no-op instruments; nothing to do.
 	t.acquire, _ = m.Float64Histogram("locktag.lock.acquire.duration", metric.WithUnit("s"),
@@ -127,6 +128,8 @@ func newTelemetry(o *options) *telemetry {
 		metric.WithDescription("Idempotency guard outcomes (executed, replayed, conflict, mismatch, canceled, error)."))
 	t.waiters, _ = m.Int64UpDownCounter("locktag.lock.waiters", metric.WithUnit("{waiter}"),
 		metric.WithDescription("Obtain calls waiting for a busy lock now."))
+	t.held, _ = m.Int64UpDownCounter("locktag.lock.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks held now (obtained, neither released nor lost), by lock name."))
 	return t
 }
 
@@ -258,6 +261,7 @@ func (t *telemetry) waiting(p Params) func() {
 // startHold opens the span that lasts while the lock is held; the lease's
 // context carries it, so the protected work is traced under it.
 func (t *telemetry) startHold(ctx context.Context, key string, p Params, fence int64) (context.Context, trace.Span) {
+	t.held.Add(context.Background(), 1, t.attrs(lockName(p)).name.add...)
 	ctx, span := t.start(ctx, "locktag.hold")
 	if span.IsRecording() {
 		span.SetAttributes(t.base(key, p)...)
@@ -269,6 +273,7 @@ func (t *telemetry) startHold(ctx context.Context, key string, p Params, fence i
 // endHold closes the hold span; lost records the loss.
 func (t *telemetry) endHold(span trace.Span, start time.Time, p Params, cause error) {
 	a := t.attrs(lockName(p))
+	t.held.Add(context.Background(), -1, a.name.add...)
 	t.hold.Record(context.Background(), time.Since(start).Seconds(), a.name.rec...)
 	if errors.Is(cause, ErrLockLost) {
 		t.outcomes.Add(context.Background(), 1, a.outcomes[OutcomeLost].add...)

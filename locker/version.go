@@ -1,0 +1,33 @@
+package locker
+
+import "runtime/debug"
+
+// fallbackVersion is the instrumentation scope version when the build
+// carries no module version for locktag (a build inside this repository,
+// a replace directive, or a binary built without module support).
+const fallbackVersion = "v0.0.0-devel"
+
+// moduleVersion is the version of this module the binary was built with,
+// the instrumentation scope version of every span and metric.
+var moduleVersion = versionOf(debug.ReadBuildInfo())
+
+// versionOf finds this module's version in a binary's build information.
+func versionOf(bi *debug.BuildInfo, ok bool) string {
+	if !ok {
+		return fallbackVersion
+	}
+	const path = "github.com/locktag/locktag"
+	mods := append([]*debug.Module{&bi.Main}, bi.Deps...)
+	for _, m := range mods {
+		if m == nil || m.Path != path {
+			continue
+		}
+		if m.Replace != nil && m.Replace.Version != "" {
+			return m.Replace.Version
+		}
+		if m.Version != "" && m.Version != "(devel)" {
+			return m.Version
+		}
+	}
+	return fallbackVersion
+}
