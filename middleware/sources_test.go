@@ -51,6 +51,13 @@ func TestSources(t *testing.T) {
 		{"b:{body.item.sku}", "POST", "/t/1", `{"item":{"sku":"A-1"}}`, nil, "b:A-1"},
 		{"b:{body.n}", "POST", "/t/1", `{"n":12345678901234567890.50}`, nil, "b:12345678901234567890.50"},
 		{"b:{body.ok}", "POST", "/t/1", `{"ok":true}`, nil, "b:true"},
+		// docs/keys.md: a number and the string of the same text, a boolean
+		// and its string, are one key; 42.0 and 4.2e1 are not 42.
+		{"b:{body.ok}", "POST", "/t/1", `{"ok":"true"}`, nil, "b:true"},
+		{"b:{body.n}", "POST", "/t/1", `{"n":42}`, nil, "b:42"},
+		{"b:{body.n}", "POST", "/t/1", `{"n":"42"}`, nil, "b:42"},
+		{"b:{body.n}", "POST", "/t/1", `{"n":42.0}`, nil, "b:42.0"},
+		{"b:{body.n}", "POST", "/t/1", `{"n":4.2e1}`, nil, "b:4.2e1"},
 		{"b:{body.items.1.sku}", "POST", "/t/1", `{"items":[{"sku":"x"},{"sku":"y"}]}`, nil, "b:y"},
 		{"b:{body.s}", "POST", "/t/1", `{"s":"a\"b:c"}`, nil, `b:a"b%3Ac`},
 		{"{method}:{route}", "PUT", "/t/1", "", nil, "PUT:/t/%3Aid"},
