@@ -65,3 +65,12 @@ var (
 	// invalid value (see Validator); the message names the option.
 	ErrBadOption = errors.New("locker: bad option")
 )
+
+// Masters is implemented by a Driver whose deployment spreads keys over
+// several masters (Redis Cluster). Masters returns one Driver per master,
+// in a stable order (by address), each sending its calls to that master
+// alone; the Locker uses them for calls that must visit every master
+// (List). A Driver without it reaches one master.
+type Masters interface {
+	Masters(ctx context.Context) ([]Driver, error)
+}

@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +28,45 @@ func TestCluster(t *testing.T) {
 	t.Run("ScriptPublishReachesEveryNode", func(t *testing.T) { testClusterPublish(t, c, keys) })
 	t.Run("WaitAcrossNodes", func(t *testing.T) { testClusterWait(t, c, keys) })
 	t.Run("MutualExclusion", func(t *testing.T) { testClusterMutex(t, c, keys) })
+	t.Run("ListEveryMaster", func(t *testing.T) { testClusterList(t, c, keys) })
+}
+
+// List visits every master: it finds a lock held on each.
+func testClusterList(t *testing.T, c *redistest.Cluster, keys map[*redistest.Server]string) {
+	lk := newLocker(t, clusterClient(t, c))
+	ctx := context.Background()
+	var want []string
+	for _, name := range keys {
+		le := mustObtain(t, lk, ctx, "list-"+name, locker.Params{})
+		t.Cleanup(func() { mustRelease(t, le) })
+		want = append(want, "list-"+name)
+	}
+	sort.Strings(want)
+	seen := map[string]bool{}
+	cursor := ""
+	for pages := 0; ; pages++ {
+		if pages > 100 {
+			t.Fatal("List does not end")
+		}
+		names, next, err := lk.List(ctx, "list-", cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range names {
+			seen[n] = true
+		}
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	var got []string
+	for n := range seen {
+		got = append(got, n)
+	}
+	sort.Strings(got)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("List on the cluster = %v, want %v (one per master)", got, want)
+	}
 }
 
 // keysOnEveryMaster returns one lock name per master, each in a slot that

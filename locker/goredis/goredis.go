@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sort"
+	"sync"
 
 	"github.com/redis/go-redis/v9"
 
@@ -104,4 +106,31 @@ func normalize(v any) any {
 	default:
 		return v
 	}
+}
+
+// Masters returns a driver per master of a Cluster, sorted by address
+// (driver.Masters), or just d on a single server or Sentinel set-up. Each
+// shares the cluster's connections to its node.
+func (d *redisDriver) Masters(ctx context.Context) ([]driver.Driver, error) {
+	cc, ok := d.c.(*redis.ClusterClient)
+	if !ok {
+		return []driver.Driver{d}, nil
+	}
+	var mu sync.Mutex
+	var nodes []*redis.Client
+	err := cc.ForEachMaster(ctx, func(_ context.Context, c *redis.Client) error {
+		mu.Lock()
+		nodes = append(nodes, c)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Options().Addr < nodes[j].Options().Addr })
+	out := make([]driver.Driver, len(nodes))
+	for i, c := range nodes {
+		out[i] = &redisDriver{c: c, ctxAware: d.ctxAware}
+	}
+	return out, nil
 }

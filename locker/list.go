@@ -1,0 +1,120 @@
+package locker
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+//go:embed scripts/list.lua
+var luaList string
+
+var scriptList = driver.NewScript(luaList)
+
+// listCount is the COUNT hint of each SCAN step: how many keys Redis looks
+// at per List call on one master (it may return fewer or a few more).
+const listCount = 1000
+
+// List returns the names of the locks that exist now (held, or with
+// waiters queued behind a lapsed holder) whose name starts with prefix (""
+// for all), one page at a time. Start with cursor ""; pass the returned
+// next cursor to get the following page, until next is "". A page may be
+// empty while next is not. It never runs KEYS: each page is one SCAN step
+// (COUNT 1000) in a read-only script, so it is safe on a large keyspace;
+// like SCAN, a lock that exists for the whole listing is returned at least
+// once, one that comes or goes during it may or may not be, and a name may
+// repeat.
+//
+// On Redis Cluster it visits every master in turn, when the driver
+// exposes them (driver.Masters: locker/goredis does); the cursor names the
+// master, so a resharding during a listing may skip or repeat names. A
+// driver without driver.Masters (locker/redigo) reaches one server, or a
+// Sentinel set-up's master, and List scans that one. Use Inspect for a
+// name's holder and waiters.
+//
+// It returns an error matching ErrUnavailable when Redis failed, ErrBadOption
+// for a cursor it did not make, and one matching errors.ErrUnsupported on
+// a Redlock Locker.
+func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []string, next string, err error) {
+	s, ok := l.be.(*single)
+	if !ok {
+		return nil, "", fmt.Errorf("locker: List on a Redlock Locker: %w", errors.ErrUnsupported)
+	}
+	master, scan, err := parseCursor(cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	cctx, cancel := l.o.callCtx(ctx)
+	defer cancel()
+	masters := []driver.Driver{s.nd.drv}
+	d := s.nd.drv
+	if b, ok := d.(*boundedDriver); ok {
+		d = b.Driver // WithMaxConcurrentCalls's wrapper hides the driver's Masters
+	}
+	if m, ok := d.(driver.Masters); ok {
+		if masters, err = m.Masters(cctx); err != nil {
+			return nil, "", unavailable(err)
+		}
+	}
+	if master >= len(masters) {
+		return nil, "", nil // the cluster shrank: nothing left to visit
+	}
+	pattern := globEscape(l.o.prefix) + "{" + globEscape(prefix) + "*}"
+	v, err := masters[master].Eval(cctx, scriptList, driver.Keys{}, scan, pattern, listCount)
+	if err != nil {
+		return nil, "", unavailable(err)
+	}
+	a, _ := v.([]any)
+	if len(a) == 0 {
+		return nil, "", unavailable(fmt.Errorf("locker: list: unexpected reply %v", v))
+	}
+	for _, k := range a[1:] {
+		key := str(k)
+		// prefix + "{" + name + "}": the lock itself; the fencing counter
+		// and the queue end in ":f", ":q"... and do not match the pattern.
+		if len(key) >= len(l.o.prefix)+2 {
+			names = append(names, key[len(l.o.prefix)+1:len(key)-1])
+		}
+	}
+	switch {
+	case str(a[0]) != "0":
+		next = strconv.Itoa(master) + ":" + str(a[0])
+	case master+1 < len(masters):
+		next = strconv.Itoa(master+1) + ":0"
+	}
+	return names, next, nil
+}
+
+// parseCursor reads List's cursor: "" or "master:scan".
+func parseCursor(c string) (master int, scan string, err error) {
+	if c == "" {
+		return 0, "0", nil
+	}
+	m, s, ok := strings.Cut(c, ":")
+	master, err1 := strconv.Atoi(m)
+	_, err2 := strconv.ParseUint(s, 10, 64)
+	if !ok || err1 != nil || err2 != nil || master < 0 {
+		return 0, "", fmt.Errorf("%w: List: cursor %q was not returned by List", ErrBadOption, c)
+	}
+	return master, s, nil
+}
+
+// globEscape escapes s for a SCAN MATCH pattern.
+func globEscape(s string) string {
+	if !strings.ContainsAny(s, `*?[]\`) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
