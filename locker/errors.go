@@ -46,6 +46,12 @@ var (
 	// backend cannot keep idempotency records safely (a Redlock Locker).
 	// See Locker.SupportsIdempotency.
 	ErrIdempotencyUnsupported = errors.New("locker: idempotency not supported by this backend")
+	// ErrKindUnsupported: Obtain asked for a lock kind (Params.Limit) the
+	// Locker's backend does not implement (a Redlock Locker). See
+	// Locker.Supports.
+	ErrKindUnsupported = errors.New("locker: lock kind not supported by this backend")
+	// ErrBadLimit: Obtain was called with a negative Params.Limit.
+	ErrBadLimit = errors.New("locker: limit must not be negative")
 	// ErrEmptyKey: Obtain was called with an empty key.
 	ErrEmptyKey = errors.New("locker: empty key")
 )

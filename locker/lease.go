@@ -53,10 +53,11 @@ func FromContext(ctx context.Context) *Lease {
 	return le
 }
 
-// heldIn returns the live root lease of l for key carried by ctx, or nil.
-func heldIn(ctx context.Context, l *Locker, key string) *Lease {
+// heldIn returns the live root lease of l for key (a semaphore's permit
+// when sem) carried by ctx, or nil.
+func heldIn(ctx context.Context, l *Locker, key string, sem bool) *Lease {
 	for le := FromContext(ctx); le != nil; le = le.parent {
-		if le.l == l && le.key == key {
+		if le.l == l && le.key == key && (le.n.limitArg != nil) == sem {
 			root := le.root
 			root.mu.Lock()
 			done := root.done

@@ -130,6 +130,27 @@ type Params struct {
 	// Template is the key template the name was made from, for spans
 	// (attribute locktag.key.template). Optional.
 	Template string
+	// Limit, when above zero, makes the lock a semaphore: up to Limit
+	// holders of key at once, each with a lease of its own (renewed,
+	// lost and released like a mutex's), waiting first come first served.
+	// Zero is a mutex. A semaphore and a mutex of the same key are apart.
+	// Callers of one key should agree on Limit: each is admitted against
+	// its own. Not on a Redlock Locker (see Supports).
+	Limit int
+}
+
+// Supports returns nil when l can obtain locks with p's kind, and
+// otherwise an error matching ErrKindUnsupported (a Redlock Locker and
+// p.Limit > 0) or ErrBadLimit saying why. Guards call it when they are
+// built, so a service refuses to start instead of failing every request.
+func (l *Locker) Supports(p Params) error {
+	switch {
+	case p.Limit < 0:
+		return ErrBadLimit
+	case p.Limit > 0:
+		return l.be.semaphores()
+	}
+	return nil
 }
 
 // Obtain takes the lock named key. It returns a Lease, or an error matching
@@ -160,14 +181,26 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(ErrNotObtained, err)
 	}
-	if held := heldIn(ctx, l, key); held != nil {
+	sem := p.Limit != 0
+	if sem {
+		if err := l.Supports(p); err != nil {
+			return nil, err
+		}
+	}
+	if held := heldIn(ctx, l, key, sem); held != nil {
 		return l.reenter(ctx, held, p)
 	}
 	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
 	if t.ttl <= 0 {
 		t.ttl, t.watchdog = l.o.lease, true
 	}
-	n, token := l.holder(key)
+	var n names
+	var token string
+	if sem {
+		n, token = l.semHolder(key, p.Limit)
+	} else {
+		n, token = l.holder(key)
+	}
 	h, err := l.be.obtain(ctx, key, n, token, t)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,18 @@ var (
 	luaExtend string
 	//go:embed scripts/pttl.lua
 	luaPTTL string
+	//go:embed scripts/sem_common.lua
+	luaSemCommon string
+	//go:embed scripts/sem_acquire.lua
+	luaSemAcquire string
+	//go:embed scripts/sem_release.lua
+	luaSemRelease string
+	//go:embed scripts/sem_leave.lua
+	luaSemLeave string
+	//go:embed scripts/sem_extend.lua
+	luaSemExtend string
+	//go:embed scripts/sem_pttl.lua
+	luaSemPTTL string
 )
 
 // The scripts that can hand a lock over share common.lua's functions.
@@ -33,6 +45,30 @@ var (
 	scriptLeave   = driver.NewScript(luaCommon + luaLeave)
 	scriptExtend  = driver.NewScript(luaExtend)
 	scriptPTTL    = driver.NewScript(luaPTTL)
+)
+
+// scriptSet is one lock kind's scripts: a holder's names carry its kind's
+// set, so the backend runs the right script without asking which kind.
+// The scripts of every set take the same arguments, except acquire, to
+// which a semaphore adds its limit (see single.acquire).
+type scriptSet struct {
+	acquire, release, leave, extend, pttl *driver.Script
+	// extendKeys is how many of the holder's keys extend and pttl need.
+	extendKeys int
+}
+
+var (
+	// mutexScripts: one holder at a time (acquire.lua ...).
+	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, 1}
+	// semScripts: Params.Limit holders at a time (sem_*.lua).
+	semScripts = &scriptSet{
+		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemAcquire),
+		release:    driver.NewScript(luaCommon + luaSemCommon + luaSemRelease),
+		leave:      driver.NewScript(luaCommon + luaSemCommon + luaSemLeave),
+		extend:     driver.NewScript(luaCommon + luaSemExtend),
+		pttl:       driver.NewScript(luaCommon + luaSemPTTL),
+		extendKeys: 4,
+	}
 )
 
 // Script modes (see the scripts' headers).
@@ -98,6 +134,8 @@ type names struct {
 	keys     driver.Keys // lock, fence counter, waiter queue, waiter details
 	channel  string      // KEYS[1]+":c": the scripts make it themselves
 	tokenArg any         // the holder's owner token as a script argument
+	sc       *scriptSet  // the lock kind's scripts
+	limitArg any         // a semaphore's limit as a script argument; nil for a mutex
 }
 
 // holder returns the names of key's lock and a new owner token for it.
@@ -126,6 +164,22 @@ func (l *Locker) holder(key string) (names, string) {
 		keys:     driver.NewKeys(all[:n], all[n:2*n+2], all[2*n+2:3*n+4], all[3*n+4:4*n+6]),
 		channel:  channel,
 		tokenArg: token,
+		sc:       mutexScripts,
+	}, token
+}
+
+// semHolder returns the names of the semaphore key with limit permits and
+// a new owner token. Its keys are apart from the mutex of the same key
+// (":s" after the hash tag), so the two never meet in one Redis value.
+func (l *Locker) semHolder(key string, limit int) (names, string) {
+	base := l.o.prefix + "{" + key + "}:s"
+	token := newToken()
+	return names{
+		keys:     driver.NewKeys(base, l.o.prefix+"{"+key+"}:f", base+":q", base+":w"),
+		channel:  base + ":c",
+		tokenArg: token,
+		sc:       semScripts,
+		limitArg: int64(limit),
 	}, token
 }
 
