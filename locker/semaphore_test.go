@@ -14,7 +14,7 @@ import (
 
 // semWorkload runs 3*limit goroutines over two Lockers (as if two
 // processes), each taking a permit of a semaphore of limit on one key and
-// holding it until fill holders are in (or 300ms passed), and returns the
+// holding it until fill holders were in at once (or 300ms passed), and returns the
 // largest number of holders seen at once.
 func semWorkload(t *testing.T, lockers []*locker.Locker, limit, fill int) int32 {
 	t.Helper()
@@ -32,7 +32,7 @@ func semWorkload(t *testing.T, lockers []*locker.Locker, limit, fill int) int32 
 			h := holders.Add(1)
 			for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
 			}
-			for until := time.Now().Add(300 * time.Millisecond); holders.Load() < int32(fill) && time.Now().Before(until); {
+			for until := time.Now().Add(300 * time.Millisecond); peak.Load() < int32(fill) && time.Now().Before(until); {
 				time.Sleep(time.Millisecond) // the work: stay until the others are in
 			}
 			holders.Add(-1)
