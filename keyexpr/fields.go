@@ -12,17 +12,18 @@ type Fields struct {
 	Wait   string // non-negative Go duration; "" = fail at once
 	Name   string // metrics/span name; "" = the adapter's default
 	Long   string // "hash" or "reject"; "" = "reject"
+	Limit  string // permits of a semaphore, 1 to MaxLimit; "" = a mutex
 }
 
 // NewSpec builds the *Spec the equivalent tag would parse to, with the same
 // validation as ParseTag and without writing and re-reading tag text. Errors
 // are *TagError values, as from ParseTag, naming the field; Spec.Tag (and
 // TagError.Tag) is the equivalent tag, in the field order key, expire,
-// wait, name, long, so that messages and logs can quote it.
+// wait, name, long, limit, so that messages and logs can quote it.
 func NewSpec(f Fields) (*Spec, error) {
 	s := &Spec{}
 	type field struct{ name, value string }
-	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}}
+	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}}
 	var tag []byte
 	starts := make([]int, len(all))
 	for i, fl := range all {

@@ -23,6 +23,8 @@ func TestNewSpec(t *testing.T) {
 		{Fields{Key: "a", Wait: "-1s"}, `key:"a" wait:"-1s"`, ErrBadDuration},
 		{Fields{Key: "a", Long: "maybe"}, `key:"a" long:"maybe"`, ErrBadValue},
 		{Fields{Key: "a:{path.id"}, `key:"a:{path.id"`, ErrSyntax},
+		{Fields{Key: "t:{md.tenant}", Wait: "1s", Limit: "10"}, `key:"t:{md.tenant}" wait:"1s" limit:"10"`, nil},
+		{Fields{Key: "a", Limit: "0"}, `key:"a" limit:"0"`, ErrBadValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {

@@ -15,6 +15,7 @@ type Spec struct {
 	Wait     time.Duration // field `wait`; 0 = fail at once
 	Name     string        // field `name`; "" = adapter default (route / full method)
 	HashLong bool          // field `long:"hash"` (hash over-long values with SHA-256); `long:"reject"` or absent = reject
+	Limit    int           // field `limit`: a semaphore of Limit permits; 0 = absent (a mutex)
 
 	keyQuote int  // offset of the key value's opening quote in Tag
 	keyExact bool // the quoted key value has no escapes: offsets inside it match the template's
@@ -33,8 +34,10 @@ type Spec struct {
 // Fields: key (a template, see Compile; required), expire (a positive
 // time.Duration of at least 1ms; omitted = watchdog mode), wait (a
 // non-negative time.Duration; default 0 = fail at once), name (a non-empty
-// metrics/span name; default: the adapter's route or method) and long ("hash"
-// or "reject"; default "reject").
+// metrics/span name; default: the adapter's route or method), long ("hash"
+// or "reject"; default "reject") and limit (a whole number from 1 to
+// MaxLimit: the lock is a semaphore of that many permits; omitted = a
+// mutex).
 //
 // Errors are *TagError values naming the field and byte position and wrapping
 // ErrSyntax, ErrUnknownField, ErrDuplicateField, ErrBadDuration, ErrBadValue
@@ -42,7 +45,7 @@ type Spec struct {
 // ErrSyntax).
 func ParseTag(tag string) (*Spec, error) {
 	s := &Spec{Tag: tag}
-	seen := make(map[string]bool, 5)
+	seen := make(map[string]bool, 6)
 	fail := func(field string, pos int, err error) (*Spec, error) {
 		return nil, &TagError{Tag: tag, Field: field, Pos: pos, Err: err}
 	}
@@ -124,6 +127,10 @@ func MustParseTag(tag string) *Spec {
 	return s
 }
 
+// MaxLimit is the largest limit a tag accepts: a semaphore's permits are
+// a sorted set in Redis, and a limit beyond this is a mistake.
+const MaxLimit = 1 << 20
+
 // setField stores one field's unquoted value.
 func (s *Spec) setField(name, value string) error {
 	switch name {
@@ -165,8 +172,14 @@ func (s *Spec) setField(name, value string) error {
 		default:
 			return fmt.Errorf("%w: long %q: want \"hash\" or \"reject\"", ErrBadValue, value)
 		}
+	case "limit":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 || n > MaxLimit || value != strconv.Itoa(n) {
+			return fmt.Errorf("%w: limit %q: want a whole number of permits from 1 to %d", ErrBadValue, value, MaxLimit)
+		}
+		s.Limit = n
 	default:
-		return fmt.Errorf("%w %q (known: key, expire, wait, name, long)", ErrUnknownField, name)
+		return fmt.Errorf("%w %q (known: key, expire, wait, name, long, limit)", ErrUnknownField, name)
 	}
 	return nil
 }

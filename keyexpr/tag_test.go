@@ -16,6 +16,7 @@ func TestParseTag(t *testing.T) {
 		wait   time.Duration
 		name   string
 		hash   bool
+		limit  int
 	}{
 		{tag: `key:"order:{path.id}"`, key: "order:{path.id}"},
 		{tag: `key:"order:{path.id}" expire:"30s" wait:"2s"`, key: "order:{path.id}", expire: 30 * time.Second, wait: 2 * time.Second},
@@ -26,6 +27,9 @@ func TestParseTag(t *testing.T) {
 		{tag: `key:"sku:{req.item.sku}" name:"reserve stock"`, key: "sku:{req.item.sku}", name: "reserve stock"},
 		{tag: `key:"a\tb\u00e9"`, key: "a\tb\u00e9"},
 		{tag: `key:"{{literal}}:{path.id}"`, key: "{{literal}}:{path.id}"},
+		{tag: `key:"tenant:{header.X-Tenant}" limit:"10" wait:"1s"`, key: "tenant:{header.X-Tenant}", wait: time.Second, limit: 10},
+		{tag: `key:"a" limit:"1"`, key: "a", limit: 1},
+		{tag: `key:"a" limit:"1048576"`, key: "a", limit: MaxLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {
@@ -33,7 +37,7 @@ func TestParseTag(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseTag: %v", err)
 			}
-			if s.Tag != tt.tag || s.Key.String() != tt.key || s.Expire != tt.expire || s.Wait != tt.wait || s.Name != tt.name || s.HashLong != tt.hash {
+			if s.Tag != tt.tag || s.Key.String() != tt.key || s.Expire != tt.expire || s.Wait != tt.wait || s.Name != tt.name || s.HashLong != tt.hash || s.Limit != tt.limit {
 				t.Errorf("got %+v (key %q), want key %q expire %v wait %v name %q hash %v",
 					*s, s.Key, tt.key, tt.expire, tt.wait, tt.name, tt.hash)
 			}
@@ -70,6 +74,15 @@ func TestParseTagErrors(t *testing.T) {
 		{`key:"a" wait:""`, ErrBadDuration, "wait", 13, "bad duration"},
 		{`key:"a" long:"maybe"`, ErrBadValue, "long", 13, `long "maybe"`},
 		{`key:"a" name:""`, ErrBadValue, "name", 13, "empty name"},
+		{`key:"a" limit:"0"`, ErrBadValue, "limit", 14, `limit "0": want a whole number of permits from 1`},
+		{`key:"a" limit:"-2"`, ErrBadValue, "limit", 14, `limit "-2"`},
+		{`key:"a" limit:"ten"`, ErrBadValue, "limit", 14, `limit "ten"`},
+		{`key:"a" limit:"+3"`, ErrBadValue, "limit", 14, `limit "+3"`},
+		{`key:"a" limit:"03"`, ErrBadValue, "limit", 14, `limit "03"`},
+		{`key:"a" limit:""`, ErrBadValue, "limit", 14, `limit ""`},
+		{`key:"a" limit:"1048577"`, ErrBadValue, "limit", 14, "to 1048576"},
+		{`key:"a" limit:"2" limit:"3"`, ErrDuplicateField, "limit", 18, "duplicate field"},
+		{`key:"a" mode:"read"`, ErrUnknownField, "mode", 8, `(known: key, expire, wait, name, long, limit)`},
 		{`key:"a"wait:"1s"`, ErrSyntax, "", 7, "missing space"},
 		{`key:"a`, ErrSyntax, "key", 4, "unterminated"},
 		{`key:"a\"`, ErrSyntax, "key", 4, "unterminated"},
