@@ -27,6 +27,9 @@ func Run(t *testing.T, tr Transport) {
 		{"serialise-control", serialiseControl},
 		{"parallel-keys", parallelKeys},
 		{"busy", busy},
+		{"limit", limit},
+		{"limit-control", limitControl},
+		{"limit-full", limitFull},
 		{"redis-down", redisDown},
 		{"invalid-key", invalidKey},
 		{"lock-lost", lockLost},
@@ -173,6 +176,81 @@ func busy(t *testing.T, tr Transport) {
 		t.Fatal(err)
 	}
 	expect(t, "after release", c(t.Context(), Request{Key: "x"}), OK)
+}
+
+// fill is a handler for a `limit` tag: it counts itself as a holder and
+// stays until want holders were in at once (or window passed), so a working limit
+// of want is reached and a broken one is exceeded.
+func (o *overlap) fill(want int64, window time.Duration) Handler {
+	return func(ctx context.Context) (int64, error) {
+		n := o.holders.Add(1)
+		defer o.holders.Add(-1)
+		o.ran.Add(1)
+		for m := o.max.Load(); n > m && !o.max.CompareAndSwap(m, n); m = o.max.Load() {
+		}
+		for end := time.Now().Add(window); time.Now().Before(end) && o.max.Load() < want; {
+			time.Sleep(200 * time.Microsecond) // polling the detector, not waiting for an event
+		}
+		return n, nil
+	}
+}
+
+const limitTag = `key:"conf:lim:%s" limit:"3" wait:"10s"`
+
+// limit: a `limit:"3"` tag lets 3 requests in at once, never 4.
+func limit(t *testing.T, tr Transport) {
+	srv := redistest.Start(t)
+	var o overlap
+	c := tr.Lock(t, newLocker(t, srv), limitTag, o.fill(3, 300*time.Millisecond))
+	for i, r := range burst(t, []Client{c}, 9, "one") {
+		expect(t, fmt.Sprint("request ", i), r, OK)
+	}
+	if m := o.max.Load(); m != 3 || o.ran.Load() != 9 {
+		t.Fatalf("max holders %d (want the limit, 3), ran %d (want 9)", m, o.ran.Load())
+	}
+}
+
+// limitControl breaks the limit — every request through a Locker with a
+// key prefix of its own — and asserts that the detector sees more than 3.
+func limitControl(t *testing.T, tr Transport) {
+	srv := redistest.Start(t)
+	var o overlap
+	h := o.fill(4, testwait.Timeout/2)
+	clients := make([]Client, 4)
+	for i := range clients {
+		clients[i] = tr.Lock(t, newLocker(t, srv, locker.WithKeyPrefix(fmt.Sprintf("broken%d:", i))), limitTag, h)
+	}
+	burst(t, clients, len(clients), "one")
+	if m := o.max.Load(); m <= 3 {
+		t.Fatalf("control: the detector saw max %d holders under a broken limit of 3", m)
+	}
+}
+
+// limitFull: every permit taken is the limit-full status with a retry
+// hint after the wait; a freed permit lets the next request in.
+func limitFull(t *testing.T, tr Transport) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	var ran atomic.Int64
+	c := tr.Lock(t, lk, `key:"conf:full:%s" limit:"2" wait:"50ms"`, func(context.Context) (int64, error) { ran.Add(1); return 1, nil })
+	var held []*locker.Lease
+	for range 2 {
+		le, err := lk.Obtain(t.Context(), "conf:full:x", locker.Params{Limit: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, le)
+	}
+	r := c(t.Context(), Request{Key: "x"})
+	expect(t, "while full", r, LimitFull)
+	if !r.Retry || ran.Load() != 0 {
+		t.Fatalf("retry hint %v (want true), handler ran %d times (want 0)", r.Retry, ran.Load())
+	}
+	if err := held[0].Release(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "after a release", c(t.Context(), Request{Key: "x"}), OK)
+	_ = held[1].Release(t.Context())
 }
 
 // redisDown: unavailable with a retry hint; the handler never runs.
