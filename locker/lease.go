@@ -3,6 +3,7 @@ package locker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -224,12 +225,35 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // longer held by this lease (lost, expired, or released before).
 func (le *Lease) Release(ctx context.Context) error {
 	span := le.l.tel.startRelease(ctx)
-	err := le.release(ctx)
+	err := le.release(ctx, 0)
 	le.l.tel.endRelease(span, le, err)
 	return err
 }
 
-func (le *Lease) release(ctx context.Context) error {
+// ReleaseAfter drops this hold like Release, except that the last hold
+// keeps the lock in Redis for d more instead of freeing it: the lease ends
+// here (its context is cancelled with cause ErrNotHeld, no more renewals),
+// and the lock ends by itself d later, then goes to the next waiter. Until
+// then every other Obtain finds it busy — what keeps a resubmitted request
+// from running twice. d <= 0 is Release. A semaphore's permit cannot be
+// kept: ReleaseAfter returns an error matching ErrKindUnsupported and
+// touches nothing.
+func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return le.Release(ctx)
+	}
+	if le.n.sc.keep == nil {
+		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
+	}
+	span := le.l.tel.startRelease(ctx)
+	err := le.release(ctx, d)
+	le.l.tel.endRelease(span, le, err)
+	return err
+}
+
+// release drops this hold; keep > 0 keeps the lock that long after the
+// last (ReleaseAfter).
+func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	root := le.root
 	root.mu.Lock()
 	if le.released {
@@ -253,7 +277,12 @@ func (le *Lease) release(ctx context.Context) error {
 
 	cctx, cancel := le.l.o.upkeepCtx(ctx)
 	defer cancel()
-	err := le.l.be.release(cctx, le.n, le.token, ttl)
+	var err error
+	if keep > 0 {
+		err = le.l.be.keep(cctx, le.n, le.token, ttl, keep)
+	} else {
+		err = le.l.be.release(cctx, le.n, le.token, ttl)
+	}
 	if last {
 		root.finish(ErrNotHeld)
 	}

@@ -24,6 +24,8 @@ var (
 	luaExtend string
 	//go:embed scripts/pttl.lua
 	luaPTTL string
+	//go:embed scripts/keep.lua
+	luaKeep string
 	//go:embed scripts/sem_common.lua
 	luaSemCommon string
 	//go:embed scripts/sem_acquire.lua
@@ -45,6 +47,7 @@ var (
 	scriptLeave   = driver.NewScript(luaCommon + luaLeave)
 	scriptExtend  = driver.NewScript(luaExtend)
 	scriptPTTL    = driver.NewScript(luaPTTL)
+	scriptKeep    = driver.NewScript(luaCommon + luaKeep)
 )
 
 // scriptSet is one lock kind's scripts: a holder's names carry its kind's
@@ -53,13 +56,16 @@ var (
 // which a semaphore adds its limit (see single.acquire).
 type scriptSet struct {
 	acquire, release, leave, extend, pttl *driver.Script
+	// keep drops a hold, keeping the lock for a while after the last
+	// (Lease.ReleaseAfter); nil when the kind cannot.
+	keep *driver.Script
 	// extendKeys is how many of the holder's keys extend and pttl need.
 	extendKeys int
 }
 
 var (
 	// mutexScripts: one holder at a time (acquire.lua ...).
-	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, 1}
+	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1}
 	// semScripts: Params.Limit holders at a time (sem_*.lua).
 	semScripts = &scriptSet{
 		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemAcquire),

@@ -161,6 +161,17 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 	return nil
 }
 
+func (b *single) keep(ctx context.Context, n names, token string, _, d time.Duration) error {
+	v, err := b.nd.drv.Eval(ctx, n.sc.keep, n.keys, n.tokenArg, ms(d))
+	if err != nil {
+		return unavailable(err)
+	}
+	if x, _ := v.(int64); x < 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
 func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
