@@ -13,17 +13,18 @@ type Fields struct {
 	Name   string // metrics/span name; "" = the adapter's default
 	Long   string // "hash" or "reject"; "" = "reject"
 	Limit  string // permits of a semaphore, 1 to MaxLimit; "" = a mutex
+	Keep   string // Go duration of at least 1ms held after a successful call; "" = none
 }
 
 // NewSpec builds the *Spec the equivalent tag would parse to, with the same
 // validation as ParseTag and without writing and re-reading tag text. Errors
 // are *TagError values, as from ParseTag, naming the field; Spec.Tag (and
 // TagError.Tag) is the equivalent tag, in the field order key, expire,
-// wait, name, long, limit, so that messages and logs can quote it.
+// wait, name, long, limit, keep, so that messages and logs can quote it.
 func NewSpec(f Fields) (*Spec, error) {
 	s := &Spec{}
 	type field struct{ name, value string }
-	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}}
+	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}, {"keep", f.Keep}}
 	var tag []byte
 	starts := make([]int, len(all))
 	for i, fl := range all {
@@ -53,6 +54,10 @@ func NewSpec(f Fields) (*Spec, error) {
 			}
 			return nil, &TagError{Tag: s.Tag, Field: fl.name, Pos: pos, Err: err}
 		}
+	}
+	if err := s.conflict(); err != nil {
+		// keep comes last in the equivalent tag: the conflict is told there.
+		return nil, &TagError{Tag: s.Tag, Field: "keep", Pos: starts[len(all)-1] - len("keep:"), Err: err}
 	}
 	return s, nil
 }

@@ -25,6 +25,9 @@ func TestNewSpec(t *testing.T) {
 		{Fields{Key: "a:{path.id"}, `key:"a:{path.id"`, ErrSyntax},
 		{Fields{Key: "t:{md.tenant}", Wait: "1s", Limit: "10"}, `key:"t:{md.tenant}" wait:"1s" limit:"10"`, nil},
 		{Fields{Key: "a", Limit: "0"}, `key:"a" limit:"0"`, ErrBadValue},
+		{Fields{Key: "p:{req.id}", Keep: "5s"}, `key:"p:{req.id}" keep:"5s"`, nil},
+		{Fields{Key: "a", Keep: "0"}, `key:"a" keep:"0"`, ErrBadDuration},
+		{Fields{Key: "a", Limit: "2", Keep: "1s"}, `key:"a" limit:"2" keep:"1s"`, ErrBadValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {

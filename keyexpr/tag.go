@@ -16,6 +16,7 @@ type Spec struct {
 	Name     string        // field `name`; "" = adapter default (route / full method)
 	HashLong bool          // field `long:"hash"` (hash over-long values with SHA-256); `long:"reject"` or absent = reject
 	Limit    int           // field `limit`: a semaphore of Limit permits; 0 = absent (a mutex)
+	Keep     time.Duration // field `keep`: hold the lock this long after a successful call; 0 = release at once
 
 	keyQuote int  // offset of the key value's opening quote in Tag
 	keyExact bool // the quoted key value has no escapes: offsets inside it match the template's
@@ -37,7 +38,8 @@ type Spec struct {
 // metrics/span name; default: the adapter's route or method), long ("hash"
 // or "reject"; default "reject") and limit (a whole number from 1 to
 // MaxLimit: the lock is a semaphore of that many permits; omitted = a
-// mutex).
+// mutex) and keep (a time.Duration of at least 1ms: the lock stays held
+// that long after a successful call; not with limit).
 //
 // Errors are *TagError values naming the field and byte position and wrapping
 // ErrSyntax, ErrUnknownField, ErrDuplicateField, ErrBadDuration, ErrBadValue
@@ -45,7 +47,10 @@ type Spec struct {
 // ErrSyntax).
 func ParseTag(tag string) (*Spec, error) {
 	s := &Spec{Tag: tag}
-	seen := make(map[string]bool, 6)
+	seen := make(map[string]bool, 7)
+	// The later of keep and limit, where a conflict between them is told.
+	var lastField string
+	var lastPos int
 	fail := func(field string, pos int, err error) (*Spec, error) {
 		return nil, &TagError{Tag: tag, Field: field, Pos: pos, Err: err}
 	}
@@ -99,6 +104,9 @@ func ParseTag(tag string) (*Spec, error) {
 		if name == "key" {
 			s.keyQuote, s.keyExact = valStart, quoted[1:len(quoted)-1] == value
 		}
+		if name == "keep" || name == "limit" {
+			lastField, lastPos = name, nameStart
+		}
 		if err := s.setField(name, value); err != nil {
 			errPos := valStart
 			if name == "key" {
@@ -113,7 +121,19 @@ func ParseTag(tag string) (*Spec, error) {
 	if s.Key == nil {
 		return fail("key", 0, ErrMissingKey)
 	}
+	if err := s.conflict(); err != nil {
+		return fail(lastField, lastPos, err)
+	}
 	return s, nil
+}
+
+// conflict reports fields that cannot go together; the caller reports it
+// at the later of them.
+func (s *Spec) conflict() error {
+	if s.Keep > 0 && s.Limit > 0 {
+		return fmt.Errorf("%w: keep with limit: a concurrency limit's permits cannot be kept after the call", ErrBadValue)
+	}
+	return nil
 }
 
 // MustParseTag is like ParseTag but panics, with the *TagError ParseTag would
@@ -172,6 +192,15 @@ func (s *Spec) setField(name, value string) error {
 		default:
 			return fmt.Errorf("%w: long %q: want \"hash\" or \"reject\"", ErrBadValue, value)
 		}
+	case "keep":
+		d, err := parseDuration(value)
+		if err != nil {
+			return err
+		}
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: %q: must be at least 1ms; omit keep to release at once", ErrBadDuration, value)
+		}
+		s.Keep = d
 	case "limit":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 1 || n > MaxLimit || value != strconv.Itoa(n) {
@@ -179,7 +208,7 @@ func (s *Spec) setField(name, value string) error {
 		}
 		s.Limit = n
 	default:
-		return fmt.Errorf("%w %q (known: key, expire, wait, name, long, limit)", ErrUnknownField, name)
+		return fmt.Errorf("%w %q (known: key, expire, wait, name, long, limit, keep)", ErrUnknownField, name)
 	}
 	return nil
 }

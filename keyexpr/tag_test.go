@@ -17,6 +17,7 @@ func TestParseTag(t *testing.T) {
 		name   string
 		hash   bool
 		limit  int
+		keep   time.Duration
 	}{
 		{tag: `key:"order:{path.id}"`, key: "order:{path.id}"},
 		{tag: `key:"order:{path.id}" expire:"30s" wait:"2s"`, key: "order:{path.id}", expire: 30 * time.Second, wait: 2 * time.Second},
@@ -29,6 +30,7 @@ func TestParseTag(t *testing.T) {
 		{tag: `key:"{{literal}}:{path.id}"`, key: "{{literal}}:{path.id}"},
 		{tag: `key:"tenant:{header.X-Tenant}" limit:"10" wait:"1s"`, key: "tenant:{header.X-Tenant}", wait: time.Second, limit: 10},
 		{tag: `key:"a" limit:"1"`, key: "a", limit: 1},
+		{tag: `key:"pay:{path.id}" keep:"10s"`, key: "pay:{path.id}", keep: 10 * time.Second},
 		{tag: `key:"a" limit:"1048576"`, key: "a", limit: MaxLimit},
 	}
 	for _, tt := range tests {
@@ -37,7 +39,7 @@ func TestParseTag(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseTag: %v", err)
 			}
-			if s.Tag != tt.tag || s.Key.String() != tt.key || s.Expire != tt.expire || s.Wait != tt.wait || s.Name != tt.name || s.HashLong != tt.hash || s.Limit != tt.limit {
+			if s.Tag != tt.tag || s.Key.String() != tt.key || s.Expire != tt.expire || s.Wait != tt.wait || s.Name != tt.name || s.HashLong != tt.hash || s.Limit != tt.limit || s.Keep != tt.keep {
 				t.Errorf("got %+v (key %q), want key %q expire %v wait %v name %q hash %v",
 					*s, s.Key, tt.key, tt.expire, tt.wait, tt.name, tt.hash)
 			}
@@ -82,7 +84,12 @@ func TestParseTagErrors(t *testing.T) {
 		{`key:"a" limit:""`, ErrBadValue, "limit", 14, `limit ""`},
 		{`key:"a" limit:"1048577"`, ErrBadValue, "limit", 14, "to 1048576"},
 		{`key:"a" limit:"2" limit:"3"`, ErrDuplicateField, "limit", 18, "duplicate field"},
-		{`key:"a" mode:"read"`, ErrUnknownField, "mode", 8, `(known: key, expire, wait, name, long, limit)`},
+		{`key:"a" keep:"0"`, ErrBadDuration, "keep", 13, "omit keep to release at once"},
+		{`key:"a" keep:"10"`, ErrBadDuration, "keep", 13, "bad duration"},
+		{`key:"a" keep:"-1s"`, ErrBadDuration, "keep", 13, "must not be negative"},
+		{`key:"a" keep:"1s" limit:"2"`, ErrBadValue, "limit", 18, "keep with limit"},
+		{`key:"a" limit:"2" keep:"1s"`, ErrBadValue, "keep", 18, "keep with limit"},
+		{`key:"a" mode:"read"`, ErrUnknownField, "mode", 8, `(known: key, expire, wait, name, long, limit, keep)`},
 		{`key:"a"wait:"1s"`, ErrSyntax, "", 7, "missing space"},
 		{`key:"a`, ErrSyntax, "key", 4, "unterminated"},
 		{`key:"a\"`, ErrSyntax, "key", 4, "unterminated"},
