@@ -30,6 +30,8 @@ func Run(t *testing.T, tr Transport) {
 		{"limit", limit},
 		{"limit-control", limitControl},
 		{"limit-full", limitFull},
+		{"keep", keep},
+		{"keep-failure", keepFailure},
 		{"redis-down", redisDown},
 		{"invalid-key", invalidKey},
 		{"lock-lost", lockLost},
@@ -251,6 +253,61 @@ func limitFull(t *testing.T, tr Transport) {
 	}
 	expect(t, "after a release", c(t.Context(), Request{Key: "x"}), OK)
 	_ = held[1].Release(t.Context())
+}
+
+// keep: a `keep` tag keeps the lock after a successful handler, so a
+// resubmit inside the window is busy and one after it succeeds; the same
+// resubmit without `keep` (the control) succeeds at once.
+func keep(t *testing.T, tr Transport) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	var ran atomic.Int64
+	h := func(context.Context) (int64, error) { ran.Add(1); return 1, nil }
+	const window = 300 * time.Millisecond
+	c := tr.Lock(t, lk, `key:"conf:keep:%s" keep:"300ms"`, h)
+	start := time.Now()
+	expect(t, "first", c(t.Context(), Request{Key: "x"}), OK)
+	r := c(t.Context(), Request{Key: "x"})
+	expect(t, "resubmit inside the window", r, Busy)
+	if !r.Retry || ran.Load() != 1 {
+		t.Fatalf("retry hint %v (want true), handler ran %d times (want 1)", r.Retry, ran.Load())
+	}
+	for end := time.Now().Add(testwait.Timeout); ; {
+		r = c(t.Context(), Request{Key: "x"})
+		if r.Status == OK {
+			break
+		}
+		expect(t, "resubmit before the window ended", r, Busy)
+		if time.Now().After(end) {
+			t.Fatalf("still busy %v after a %v window", testwait.Timeout, window)
+		}
+		time.Sleep(10 * time.Millisecond) // polling for the window's end
+	}
+	if took := time.Since(start); took < window {
+		t.Fatalf("a resubmit ran %v after the first, inside the %v window", took, window)
+	}
+	control := tr.Lock(t, lk, `key:"conf:nokeep:%s"`, h)
+	expect(t, "control: first", control(t.Context(), Request{Key: "x"}), OK)
+	expect(t, "control: resubmit without keep", control(t.Context(), Request{Key: "x"}), OK)
+}
+
+// keepFailure: a handler that fails does not keep the lock: the retry
+// runs at once.
+func keepFailure(t *testing.T, tr Transport) {
+	srv := redistest.Start(t)
+	var calls atomic.Int64
+	c := tr.Lock(t, newLocker(t, srv), `key:"conf:keepf:%s" keep:"1m"`, func(context.Context) (int64, error) {
+		if calls.Add(1) == 1 {
+			return 0, errors.New("conformance: handler failed")
+		}
+		return 2, nil
+	})
+	c(t.Context(), Request{Key: "x"}) // HTTP: nothing written, the server's default answer
+	if calls.Load() != 1 {
+		t.Fatalf("the failing handler ran %d times, want 1", calls.Load())
+	}
+	expect(t, "retry after a failure", c(t.Context(), Request{Key: "x"}), OK)
+	expect(t, "resubmit after a success", c(t.Context(), Request{Key: "x"}), Busy)
 }
 
 // redisDown: unavailable with a retry hint; the handler never runs.

@@ -92,6 +92,12 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // call returns nil the Outcome is OK, with Err locker.ErrLockLost if the
 // lock was lost anyway, or the release's error.
 //
+// A `keep` tag keeps the lock for that long after a successful call (call
+// returned nil and the lock was not lost; locker.Lease.ReleaseAfter), so a
+// resubmit within the window finds it busy. After an unsuccessful call —
+// an error, ErrUnsuccessful, a panic, a lost lock — the lock is released at
+// once, so the client can retry.
+//
 // A `limit` tag's guard reports LimitFull where a mutex's reports Busy: all
 // the semaphore's permits stayed taken for the whole wait.
 //
@@ -123,13 +129,20 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 		}
 		return g.refuse(ctx, o, kind, err)
 	}
+	var keep time.Duration // set once the call succeeded
 	defer func() {
-		rerr := lease.Release(context.WithoutCancel(ctx))
+		rerr := lease.ReleaseAfter(context.WithoutCancel(ctx), keep)
 		if rerr != nil && !lease.Lost() && o.Err == nil {
 			o.Err = rerr // the lease runs out in Redis on its own
 		}
 	}()
 	cerr := call(lease.Context())
+	if cerr == nil && !lease.Lost() {
+		keep = g.spec.Keep
+	}
+	if errors.Is(cerr, ErrUnsuccessful) {
+		cerr = nil // answered
+	}
 	if lease.Lost() {
 		if cerr != nil {
 			o.Kind, o.Err = Lost, errors.Join(locker.ErrLockLost, cerr)
