@@ -41,9 +41,9 @@ type backend interface {
 	// validUntil is the conservative local end of a lease of ttl granted
 	// by a call sent at sent.
 	validUntil(sent time.Time, ttl time.Duration) time.Time
-	// semaphores returns nil when the backend keeps semaphores
-	// (Params.Limit), or an error matching ErrKindUnsupported saying why
-	// not.
+	// semaphores returns nil when the backend keeps semaphores and
+	// read/write locks (Params.Limit, Params.Mode), or an error matching
+	// ErrKindUnsupported saying why not.
 	semaphores() error
 	// records returns the node idempotency records live on, or an error
 	// matching ErrIdempotencyUnsupported saying why there is none.

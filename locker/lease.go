@@ -38,6 +38,7 @@ type Lease struct {
 	keeper                         // the renewal engine
 	cancel context.CancelCauseFunc // cancels ctx with its cause; nil until ctx is made; mu
 	cause  error                   // why the root ended (set with done); mu
+	mode   Mode                    // a read/write hold's mode (Params.Mode of the root)
 	t      terms                   // ttl guarded by mu
 	live   int                     // holds of this chain not yet released; mu
 	done   bool                    // lost or fully released; mu
@@ -54,11 +55,11 @@ func FromContext(ctx context.Context) *Lease {
 	return le
 }
 
-// heldIn returns the live root lease of l for key (a semaphore's permit
-// when sem) carried by ctx, or nil.
-func heldIn(ctx context.Context, l *Locker, key string, sem bool) *Lease {
+// heldIn returns the live root lease of l for key in the lock family
+// (familyMutex ...) carried by ctx, or nil.
+func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 	for le := FromContext(ctx); le != nil; le = le.parent {
-		if le.l == l && le.key == key && (le.n.limitArg != nil) == sem {
+		if le.l == l && le.key == key && le.n.sc.family == family {
 			root := le.root
 			root.mu.Lock()
 			done := root.done
@@ -76,7 +77,7 @@ func heldIn(ctx context.Context, l *Locker, key string, sem bool) *Lease {
 // renewal, at a third of it, which extends it to the terms; a holder done
 // before then never pays for it.
 func (l *Locker) newLease(ctx context.Context, key string, n names, token string, h held, t terms) *Lease {
-	le := &Lease{l: l, key: key, n: n, token: token, fence: h.fence, holds: 1, t: t, live: 1}
+	le := &Lease{l: l, key: key, n: n, token: token, fence: h.fence, holds: 1, t: t, live: 1, mode: t.params.Mode}
 	if !t.watchdog {
 		le.cap = h.at.Add(t.ttl)
 	}

@@ -237,7 +237,7 @@ func (b *quorum) withdraw(n names, token string) {
 // semaphores: a permit set kept by quorum would need each master to agree
 // on which waiters hold the N permits; not implemented, so refused.
 func (b *quorum) semaphores() error {
-	return fmt.Errorf("%w: Redlock keeps no semaphores (Params.Limit); use a Locker from New", ErrKindUnsupported)
+	return fmt.Errorf("%w: Redlock keeps no semaphores or read/write locks (Params.Limit, Params.Mode); use a Locker from New", ErrKindUnsupported)
 }
 
 func (b *quorum) records() (*node, error) {

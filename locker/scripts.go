@@ -28,6 +28,12 @@ var (
 	luaKeep string
 	//go:embed scripts/sem_common.lua
 	luaSemCommon string
+	//go:embed scripts/sem_kind.lua
+	luaSemKind string
+	//go:embed scripts/rw_kind.lua
+	luaRWKind string
+	//go:embed scripts/rw_acquire.lua
+	luaRWAcquire string
 	//go:embed scripts/sem_acquire.lua
 	luaSemAcquire string
 	//go:embed scripts/sem_release.lua
@@ -61,20 +67,46 @@ type scriptSet struct {
 	keep *driver.Script
 	// extendKeys is how many of the holder's keys extend and pttl need.
 	extendKeys int
+	family     int // familyMutex, familySemaphore or familyRW
 }
 
 var (
 	// mutexScripts: one holder at a time (acquire.lua ...).
-	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1}
+	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1, familyMutex}
 	// semScripts: Params.Limit holders at a time (sem_*.lua).
 	semScripts = &scriptSet{
-		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemAcquire),
-		release:    driver.NewScript(luaCommon + luaSemCommon + luaSemRelease),
-		leave:      driver.NewScript(luaCommon + luaSemCommon + luaSemLeave),
-		extend:     driver.NewScript(luaCommon + luaSemExtend),
-		pttl:       driver.NewScript(luaCommon + luaSemPTTL),
+		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
+		release:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
+		leave:      driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
+		extend:     semScriptsExtend,
+		pttl:       semScriptsPTTL,
 		extendKeys: 4,
+		family:     familySemaphore,
 	}
+	// rwScripts: many readers or one writer (rw_*.lua, with the
+	// semaphore's release, leave, extend and pttl); the kind is acquire's
+	// extra argument.
+	rwScripts = &scriptSet{
+		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
+		release:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
+		leave:      driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
+		extend:     semScriptsExtend,
+		pttl:       semScriptsPTTL,
+		extendKeys: 4,
+		family:     familyRW,
+	}
+)
+
+var (
+	semScriptsExtend = driver.NewScript(luaCommon + luaSemExtend)
+	semScriptsPTTL   = driver.NewScript(luaCommon + luaSemPTTL)
+)
+
+// Lock families: a lease re-enters only a lease of its own family.
+const (
+	familyMutex = iota
+	familySemaphore
+	familyRW
 )
 
 // Script modes (see the scripts' headers).
@@ -141,7 +173,7 @@ type names struct {
 	channel  string      // KEYS[1]+":c": the scripts make it themselves
 	tokenArg any         // the holder's owner token as a script argument
 	sc       *scriptSet  // the lock kind's scripts
-	limitArg any         // a semaphore's limit as a script argument; nil for a mutex
+	limitArg any         // acquire's extra argument: a semaphore's limit, a read/write hold's kind; nil for a mutex
 }
 
 // holder returns the names of key's lock and a new owner token for it.
@@ -178,14 +210,28 @@ func (l *Locker) holder(key string) (names, string) {
 // a new owner token. Its keys are apart from the mutex of the same key
 // (":s" after the hash tag), so the two never meet in one Redis value.
 func (l *Locker) semHolder(key string, limit int) (names, string) {
-	base := l.o.prefix + "{" + key + "}:s"
+	return l.kindHolder(key, ":s", semScripts, int64(limit))
+}
+
+// rwHolder returns the names of the read/write lock key (":rw") for a
+// hold of mode m and a new owner token.
+func (l *Locker) rwHolder(key string, m Mode) (names, string) {
+	kind := "r"
+	if m == Write {
+		kind = "w"
+	}
+	return l.kindHolder(key, ":rw", rwScripts, kind)
+}
+
+func (l *Locker) kindHolder(key, suffix string, sc *scriptSet, arg any) (names, string) {
+	base := l.o.prefix + "{" + key + "}" + suffix
 	token := newToken()
 	return names{
 		keys:     driver.NewKeys(base, l.o.prefix+"{"+key+"}:f", base+":q", base+":w"),
 		channel:  base + ":c",
 		tokenArg: token,
-		sc:       semScripts,
-		limitArg: int64(limit),
+		sc:       sc,
+		limitArg: arg,
 	}, token
 }
 

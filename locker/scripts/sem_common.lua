@@ -67,12 +67,13 @@ local function sem_grant(self, nowms, window, limit)
   return mf, mpx
 end
 
--- sem_drop frees token's permit and hands free permits on.
-local function sem_drop(token, nowms, window)
+-- sem_drop frees token's permit and, when waiters are queued, hands free
+-- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua).
+local function sem_drop(token, nowms, window, hand_on)
   redis.call('ZREM', KEYS[1], token)
   redis.call('HDEL', KEYS[4], '=' .. token)
   if redis.call('EXISTS', KEYS[3]) == 1 then
     sem_purge(nowms)
-    sem_grant(nil, nowms, window, tonumber(redis.call('HGET', KEYS[4], '#') or '0'))
+    hand_on(nowms, window)
   end
 end

@@ -8,9 +8,14 @@ if f then
   if mode == 'k' then
     return {1, tonumber(f), n, left, 0}
   end
-  sem_drop(token, nowms, window)
+  sem_drop(token, nowms, window, hand_on)
   return {0, 0, 0, -2, 0}
 end
 redis.call('ZREM', KEYS[3], token)
-redis.call('HDEL', KEYS[4], token)
+redis.call('HDEL', KEYS[4], token, '~' .. token)
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  -- A read/write queue's head may have waited only for this waiter (a
+  -- writer that gave up, with readers behind it).
+  hand_on(nowms, window)
+end
 return {0, 0, 0, sem_left(nowms), 0}

@@ -10,5 +10,5 @@ if n > 1 then
   redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. (n - 1))
   return n - 1
 end
-sem_drop(token, nowms, window)
+sem_drop(token, nowms, window, hand_on)
 return 0
