@@ -17,6 +17,7 @@ type Spec struct {
 	HashLong bool          // field `long:"hash"` (hash over-long values with SHA-256); `long:"reject"` or absent = reject
 	Limit    int           // field `limit`: a semaphore of Limit permits; 0 = absent (a mutex)
 	Keep     time.Duration // field `keep`: hold the lock this long after a successful call; 0 = release at once
+	Mode     string        // field `mode`: "read" or "write" (a read/write lock); "" = a mutex
 
 	keyQuote int  // offset of the key value's opening quote in Tag
 	keyExact bool // the quoted key value has no escapes: offsets inside it match the template's
@@ -39,7 +40,8 @@ type Spec struct {
 // or "reject"; default "reject") and limit (a whole number from 1 to
 // MaxLimit: the lock is a semaphore of that many permits; omitted = a
 // mutex) and keep (a time.Duration of at least 1ms: the lock stays held
-// that long after a successful call; not with limit).
+// that long after a successful call; not with limit) and mode ("read" or
+// "write": a read/write lock; not with limit or keep).
 //
 // Errors are *TagError values naming the field and byte position and wrapping
 // ErrSyntax, ErrUnknownField, ErrDuplicateField, ErrBadDuration, ErrBadValue
@@ -47,10 +49,9 @@ type Spec struct {
 // ErrSyntax).
 func ParseTag(tag string) (*Spec, error) {
 	s := &Spec{Tag: tag}
-	seen := make(map[string]bool, 7)
-	// The later of keep and limit, where a conflict between them is told.
-	var lastField string
-	var lastPos int
+	seen := make(map[string]bool, 8)
+	// Where keep, limit and mode start: a conflict is told at the later.
+	kindPos := map[string]int{}
 	fail := func(field string, pos int, err error) (*Spec, error) {
 		return nil, &TagError{Tag: tag, Field: field, Pos: pos, Err: err}
 	}
@@ -104,8 +105,8 @@ func ParseTag(tag string) (*Spec, error) {
 		if name == "key" {
 			s.keyQuote, s.keyExact = valStart, quoted[1:len(quoted)-1] == value
 		}
-		if name == "keep" || name == "limit" {
-			lastField, lastPos = name, nameStart
+		if name == "keep" || name == "limit" || name == "mode" {
+			kindPos[name] = nameStart
 		}
 		if err := s.setField(name, value); err != nil {
 			errPos := valStart
@@ -121,19 +122,27 @@ func ParseTag(tag string) (*Spec, error) {
 	if s.Key == nil {
 		return fail("key", 0, ErrMissingKey)
 	}
-	if err := s.conflict(); err != nil {
-		return fail(lastField, lastPos, err)
+	if a, b, err := s.conflict(); err != nil {
+		if kindPos[a] > kindPos[b] {
+			b = a
+		}
+		return fail(b, kindPos[b], err)
 	}
 	return s, nil
 }
 
-// conflict reports fields that cannot go together; the caller reports it
-// at the later of them.
-func (s *Spec) conflict() error {
-	if s.Keep > 0 && s.Limit > 0 {
-		return fmt.Errorf("%w: keep with limit: a concurrency limit's permits cannot be kept after the call", ErrBadValue)
+// conflict reports two fields a and b that cannot go together; the
+// caller reports it at the later of them.
+func (s *Spec) conflict() (a, b string, err error) {
+	switch {
+	case s.Keep > 0 && s.Limit > 0:
+		return "keep", "limit", fmt.Errorf("%w: keep with limit: a concurrency limit's permits cannot be kept after the call", ErrBadValue)
+	case s.Mode != "" && s.Limit > 0:
+		return "mode", "limit", fmt.Errorf("%w: mode with limit: a lock is a read/write lock or a concurrency limit, not both", ErrBadValue)
+	case s.Mode != "" && s.Keep > 0:
+		return "mode", "keep", fmt.Errorf("%w: mode with keep: a read/write lock cannot be kept after the call", ErrBadValue)
 	}
-	return nil
+	return "", "", nil
 }
 
 // MustParseTag is like ParseTag but panics, with the *TagError ParseTag would
@@ -201,6 +210,11 @@ func (s *Spec) setField(name, value string) error {
 			return fmt.Errorf("%w: %q: must be at least 1ms; omit keep to release at once", ErrBadDuration, value)
 		}
 		s.Keep = d
+	case "mode":
+		if value != "read" && value != "write" {
+			return fmt.Errorf("%w: mode %q: want \"read\" or \"write\"", ErrBadValue, value)
+		}
+		s.Mode = value
 	case "limit":
 		n, err := strconv.Atoi(value)
 		if err != nil || n < 1 || n > MaxLimit || value != strconv.Itoa(n) {
@@ -208,7 +222,7 @@ func (s *Spec) setField(name, value string) error {
 		}
 		s.Limit = n
 	default:
-		return fmt.Errorf("%w %q (known: key, expire, wait, name, long, limit, keep)", ErrUnknownField, name)
+		return fmt.Errorf("%w %q (known: key, expire, wait, name, long, limit, keep, mode)", ErrUnknownField, name)
 	}
 	return nil
 }
