@@ -30,6 +30,7 @@ func Run(t *testing.T, tr Transport) {
 		{"limit", limit},
 		{"limit-control", limitControl},
 		{"limit-full", limitFull},
+		{"read-write", readWrite},
 		{"keep", keep},
 		{"keep-failure", keepFailure},
 		{"redis-down", redisDown},
@@ -253,6 +254,46 @@ func limitFull(t *testing.T, tr Transport) {
 	}
 	expect(t, "after a release", c(t.Context(), Request{Key: "x"}), OK)
 	_ = held[1].Release(t.Context())
+}
+
+// readWrite: two `mode:"read"` requests on one key run at once (each
+// handler waits for the other to be inside); a `mode:"write"` request on
+// the key meanwhile is busy, and runs once the readers are done.
+func readWrite(t *testing.T, tr Transport) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	var in sync.WaitGroup
+	in.Add(2)
+	both := make(chan struct{})
+	go func() { in.Wait(); close(both) }()
+	writeNow := make(chan struct{})
+	var wrote atomic.Int64
+	write := tr.Lock(t, lk, `key:"conf:rw:%s" mode:"write"`, func(context.Context) (int64, error) { wrote.Add(1); return 1, nil })
+	read := tr.Lock(t, lk, `key:"conf:rw:%s" mode:"read" wait:"5s"`, func(ctx context.Context) (int64, error) {
+		in.Done()
+		select {
+		case <-both:
+		case <-time.After(testwait.Timeout / 2):
+			return 0, errors.New("the other reader never ran meanwhile")
+		}
+		<-writeNow // hold until the write was tried
+		return 1, nil
+	})
+	var wg sync.WaitGroup
+	res := make([]Result, 2)
+	for i := range res {
+		wg.Go(func() { res[i] = read(t.Context(), Request{Key: "x"}) })
+	}
+	testwait.Recv(t, both, "both readers inside")
+	expect(t, "write while read", write(t.Context(), Request{Key: "x"}), Busy)
+	close(writeNow)
+	wg.Wait()
+	expect(t, "reader 1", res[0], OK)
+	expect(t, "reader 2", res[1], OK)
+	expect(t, "write after the readers", write(t.Context(), Request{Key: "x"}), OK)
+	if wrote.Load() != 1 {
+		t.Fatalf("the writer ran %d times, want 1", wrote.Load())
+	}
 }
 
 // keep: a `keep` tag keeps the lock after a successful handler, so a

@@ -46,8 +46,8 @@ func TestLimitFull(t *testing.T) {
 	}
 }
 
-// TestLimitRedlockRefused: a `limit` tag on a Redlock Locker fails when
-// the guard is built, quoting the tag.
+// TestLimitRedlockRefused: a `limit` or `mode` tag on a Redlock Locker
+// fails when the guard is built, quoting the tag.
 func TestLimitRedlockRefused(t *testing.T) {
 	var ds []driver.Driver
 	for _, srv := range redistest.StartN(t, 3) {
@@ -62,7 +62,37 @@ func TestLimitRedlockRefused(t *testing.T) {
 	if !errors.Is(err, locker.ErrKindUnsupported) || !strings.Contains(err.Error(), `limit:"5"`) {
 		t.Fatalf("error %v, want locker.ErrKindUnsupported quoting the tag", err)
 	}
+	if _, err := CompileLock(lk, `key:"t:{v.id}" mode:"read"`, sources); !errors.Is(err, locker.ErrKindUnsupported) {
+		t.Fatalf("mode on Redlock: %v, want locker.ErrKindUnsupported", err)
+	}
 	if _, err := CompileLock(lk, `key:"t:{v.id}"`, sources); err != nil {
 		t.Fatalf("mutex on Redlock: %v", err)
+	}
+}
+
+// TestReadWriteGuard: read guards share the key, a write guard is busy
+// meanwhile.
+func TestReadWriteGuard(t *testing.T) {
+	lk := newLocker(t)
+	rd, err := CompileLock(lk, `key:"i:{v.id}" mode:"read"`, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wr, err := CompileLock(lk, `key:"i:{v.id}" mode:"write"`, sources)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var inner, write Outcome
+	outer := rd.Run(ctx, req{"id": "1"}, "get", func(context.Context) error {
+		inner = rd.Run(ctx, req{"id": "1"}, "get", func(context.Context) error { return nil }) // another request's read
+		write = wr.Run(ctx, req{"id": "1"}, "put", func(context.Context) error { return nil })
+		return nil
+	})
+	if outer.Kind != OK || inner.Kind != OK || write.Kind != Busy {
+		t.Fatalf("outer read %v, concurrent read %v, write %v; want ok, ok, busy", outer.Kind, inner.Kind, write.Kind)
+	}
+	if o := wr.Run(ctx, req{"id": "1"}, "put", func(context.Context) error { return nil }); o.Kind != OK {
+		t.Fatalf("write after the reads: %v", o.Kind)
 	}
 }

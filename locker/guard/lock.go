@@ -36,8 +36,8 @@ func CompileLock[R any](l *locker.Locker, tag string, src keyexpr.Sources[R], op
 // returns the guard. Errors: ErrNilLocker; errors wrapping ErrBadOption
 // (all of them, joined); a *keyexpr.TagError for a placeholder whose source
 // src lacks or rejects; an error matching locker.ErrKindUnsupported, quoting
-// the tag, when l cannot keep the tag's kind (a `limit` tag on a Redlock
-// Locker). Nothing is checked against Redis.
+// the tag, when l cannot keep the tag's kind (a `limit` or `mode` tag on a
+// Redlock Locker). Nothing is checked against Redis.
 func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R], opts ...Option) (*Lock[R], error) {
 	if l == nil {
 		return nil, ErrNilLocker
@@ -54,6 +54,12 @@ func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R]
 		return nil, err
 	}
 	params := locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: spec.Name, Template: spec.Key.String(), Limit: spec.Limit}
+	switch spec.Mode {
+	case "read":
+		params.Mode = locker.Read
+	case "write":
+		params.Mode = locker.Write
+	}
 	if err := l.Supports(params); err != nil {
 		return nil, fmt.Errorf("guard: tag `%s`: %w", spec.Tag, err)
 	}
