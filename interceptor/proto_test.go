@@ -7,6 +7,7 @@ import (
 
 	"github.com/locktag/locktag/interceptor/internal/testpb"
 	"github.com/locktag/locktag/interceptor/locktagv1"
+	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -172,5 +173,37 @@ func TestDynamicMessage(t *testing.T) {
 	}
 	if got, err := lockName(ic, methodReserve, req); err != nil || got != "s:i9" {
 		t.Errorf("copied descriptor: lock %q, err %v; want s:i9", got, err)
+	}
+}
+
+// TestProtoOptionKinds: the option's limit, keep and mode fields are the
+// tag's, checked as strictly when the interceptor is built.
+func TestProtoOptionKinds(t *testing.T) {
+	lk := offlineLocker(t)
+	stream := &locktagv1.LockRule{Key: "t:{md.x}"}
+	for _, ok := range []*locktagv1.LockRule{
+		{Key: "d:{req.id}", Limit: "3", Wait: "1s"},
+		{Key: "d:{req.id}", Mode: "read"},
+		{Key: "d:{req.id}", Mode: "write", Wait: "1s"},
+		{Key: "d:{req.id}", Keep: "10s"},
+	} {
+		if _, err := New(lk, nil, WithRegistry(badFiles(t, ok, stream), nil)); err != nil {
+			t.Errorf("option %v: %v", ok, err)
+		}
+	}
+	for _, bad := range []struct {
+		rule *locktagv1.LockRule
+		tag  string
+	}{
+		{&locktagv1.LockRule{Key: "d:{req.id}", Limit: "0"}, `key:"d:{req.id}" limit:"0"`},
+		{&locktagv1.LockRule{Key: "d:{req.id}", Mode: "both"}, `key:"d:{req.id}" mode:"both"`},
+		{&locktagv1.LockRule{Key: "d:{req.id}", Limit: "2", Mode: "read"}, `key:"d:{req.id}" limit:"2" mode:"read"`},
+		{&locktagv1.LockRule{Key: "d:{req.id}", Keep: "1s", Limit: "2"}, `key:"d:{req.id}" limit:"2" keep:"1s"`},
+	} {
+		_, err := New(lk, nil, WithRegistry(badFiles(t, bad.rule, stream), nil))
+		var re *RuleError
+		if !errors.As(err, &re) || !errors.Is(err, keyexpr.ErrBadValue) || re.Tag != bad.tag {
+			t.Errorf("option %v: %v (rule error %+v), want keyexpr.ErrBadValue for tag %s", bad.rule, err, re, bad.tag)
+		}
 	}
 }

@@ -23,6 +23,7 @@ const (
 	ErrorDomain = rpccore.ErrorDomain
 
 	ReasonBusy        = rpccore.ReasonBusy        // Aborted: the lock stayed busy for the rule's whole wait
+	ReasonLimitFull   = rpccore.ReasonLimitFull   // ResourceExhausted: every permit of the rule's limit stayed taken
 	ReasonLost        = rpccore.ReasonLost        // Aborted: the lock was lost while the handler ran
 	ReasonUnavailable = rpccore.ReasonUnavailable // Unavailable: Redis could not be used for the lock
 
@@ -42,6 +43,7 @@ const (
 //
 //	BadKey, MissingIdempotencyKey, BadIdempotencyKey  InvalidArgument
 //	TooLarge                                          ResourceExhausted
+//	LimitFull                                         ResourceExhausted (+ RetryInfo)
 //	TagMistake, Internal                              Internal
 //	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
 //	Unavailable                                       Unavailable (+ RetryInfo)

@@ -1,6 +1,9 @@
 package keyexpr
 
-import "strconv"
+import (
+	"slices"
+	"strconv"
+)
 
 // Fields are a lock tag's fields as separate values, for tags that come from
 // somewhere other than tag text — a proto method option, a config file. Each
@@ -12,17 +15,20 @@ type Fields struct {
 	Wait   string // non-negative Go duration; "" = fail at once
 	Name   string // metrics/span name; "" = the adapter's default
 	Long   string // "hash" or "reject"; "" = "reject"
+	Limit  string // permits of a semaphore, 1 to MaxLimit; "" = a mutex
+	Keep   string // Go duration of at least 1ms held after a successful call; "" = none
+	Mode   string // "read" or "write": a read/write lock; "" = a mutex
 }
 
 // NewSpec builds the *Spec the equivalent tag would parse to, with the same
 // validation as ParseTag and without writing and re-reading tag text. Errors
 // are *TagError values, as from ParseTag, naming the field; Spec.Tag (and
 // TagError.Tag) is the equivalent tag, in the field order key, expire,
-// wait, name, long, so that messages and logs can quote it.
+// wait, name, long, limit, keep, mode, so that messages and logs can quote it.
 func NewSpec(f Fields) (*Spec, error) {
 	s := &Spec{}
 	type field struct{ name, value string }
-	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}}
+	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}, {"keep", f.Keep}, {"mode", f.Mode}}
 	var tag []byte
 	starts := make([]int, len(all))
 	for i, fl := range all {
@@ -52,6 +58,12 @@ func NewSpec(f Fields) (*Spec, error) {
 			}
 			return nil, &TagError{Tag: s.Tag, Field: fl.name, Pos: pos, Err: err}
 		}
+	}
+	if a, b, err := s.conflict(); err != nil {
+		// Told at the later of the two in the equivalent tag, as ParseTag does.
+		at := func(name string) int { return slices.IndexFunc(all[:], func(f field) bool { return f.name == name }) }
+		i := max(at(a), at(b))
+		return nil, &TagError{Tag: s.Tag, Field: all[i].name, Pos: starts[i] - len(all[i].name) - 1, Err: err}
 	}
 	return s, nil
 }

@@ -23,6 +23,15 @@ func TestNewSpec(t *testing.T) {
 		{Fields{Key: "a", Wait: "-1s"}, `key:"a" wait:"-1s"`, ErrBadDuration},
 		{Fields{Key: "a", Long: "maybe"}, `key:"a" long:"maybe"`, ErrBadValue},
 		{Fields{Key: "a:{path.id"}, `key:"a:{path.id"`, ErrSyntax},
+		{Fields{Key: "t:{md.tenant}", Wait: "1s", Limit: "10"}, `key:"t:{md.tenant}" wait:"1s" limit:"10"`, nil},
+		{Fields{Key: "a", Limit: "0"}, `key:"a" limit:"0"`, ErrBadValue},
+		{Fields{Key: "p:{req.id}", Keep: "5s"}, `key:"p:{req.id}" keep:"5s"`, nil},
+		{Fields{Key: "a", Keep: "0"}, `key:"a" keep:"0"`, ErrBadDuration},
+		{Fields{Key: "a", Limit: "2", Keep: "1s"}, `key:"a" limit:"2" keep:"1s"`, ErrBadValue},
+		{Fields{Key: "i:{req.id}", Mode: "read"}, `key:"i:{req.id}" mode:"read"`, nil},
+		{Fields{Key: "a", Mode: "both"}, `key:"a" mode:"both"`, ErrBadValue},
+		{Fields{Key: "a", Limit: "2", Mode: "read"}, `key:"a" limit:"2" mode:"read"`, ErrBadValue},
+		{Fields{Key: "a", Keep: "1s", Mode: "write"}, `key:"a" keep:"1s" mode:"write"`, ErrBadValue},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {

@@ -15,6 +15,9 @@ type Spec struct {
 	Wait     time.Duration // field `wait`; 0 = fail at once
 	Name     string        // field `name`; "" = adapter default (route / full method)
 	HashLong bool          // field `long:"hash"` (hash over-long values with SHA-256); `long:"reject"` or absent = reject
+	Limit    int           // field `limit`: a semaphore of Limit permits; 0 = absent (a mutex)
+	Keep     time.Duration // field `keep`: hold the lock this long after a successful call; 0 = release at once
+	Mode     string        // field `mode`: "read" or "write" (a read/write lock); "" = a mutex
 
 	keyQuote int  // offset of the key value's opening quote in Tag
 	keyExact bool // the quoted key value has no escapes: offsets inside it match the template's
@@ -33,8 +36,12 @@ type Spec struct {
 // Fields: key (a template, see Compile; required), expire (a positive
 // time.Duration of at least 1ms; omitted = watchdog mode), wait (a
 // non-negative time.Duration; default 0 = fail at once), name (a non-empty
-// metrics/span name; default: the adapter's route or method) and long ("hash"
-// or "reject"; default "reject").
+// metrics/span name; default: the adapter's route or method), long ("hash"
+// or "reject"; default "reject") and limit (a whole number from 1 to
+// MaxLimit: the lock is a semaphore of that many permits; omitted = a
+// mutex) and keep (a time.Duration of at least 1ms: the lock stays held
+// that long after a successful call; not with limit) and mode ("read" or
+// "write": a read/write lock; not with limit or keep).
 //
 // Errors are *TagError values naming the field and byte position and wrapping
 // ErrSyntax, ErrUnknownField, ErrDuplicateField, ErrBadDuration, ErrBadValue
@@ -42,7 +49,9 @@ type Spec struct {
 // ErrSyntax).
 func ParseTag(tag string) (*Spec, error) {
 	s := &Spec{Tag: tag}
-	seen := make(map[string]bool, 5)
+	seen := make(map[string]bool, 8)
+	// Where keep, limit and mode start: a conflict is told at the later.
+	kindPos := map[string]int{}
 	fail := func(field string, pos int, err error) (*Spec, error) {
 		return nil, &TagError{Tag: tag, Field: field, Pos: pos, Err: err}
 	}
@@ -96,6 +105,9 @@ func ParseTag(tag string) (*Spec, error) {
 		if name == "key" {
 			s.keyQuote, s.keyExact = valStart, quoted[1:len(quoted)-1] == value
 		}
+		if name == "keep" || name == "limit" || name == "mode" {
+			kindPos[name] = nameStart
+		}
 		if err := s.setField(name, value); err != nil {
 			errPos := valStart
 			if name == "key" {
@@ -110,7 +122,27 @@ func ParseTag(tag string) (*Spec, error) {
 	if s.Key == nil {
 		return fail("key", 0, ErrMissingKey)
 	}
+	if a, b, err := s.conflict(); err != nil {
+		if kindPos[a] > kindPos[b] {
+			b = a
+		}
+		return fail(b, kindPos[b], err)
+	}
 	return s, nil
+}
+
+// conflict reports two fields a and b that cannot go together; the
+// caller reports it at the later of them.
+func (s *Spec) conflict() (a, b string, err error) {
+	switch {
+	case s.Keep > 0 && s.Limit > 0:
+		return "keep", "limit", fmt.Errorf("%w: keep with limit: a concurrency limit's permits cannot be kept after the call", ErrBadValue)
+	case s.Mode != "" && s.Limit > 0:
+		return "mode", "limit", fmt.Errorf("%w: mode with limit: a lock is a read/write lock or a concurrency limit, not both", ErrBadValue)
+	case s.Mode != "" && s.Keep > 0:
+		return "mode", "keep", fmt.Errorf("%w: mode with keep: a read/write lock cannot be kept after the call", ErrBadValue)
+	}
+	return "", "", nil
 }
 
 // MustParseTag is like ParseTag but panics, with the *TagError ParseTag would
@@ -123,6 +155,10 @@ func MustParseTag(tag string) *Spec {
 	}
 	return s
 }
+
+// MaxLimit is the largest limit a tag accepts: a semaphore's permits are
+// a sorted set in Redis, and a limit beyond this is a mistake.
+const MaxLimit = 1 << 20
 
 // setField stores one field's unquoted value.
 func (s *Spec) setField(name, value string) error {
@@ -165,8 +201,28 @@ func (s *Spec) setField(name, value string) error {
 		default:
 			return fmt.Errorf("%w: long %q: want \"hash\" or \"reject\"", ErrBadValue, value)
 		}
+	case "keep":
+		d, err := parseDuration(value)
+		if err != nil {
+			return err
+		}
+		if d < time.Millisecond {
+			return fmt.Errorf("%w: %q: must be at least 1ms; omit keep to release at once", ErrBadDuration, value)
+		}
+		s.Keep = d
+	case "mode":
+		if value != "read" && value != "write" {
+			return fmt.Errorf("%w: mode %q: want \"read\" or \"write\"", ErrBadValue, value)
+		}
+		s.Mode = value
+	case "limit":
+		n, err := strconv.Atoi(value)
+		if err != nil || n < 1 || n > MaxLimit || value != strconv.Itoa(n) {
+			return fmt.Errorf("%w: limit %q: want a whole number of permits from 1 to %d", ErrBadValue, value, MaxLimit)
+		}
+		s.Limit = n
 	default:
-		return fmt.Errorf("%w %q (known: key, expire, wait, name, long)", ErrUnknownField, name)
+		return fmt.Errorf("%w %q (known: key, expire, wait, name, long, limit, keep, mode)", ErrUnknownField, name)
 	}
 	return nil
 }

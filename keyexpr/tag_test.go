@@ -16,6 +16,9 @@ func TestParseTag(t *testing.T) {
 		wait   time.Duration
 		name   string
 		hash   bool
+		limit  int
+		keep   time.Duration
+		mode   string
 	}{
 		{tag: `key:"order:{path.id}"`, key: "order:{path.id}"},
 		{tag: `key:"order:{path.id}" expire:"30s" wait:"2s"`, key: "order:{path.id}", expire: 30 * time.Second, wait: 2 * time.Second},
@@ -26,6 +29,12 @@ func TestParseTag(t *testing.T) {
 		{tag: `key:"sku:{req.item.sku}" name:"reserve stock"`, key: "sku:{req.item.sku}", name: "reserve stock"},
 		{tag: `key:"a\tb\u00e9"`, key: "a\tb\u00e9"},
 		{tag: `key:"{{literal}}:{path.id}"`, key: "{{literal}}:{path.id}"},
+		{tag: `key:"tenant:{header.X-Tenant}" limit:"10" wait:"1s"`, key: "tenant:{header.X-Tenant}", wait: time.Second, limit: 10},
+		{tag: `key:"a" limit:"1"`, key: "a", limit: 1},
+		{tag: `key:"pay:{path.id}" keep:"10s"`, key: "pay:{path.id}", keep: 10 * time.Second},
+		{tag: `key:"item:{path.id}" mode:"read" wait:"1s"`, key: "item:{path.id}", wait: time.Second, mode: "read"},
+		{tag: `key:"item:{path.id}" mode:"write"`, key: "item:{path.id}", mode: "write"},
+		{tag: `key:"a" limit:"1048576"`, key: "a", limit: MaxLimit},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tag, func(t *testing.T) {
@@ -33,7 +42,7 @@ func TestParseTag(t *testing.T) {
 			if err != nil {
 				t.Fatalf("ParseTag: %v", err)
 			}
-			if s.Tag != tt.tag || s.Key.String() != tt.key || s.Expire != tt.expire || s.Wait != tt.wait || s.Name != tt.name || s.HashLong != tt.hash {
+			if s.Tag != tt.tag || s.Key.String() != tt.key || s.Expire != tt.expire || s.Wait != tt.wait || s.Name != tt.name || s.HashLong != tt.hash || s.Limit != tt.limit || s.Keep != tt.keep || s.Mode != tt.mode {
 				t.Errorf("got %+v (key %q), want key %q expire %v wait %v name %q hash %v",
 					*s, s.Key, tt.key, tt.expire, tt.wait, tt.name, tt.hash)
 			}
@@ -70,6 +79,25 @@ func TestParseTagErrors(t *testing.T) {
 		{`key:"a" wait:""`, ErrBadDuration, "wait", 13, "bad duration"},
 		{`key:"a" long:"maybe"`, ErrBadValue, "long", 13, `long "maybe"`},
 		{`key:"a" name:""`, ErrBadValue, "name", 13, "empty name"},
+		{`key:"a" limit:"0"`, ErrBadValue, "limit", 14, `limit "0": want a whole number of permits from 1`},
+		{`key:"a" limit:"-2"`, ErrBadValue, "limit", 14, `limit "-2"`},
+		{`key:"a" limit:"ten"`, ErrBadValue, "limit", 14, `limit "ten"`},
+		{`key:"a" limit:"+3"`, ErrBadValue, "limit", 14, `limit "+3"`},
+		{`key:"a" limit:"03"`, ErrBadValue, "limit", 14, `limit "03"`},
+		{`key:"a" limit:""`, ErrBadValue, "limit", 14, `limit ""`},
+		{`key:"a" limit:"1048577"`, ErrBadValue, "limit", 14, "to 1048576"},
+		{`key:"a" limit:"2" limit:"3"`, ErrDuplicateField, "limit", 18, "duplicate field"},
+		{`key:"a" keep:"0"`, ErrBadDuration, "keep", 13, "omit keep to release at once"},
+		{`key:"a" keep:"10"`, ErrBadDuration, "keep", 13, "bad duration"},
+		{`key:"a" keep:"-1s"`, ErrBadDuration, "keep", 13, "must not be negative"},
+		{`key:"a" keep:"1s" limit:"2"`, ErrBadValue, "limit", 18, "keep with limit"},
+		{`key:"a" limit:"2" keep:"1s"`, ErrBadValue, "keep", 18, "keep with limit"},
+		{`key:"a" mode:"Read"`, ErrBadValue, "mode", 13, `mode "Read": want "read" or "write"`},
+		{`key:"a" mode:""`, ErrBadValue, "mode", 13, `mode ""`},
+		{`key:"a" mode:"read" limit:"2"`, ErrBadValue, "limit", 20, "mode with limit"},
+		{`key:"a" limit:"2" mode:"write"`, ErrBadValue, "mode", 18, "mode with limit"},
+		{`key:"a" mode:"write" keep:"1s"`, ErrBadValue, "keep", 21, "mode with keep"},
+		{`key:"a" lock:"read"`, ErrUnknownField, "lock", 8, `(known: key, expire, wait, name, long, limit, keep, mode)`},
 		{`key:"a"wait:"1s"`, ErrSyntax, "", 7, "missing space"},
 		{`key:"a`, ErrSyntax, "key", 4, "unterminated"},
 		{`key:"a\"`, ErrSyntax, "key", 4, "unterminated"},

@@ -33,11 +33,18 @@ type backend interface {
 	// release drops one hold of token (whose lease is ttl); the last hold
 	// frees the lock and hands it on. ErrNotHeld: token held nothing.
 	release(ctx context.Context, n names, token string, ttl time.Duration) error
+	// keep drops one hold of token like release, but the last hold keeps
+	// the lock for d more instead of freeing it (n.sc.keep is not nil).
+	keep(ctx context.Context, n names, token string, ttl, d time.Duration) error
 	// pttl returns the lease token has left, or ErrNotHeld.
 	pttl(ctx context.Context, n names, token string) (time.Duration, error)
 	// validUntil is the conservative local end of a lease of ttl granted
 	// by a call sent at sent.
 	validUntil(sent time.Time, ttl time.Duration) time.Time
+	// semaphores returns nil when the backend keeps semaphores and
+	// read/write locks (Params.Limit, Params.Mode), or an error matching
+	// ErrKindUnsupported saying why not.
+	semaphores() error
 	// records returns the node idempotency records live on, or an error
 	// matching ErrIdempotencyUnsupported saying why there is none.
 	records() (*node, error)

@@ -46,6 +46,17 @@ var (
 	// backend cannot keep idempotency records safely (a Redlock Locker).
 	// See Locker.SupportsIdempotency.
 	ErrIdempotencyUnsupported = errors.New("locker: idempotency not supported by this backend")
+	// ErrKindUnsupported: Obtain asked for a lock kind (Params.Limit) the
+	// Locker's backend does not implement (a Redlock Locker). See
+	// Locker.Supports.
+	ErrKindUnsupported = errors.New("locker: lock kind not supported by this backend")
+	// ErrBadLimit: Obtain was called with a negative Params.Limit, or
+	// with both Limit and a Mode.
+	ErrBadLimit = errors.New("locker: bad limit")
+	// ErrWriteInRead: a write Obtain whose context holds a read hold of the
+	// same key. Refused at once: the writer would wait for its own reader.
+	// It also matches ErrNotObtained.
+	ErrWriteInRead = errors.New("locker: write lock requested inside a read lock of the same key")
 	// ErrEmptyKey: Obtain was called with an empty key.
 	ErrEmptyKey = errors.New("locker: empty key")
 )

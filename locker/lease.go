@@ -3,6 +3,7 @@ package locker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -37,6 +38,7 @@ type Lease struct {
 	keeper                         // the renewal engine
 	cancel context.CancelCauseFunc // cancels ctx with its cause; nil until ctx is made; mu
 	cause  error                   // why the root ended (set with done); mu
+	mode   Mode                    // a read/write hold's mode (Params.Mode of the root)
 	t      terms                   // ttl guarded by mu
 	live   int                     // holds of this chain not yet released; mu
 	done   bool                    // lost or fully released; mu
@@ -53,10 +55,11 @@ func FromContext(ctx context.Context) *Lease {
 	return le
 }
 
-// heldIn returns the live root lease of l for key carried by ctx, or nil.
-func heldIn(ctx context.Context, l *Locker, key string) *Lease {
+// heldIn returns the live root lease of l for key in the lock family
+// (familyMutex ...) carried by ctx, or nil.
+func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 	for le := FromContext(ctx); le != nil; le = le.parent {
-		if le.l == l && le.key == key {
+		if le.l == l && le.key == key && le.n.sc.family == family {
 			root := le.root
 			root.mu.Lock()
 			done := root.done
@@ -74,7 +77,7 @@ func heldIn(ctx context.Context, l *Locker, key string) *Lease {
 // renewal, at a third of it, which extends it to the terms; a holder done
 // before then never pays for it.
 func (l *Locker) newLease(ctx context.Context, key string, n names, token string, h held, t terms) *Lease {
-	le := &Lease{l: l, key: key, n: n, token: token, fence: h.fence, holds: 1, t: t, live: 1}
+	le := &Lease{l: l, key: key, n: n, token: token, fence: h.fence, holds: 1, t: t, live: 1, mode: t.params.Mode}
 	if !t.watchdog {
 		le.cap = h.at.Add(t.ttl)
 	}
@@ -223,7 +226,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 // longer held by this lease (lost, expired, or released before).
 func (le *Lease) Release(ctx context.Context) error {
 	span := le.l.tel.startRelease(ctx)
-	err := le.release(ctx)
+	err := le.release(ctx, 0)
 	le.l.tel.endRelease(span, le, err)
 	if err != nil {
 		le.l.logRelease(ctx, le, err)
@@ -231,7 +234,30 @@ func (le *Lease) Release(ctx context.Context) error {
 	return err
 }
 
-func (le *Lease) release(ctx context.Context) error {
+// ReleaseAfter drops this hold like Release, except that the last hold
+// keeps the lock in Redis for d more instead of freeing it: the lease ends
+// here (its context is cancelled with cause ErrNotHeld, no more renewals),
+// and the lock ends by itself d later, then goes to the next waiter. Until
+// then every other Obtain finds it busy — what keeps a resubmitted request
+// from running twice. d <= 0 is Release. A semaphore's permit cannot be
+// kept: ReleaseAfter returns an error matching ErrKindUnsupported and
+// touches nothing.
+func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return le.Release(ctx)
+	}
+	if le.n.sc.keep == nil {
+		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
+	}
+	span := le.l.tel.startRelease(ctx)
+	err := le.release(ctx, d)
+	le.l.tel.endRelease(span, le, err)
+	return err
+}
+
+// release drops this hold; keep > 0 keeps the lock that long after the
+// last (ReleaseAfter).
+func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	root := le.root
 	root.mu.Lock()
 	if le.released {
@@ -255,7 +281,12 @@ func (le *Lease) release(ctx context.Context) error {
 
 	cctx, cancel := le.l.o.upkeepCtx(ctx)
 	defer cancel()
-	err := le.l.be.release(cctx, le.n, le.token, ttl)
+	var err error
+	if keep > 0 {
+		err = le.l.be.keep(cctx, le.n, le.token, ttl, keep)
+	} else {
+		err = le.l.be.release(cctx, le.n, le.token, ttl)
+	}
 	if last {
 		root.finish(ErrNotHeld, 0, nil)
 	}

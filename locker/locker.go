@@ -130,6 +130,47 @@ type Params struct {
 	// Template is the key template the name was made from, for spans
 	// (attribute locktag.key.template). Optional.
 	Template string
+	// Limit, when above zero, makes the lock a semaphore: up to Limit
+	// holders of key at once, each with a lease of its own (renewed,
+	// lost and released like a mutex's), waiting first come first served.
+	// Zero is a mutex. A semaphore and a mutex of the same key are apart.
+	// Callers of one key should agree on Limit: each is admitted against
+	// its own. Not on a Redlock Locker (see Supports).
+	Limit int
+	// Mode, Read or Write, makes the lock a read/write lock: many readers
+	// or one writer, each with a lease of its own, first come first served
+	// across both (a queued writer is not overtaken by later readers;
+	// queued readers are admitted together). The zero value is a mutex.
+	// Not with Limit; not on a Redlock Locker.
+	Mode Mode
+}
+
+// Mode is a hold of a read/write lock (Params.Mode).
+type Mode uint8
+
+// The modes.
+const (
+	Exclusive Mode = iota // a mutex (the default)
+	Read                  // shared with other readers
+	Write                 // alone, and fenced
+)
+
+// Supports returns nil when l can obtain locks with p's kind, and
+// otherwise an error matching ErrKindUnsupported (a Redlock Locker and
+// p.Limit > 0) or ErrBadLimit saying why. Guards call it when they are
+// built, so a service refuses to start instead of failing every request.
+func (l *Locker) Supports(p Params) error {
+	switch {
+	case p.Limit < 0:
+		return fmt.Errorf("%w: %d is negative", ErrBadLimit, p.Limit)
+	case p.Limit > 0 && p.Mode != Exclusive:
+		return fmt.Errorf("%w: a limit with a read/write mode", ErrBadLimit)
+	case p.Mode > Write:
+		return fmt.Errorf("%w: unknown mode %d", ErrBadOption, p.Mode)
+	case p.Limit > 0, p.Mode != Exclusive:
+		return l.be.semaphores()
+	}
+	return nil
 }
 
 // Obtain takes the lock named key. It returns a Lease, or an error matching
@@ -160,14 +201,36 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(ErrNotObtained, err)
 	}
-	if held := heldIn(ctx, l, key); held != nil {
+	family := familyMutex
+	if p.Limit != 0 || p.Mode != Exclusive {
+		if err := l.Supports(p); err != nil {
+			return nil, err
+		}
+		family = familySemaphore
+		if p.Mode != Exclusive {
+			family = familyRW
+		}
+	}
+	if held := heldIn(ctx, l, key, family); held != nil {
+		if p.Mode == Write && held.mode == Read {
+			return nil, errors.Join(ErrNotObtained, ErrWriteInRead)
+		}
 		return l.reenter(ctx, held, p)
 	}
 	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
 	if t.ttl <= 0 {
 		t.ttl, t.watchdog = l.o.lease, true
 	}
-	n, token := l.holder(key)
+	var n names
+	var token string
+	switch family {
+	case familyMutex:
+		n, token = l.holder(key)
+	case familySemaphore:
+		n, token = l.semHolder(key, p.Limit)
+	default:
+		n, token = l.rwHolder(key, p.Mode)
+	}
 	h, err := l.be.obtain(ctx, key, n, token, t)
 	if err != nil {
 		return nil, err

@@ -234,6 +234,12 @@ func (b *quorum) withdraw(n names, token string) {
 	b.fanout(ctx, b.o.callTimeout, scriptLeave, n.keys, token, modeDrop, handoffNotify, 0)
 }
 
+// semaphores: a permit set kept by quorum would need each master to agree
+// on which waiters hold the N permits; not implemented, so refused.
+func (b *quorum) semaphores() error {
+	return fmt.Errorf("%w: Redlock keeps no semaphores or read/write locks (Params.Limit, Params.Mode); use a Locker from New", ErrKindUnsupported)
+}
+
 func (b *quorum) records() (*node, error) {
 	return nil, fmt.Errorf("%w: Redlock (NewRedlock) keeps no idempotency records: "+
 		"a record on one master is lost or split by that master's failover, so a key could execute twice; "+

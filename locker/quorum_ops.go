@@ -31,6 +31,24 @@ func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Du
 	return t.err()
 }
 
+// keep is release's twin for Lease.ReleaseAfter: done when a majority kept
+// the lock. A master that missed it frees the lock at once, so the window
+// holds while a majority keeps it.
+func (b *quorum) keep(ctx context.Context, n names, token string, ttl, d time.Duration) error {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), n.sc.keep, n.keys, token, ms(d))
+	t := count("keep", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		return x >= 0, nil
+	})
+	switch {
+	case t.won():
+		return nil
+	case t.refused():
+		return ErrNotHeld
+	}
+	return t.err()
+}
+
 // extend resets the lease on every master: held when a majority extended
 // it; lost (false) when so many refused that no majority is left.
 func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {

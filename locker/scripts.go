@@ -24,6 +24,26 @@ var (
 	luaExtend string
 	//go:embed scripts/pttl.lua
 	luaPTTL string
+	//go:embed scripts/keep.lua
+	luaKeep string
+	//go:embed scripts/sem_common.lua
+	luaSemCommon string
+	//go:embed scripts/sem_kind.lua
+	luaSemKind string
+	//go:embed scripts/rw_kind.lua
+	luaRWKind string
+	//go:embed scripts/rw_acquire.lua
+	luaRWAcquire string
+	//go:embed scripts/sem_acquire.lua
+	luaSemAcquire string
+	//go:embed scripts/sem_release.lua
+	luaSemRelease string
+	//go:embed scripts/sem_leave.lua
+	luaSemLeave string
+	//go:embed scripts/sem_extend.lua
+	luaSemExtend string
+	//go:embed scripts/sem_pttl.lua
+	luaSemPTTL string
 )
 
 // The scripts that can hand a lock over share common.lua's functions.
@@ -33,6 +53,60 @@ var (
 	scriptLeave   = driver.NewScript(luaCommon + luaLeave)
 	scriptExtend  = driver.NewScript(luaExtend)
 	scriptPTTL    = driver.NewScript(luaPTTL)
+	scriptKeep    = driver.NewScript(luaCommon + luaKeep)
+)
+
+// scriptSet is one lock kind's scripts: a holder's names carry its kind's
+// set, so the backend runs the right script without asking which kind.
+// The scripts of every set take the same arguments, except acquire, to
+// which a semaphore adds its limit (see single.acquire).
+type scriptSet struct {
+	acquire, release, leave, extend, pttl *driver.Script
+	// keep drops a hold, keeping the lock for a while after the last
+	// (Lease.ReleaseAfter); nil when the kind cannot.
+	keep *driver.Script
+	// extendKeys is how many of the holder's keys extend and pttl need.
+	extendKeys int
+	family     int // familyMutex, familySemaphore or familyRW
+}
+
+var (
+	// mutexScripts: one holder at a time (acquire.lua ...).
+	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1, familyMutex}
+	// semScripts: Params.Limit holders at a time (sem_*.lua).
+	semScripts = &scriptSet{
+		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
+		release:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
+		leave:      driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
+		extend:     semScriptsExtend,
+		pttl:       semScriptsPTTL,
+		extendKeys: 4,
+		family:     familySemaphore,
+	}
+	// rwScripts: many readers or one writer (rw_*.lua, with the
+	// semaphore's release, leave, extend and pttl); the kind is acquire's
+	// extra argument.
+	rwScripts = &scriptSet{
+		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
+		release:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
+		leave:      driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
+		extend:     semScriptsExtend,
+		pttl:       semScriptsPTTL,
+		extendKeys: 4,
+		family:     familyRW,
+	}
+)
+
+var (
+	semScriptsExtend = driver.NewScript(luaCommon + luaSemExtend)
+	semScriptsPTTL   = driver.NewScript(luaCommon + luaSemPTTL)
+)
+
+// Lock families: a lease re-enters only a lease of its own family.
+const (
+	familyMutex = iota
+	familySemaphore
+	familyRW
 )
 
 // Script modes (see the scripts' headers).
@@ -98,6 +172,8 @@ type names struct {
 	keys     driver.Keys // lock, fence counter, waiter queue, waiter details
 	channel  string      // KEYS[1]+":c": the scripts make it themselves
 	tokenArg any         // the holder's owner token as a script argument
+	sc       *scriptSet  // the lock kind's scripts
+	limitArg any         // acquire's extra argument: a semaphore's limit, a read/write hold's kind; nil for a mutex
 }
 
 // holder returns the names of key's lock and a new owner token for it.
@@ -126,6 +202,36 @@ func (l *Locker) holder(key string) (names, string) {
 		keys:     driver.NewKeys(all[:n], all[n:2*n+2], all[2*n+2:3*n+4], all[3*n+4:4*n+6]),
 		channel:  channel,
 		tokenArg: token,
+		sc:       mutexScripts,
+	}, token
+}
+
+// semHolder returns the names of the semaphore key with limit permits and
+// a new owner token. Its keys are apart from the mutex of the same key
+// (":s" after the hash tag), so the two never meet in one Redis value.
+func (l *Locker) semHolder(key string, limit int) (names, string) {
+	return l.kindHolder(key, ":s", semScripts, int64(limit))
+}
+
+// rwHolder returns the names of the read/write lock key (":rw") for a
+// hold of mode m and a new owner token.
+func (l *Locker) rwHolder(key string, m Mode) (names, string) {
+	kind := "r"
+	if m == Write {
+		kind = "w"
+	}
+	return l.kindHolder(key, ":rw", rwScripts, kind)
+}
+
+func (l *Locker) kindHolder(key, suffix string, sc *scriptSet, arg any) (names, string) {
+	base := l.o.prefix + "{" + key + "}" + suffix
+	token := newToken()
+	return names{
+		keys:     driver.NewKeys(base, l.o.prefix+"{"+key+"}:f", base+":q", base+":w"),
+		channel:  base + ":c",
+		tokenArg: token,
+		sc:       sc,
+		limitArg: arg,
 	}, token
 }
 

@@ -52,7 +52,13 @@ func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, 
 	} else {
 		waitArg = ms(wait)
 	}
-	v, err := b.nd.drv.Eval(cctx, scriptAcquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
+	var v any
+	var err error
+	if n.limitArg != nil {
+		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg)
+	} else {
+		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
+	}
 	if err != nil {
 		return reply{}, err
 	}
@@ -64,7 +70,7 @@ func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, 
 func (b *single) leave(ctx context.Context, n names, token, mode string) (reply, error) {
 	cctx, cancel := b.o.cleanupCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptLeave, n.keys, token, mode, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, n.sc.leave, n.keys, token, mode, handoffGrant, b.windowArg)
 	if err != nil {
 		return reply{}, err
 	}
@@ -124,7 +130,7 @@ func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Du
 func (b *single) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptExtend, n.keys.First(1), token, ms(ttl))
+	v, err := b.nd.drv.Eval(cctx, n.sc.extend, n.keys.First(n.sc.extendKeys), token, ms(ttl))
 	if err != nil {
 		return false, unavailable(err)
 	}
@@ -133,7 +139,7 @@ func (b *single) extend(ctx context.Context, n names, token string, ttl time.Dur
 }
 
 func (b *single) release(ctx context.Context, n names, token string, _ time.Duration) error {
-	v, err := b.nd.drv.Eval(ctx, scriptRelease, n.keys, n.tokenArg, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(ctx, n.sc.release, n.keys, n.tokenArg, handoffGrant, b.windowArg)
 	if err != nil {
 		return unavailable(err)
 	}
@@ -155,10 +161,21 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 	return nil
 }
 
+func (b *single) keep(ctx context.Context, n names, token string, _, d time.Duration) error {
+	v, err := b.nd.drv.Eval(ctx, n.sc.keep, n.keys, n.tokenArg, ms(d))
+	if err != nil {
+		return unavailable(err)
+	}
+	if x, _ := v.(int64); x < 0 {
+		return ErrNotHeld
+	}
+	return nil
+}
+
 func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptPTTL, n.keys.First(1), token)
+	v, err := b.nd.drv.Eval(cctx, n.sc.pttl, n.keys.First(n.sc.extendKeys), token)
 	if err != nil {
 		return 0, unavailable(err)
 	}
@@ -172,6 +189,8 @@ func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration
 func (b *single) validUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
 
 func (b *single) records() (*node, error) { return b.nd, nil }
+
+func (b *single) semaphores() error { return nil }
 
 func (b *single) ping(ctx context.Context) error {
 	cctx, cancel := b.o.callCtx(ctx)

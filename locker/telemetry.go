@@ -30,6 +30,8 @@ const (
 	AttrFence       = attribute.Key("locktag.lock.fence")     // fencing token
 	AttrHolds       = attribute.Key("locktag.lock.holds")     // hold count reached
 	AttrRenewal     = attribute.Key("locktag.renewal.result") // "ok", "error" or "refused"
+	AttrKind        = attribute.Key("locktag.lock.kind")      // "mutex", "semaphore", "read" or "write"
+	AttrLimit       = attribute.Key("locktag.lock.limit")     // a semaphore's permits (Params.Limit)
 )
 
 // Outcomes of an idempotency check (attribute locktag.outcome on
@@ -205,6 +207,16 @@ func (t *telemetry) base(key string, p Params) []attribute.KeyValue {
 		mode = "fixed"
 	}
 	kv := []attribute.KeyValue{AttrLockName.String(lockName(p)), AttrMode.String(mode)}
+	switch {
+	case p.Limit > 0:
+		kv = append(kv, AttrKind.String("semaphore"), AttrLimit.Int(p.Limit))
+	case p.Mode == Read:
+		kv = append(kv, AttrKind.String("read"))
+	case p.Mode == Write:
+		kv = append(kv, AttrKind.String("write"))
+	default:
+		kv = append(kv, AttrKind.String("mutex"))
+	}
 	if p.Template != "" {
 		kv = append(kv, AttrKeyTemplate.String(p.Template))
 	}

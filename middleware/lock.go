@@ -123,6 +123,9 @@ func (m *locks) serve(c *gin.Context, g *guard.Lock[*gin.Context]) {
 		if !c.Writer.Written() {
 			return errNotWritten
 		}
+		if s := c.Writer.Status(); s < 200 || s > 299 {
+			return guard.ErrUnsuccessful // a keep tag keeps the lock after 2xx only
+		}
 		return nil
 	})
 	switch {

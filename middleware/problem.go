@@ -18,6 +18,7 @@ const ProblemContentType = httpcore.ProblemContentType
 //	NoScope                                            401
 //	Busy, InFlight                                     409 + Retry-After
 //	TooLarge                                           413
+//	LimitFull                                          429 + Retry-After
 //	Mismatch, NotStored                                422
 //	TagMistake, Internal                               500
 //	Unavailable                                        503 + Retry-After
@@ -43,7 +44,8 @@ func refuse(c *gin.Context, s *settings, o guard.Outcome) {
 //	 "detail":"another request holds the lock; retry later"}
 //
 // The type names the outcome: bad-lock-key, body-too-large, lock-tag-mistake,
-// lock-busy, lock-wait-ended, lock-unavailable, lock-lost (docs/gin.md), and
+// lock-busy, limit-full, lock-wait-ended, lock-unavailable, lock-lost
+// (docs/gin.md), and
 // idempotency-key-missing, idempotency-key-invalid,
 // idempotency-scope-unresolved, idempotency-key-in-flight,
 // idempotency-key-reused, idempotency-response-not-stored,

@@ -57,7 +57,18 @@ type LockRule struct {
 	Name string `protobuf:"bytes,4,opt,name=name,proto3" json:"name,omitempty"`
 	// What to do with a key value longer than 256 bytes: "reject" (the
 	// default; INVALID_ARGUMENT) or "hash" (replace it by its SHA-256).
-	Long          string `protobuf:"bytes,5,opt,name=long,proto3" json:"long,omitempty"`
+	Long string `protobuf:"bytes,5,opt,name=long,proto3" json:"long,omitempty"`
+	// A concurrency limit: up to this many calls with the same key at once,
+	// each holding a permit (a semaphore); over it after wait,
+	// RESOURCE_EXHAUSTED. Empty: a mutex. A whole number, 1 to 1048576.
+	Limit string `protobuf:"bytes,6,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Keep the lock this long (a Go duration) after a call that returned no
+	// error, so a repeated call inside the window is ABORTED. Empty: release
+	// at once. Not with limit or mode.
+	Keep string `protobuf:"bytes,7,opt,name=keep,proto3" json:"keep,omitempty"`
+	// "read" or "write": a read/write lock on the key, shared by readers,
+	// held alone by a writer. Empty: a mutex. Not with limit or keep.
+	Mode          string `protobuf:"bytes,8,opt,name=mode,proto3" json:"mode,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -127,6 +138,27 @@ func (x *LockRule) GetLong() string {
 	return ""
 }
 
+func (x *LockRule) GetLimit() string {
+	if x != nil {
+		return x.Limit
+	}
+	return ""
+}
+
+func (x *LockRule) GetKeep() string {
+	if x != nil {
+		return x.Keep
+	}
+	return ""
+}
+
+func (x *LockRule) GetMode() string {
+	if x != nil {
+		return x.Mode
+	}
+	return ""
+}
+
 var file_locktag_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -152,13 +184,16 @@ var File_locktag_v1_options_proto protoreflect.FileDescriptor
 const file_locktag_v1_options_proto_rawDesc = "" +
 	"\n" +
 	"\x18locktag/v1/options.proto\x12\n" +
-	"locktag.v1\x1a google/protobuf/descriptor.proto\"p\n" +
+	"locktag.v1\x1a google/protobuf/descriptor.proto\"\xae\x01\n" +
 	"\bLockRule\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06expire\x18\x02 \x01(\tR\x06expire\x12\x12\n" +
 	"\x04wait\x18\x03 \x01(\tR\x04wait\x12\x12\n" +
 	"\x04name\x18\x04 \x01(\tR\x04name\x12\x12\n" +
-	"\x04long\x18\x05 \x01(\tR\x04long:J\n" +
+	"\x04long\x18\x05 \x01(\tR\x04long\x12\x14\n" +
+	"\x05limit\x18\x06 \x01(\tR\x05limit\x12\x12\n" +
+	"\x04keep\x18\a \x01(\tR\x04keep\x12\x12\n" +
+	"\x04mode\x18\b \x01(\tR\x04mode:J\n" +
 	"\x04lock\x12\x1e.google.protobuf.MethodOptions\x18\xb3\xc7\x03 \x01(\v2\x14.locktag.v1.LockRuleR\x04lockB<Z:github.com/locktag/locktag/interceptor/locktagv1;locktagv1b\x06proto3"
 
 var (

@@ -24,9 +24,10 @@ const (
 	InFlight           // 409 idempotency-key-in-flight; Aborted IDEMPOTENCY_KEY_IN_FLIGHT
 	Mismatch           // 422 idempotency-key-reused; FailedPrecondition IDEMPOTENCY_KEY_REUSED
 	Replay             // the stored answer, marked as replayed
+	LimitFull          // 429 limit-full; ResourceExhausted LOCK_LIMIT_FULL
 )
 
-var statusNames = [...]string{"other", "ok", "busy", "unavailable", "invalid", "lost", "in-flight", "mismatch", "replay"}
+var statusNames = [...]string{"other", "ok", "busy", "unavailable", "invalid", "lost", "in-flight", "mismatch", "replay", "limit-full"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -86,6 +87,8 @@ func ClassifyHTTP(status int, h http.Header, body []byte) Result {
 		r.Status = OK
 	case status == http.StatusConflict && typ == "lock-busy":
 		r.Status = Busy
+	case status == http.StatusTooManyRequests && typ == "limit-full":
+		r.Status = LimitFull
 	case status == http.StatusConflict && typ == "idempotency-key-in-flight":
 		r.Status = InFlight
 	case status == http.StatusServiceUnavailable && (typ == "lock-unavailable" || typ == "idempotency-unavailable"):
@@ -116,6 +119,7 @@ func problemType(body []byte) string {
 const (
 	codeOK                 = 0
 	codeInvalidArgument    = 3
+	codeResourceExhausted  = 8
 	codeFailedPrecondition = 9
 	codeAborted            = 10
 	codeUnavailable        = 14
@@ -132,6 +136,8 @@ func ClassifyRPC(code uint32, reason string, retry, replayed bool, body []byte, 
 		r.Status = OK
 	case code == codeAborted && reason == "LOCK_BUSY":
 		r.Status = Busy
+	case code == codeResourceExhausted && reason == "LOCK_LIMIT_FULL":
+		r.Status = LimitFull
 	case code == codeAborted && reason == "LOCK_LOST":
 		r.Status = Lost
 	case code == codeAborted && reason == "IDEMPOTENCY_KEY_IN_FLIGHT":

@@ -19,6 +19,11 @@ var (
 	// for something this request can never have — a path parameter the route
 	// lacks. The Outcome is TagMistake: a server error, never the client's.
 	ErrTagMistake = errors.New("guard: the tag names something the request cannot have")
+	// ErrUnsuccessful is returned (or wrapped) by a lock guard's call whose
+	// answer is out but is not a success — an HTTP status outside 2xx. Run
+	// treats it as an answer (the Outcome is OK, as for nil), but a `keep`
+	// tag keeps the lock only after a success: nil from the call.
+	ErrUnsuccessful = errors.New("guard: the call answered without success")
 	// ErrTooLarge is wrapped by an adapter's error for a request body over
 	// the cap (WithMaxRequestBytes). The Outcome is TooLarge.
 	ErrTooLarge = errors.New("guard: request too large")

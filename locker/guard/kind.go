@@ -68,12 +68,17 @@ const (
 	NotStored
 	// Internal: anything else (an unreadable record, an unexpected error).
 	Internal
+	// LimitFull: every permit of a concurrency limit (a `limit` tag) stayed
+	// taken by other requests for the whole wait. Like Busy, a retry later
+	// may succeed; adapters answer it as "too many requests".
+	LimitFull
 )
 
 var kindNames = [...]string{
 	"ok", "failed open", "replay", "bad key", "too large", "tag mistake", "busy",
 	"unavailable", "deadline", "canceled", "lost", "missing idempotency key",
 	"bad idempotency key", "no scope", "in flight", "mismatch", "not stored", "internal",
+	"limit full",
 }
 
 // String returns a short lower-case name, such as "busy".
@@ -94,8 +99,8 @@ type Outcome struct {
 	// Err is the cause. It may contain the resolved key or a Redis
 	// address: log it, never send it to a client.
 	Err error
-	// RetryAfter is a hint for the client for Busy (the tag's wait rounded
-	// up to whole seconds, at least 1s, or WithRetryAfter), Unavailable
+	// RetryAfter is a hint for the client for Busy and LimitFull (the tag's
+	// wait rounded up to whole seconds, at least 1s, or WithRetryAfter), Unavailable
 	// and InFlight (1s); zero otherwise.
 	RetryAfter time.Duration
 	// Name is the guard's low-cardinality name: the tag's name field, or

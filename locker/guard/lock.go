@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -34,7 +35,9 @@ func CompileLock[R any](l *locker.Locker, tag string, src keyexpr.Sources[R], op
 // NewLock binds spec's key template to the adapter's sources src and
 // returns the guard. Errors: ErrNilLocker; errors wrapping ErrBadOption
 // (all of them, joined); a *keyexpr.TagError for a placeholder whose source
-// src lacks or rejects. Nothing is checked against Redis.
+// src lacks or rejects; an error matching locker.ErrKindUnsupported, quoting
+// the tag, when l cannot keep the tag's kind (a `limit` or `mode` tag on a
+// Redlock Locker). Nothing is checked against Redis.
 func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R], opts ...Option) (*Lock[R], error) {
 	if l == nil {
 		return nil, ErrNilLocker
@@ -50,6 +53,16 @@ func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R]
 	if err != nil {
 		return nil, err
 	}
+	params := locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: spec.Name, Template: spec.Key.String(), Limit: spec.Limit}
+	switch spec.Mode {
+	case "read":
+		params.Mode = locker.Read
+	case "write":
+		params.Mode = locker.Write
+	}
+	if err := l.Supports(params); err != nil {
+		return nil, fmt.Errorf("guard: tag `%s`: %w", spec.Tag, err)
+	}
 	ra := s.retryAfter
 	if ra == 0 {
 		ra = max((spec.Wait+time.Second-1)/time.Second*time.Second, time.Second)
@@ -58,7 +71,7 @@ func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R]
 		l:          l,
 		spec:       spec,
 		key:        key,
-		params:     locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: spec.Name, Template: spec.Key.String()},
+		params:     params,
 		retryAfter: ra,
 		s:          s,
 	}, nil
@@ -85,8 +98,17 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // call returns nil the Outcome is OK, with Err locker.ErrLockLost if the
 // lock was lost anyway, or the release's error.
 //
+// A `keep` tag keeps the lock for that long after a successful call (call
+// returned nil and the lock was not lost; locker.Lease.ReleaseAfter), so a
+// resubmit within the window finds it busy. After an unsuccessful call —
+// an error, ErrUnsuccessful, a panic, a lost lock — the lock is released at
+// once, so the client can retry.
+//
+// A `limit` tag's guard reports LimitFull where a mutex's reports Busy: all
+// the semaphore's permits stayed taken for the whole wait.
+//
 // call never runs when the key cannot be resolved or the lock is not
-// obtained (BadKey, TooLarge, TagMistake, Busy, Unavailable, Deadline,
+// obtained (BadKey, TooLarge, TagMistake, Busy, LimitFull, Unavailable, Deadline,
 // Canceled, Lost, Internal), except that WithFailOpen runs it for
 // Unavailable (FailedOpen). A refusal inside an idempotency guard's call
 // frees the idempotency key, so a retry runs afresh.
@@ -103,6 +125,9 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 	lease, err := g.l.Obtain(ctx, key, p)
 	if err != nil {
 		kind := classify(err)
+		if kind == Busy && g.params.Limit > 0 {
+			kind = LimitFull
+		}
 		if kind == Unavailable && g.s.failOpen {
 			o.Kind, o.Err = FailedOpen, err
 			_ = call(context.WithValue(ctx, failedOpenKey{}, err))
@@ -110,13 +135,20 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 		}
 		return g.refuse(ctx, o, kind, err)
 	}
+	var keep time.Duration // set once the call succeeded
 	defer func() {
-		rerr := lease.Release(context.WithoutCancel(ctx))
+		rerr := lease.ReleaseAfter(context.WithoutCancel(ctx), keep)
 		if rerr != nil && !lease.Lost() && o.Err == nil {
 			o.Err = rerr // the lease runs out in Redis on its own
 		}
 	}()
 	cerr := call(lease.Context())
+	if cerr == nil && !lease.Lost() {
+		keep = g.spec.Keep
+	}
+	if errors.Is(cerr, ErrUnsuccessful) {
+		cerr = nil // answered
+	}
 	if lease.Lost() {
 		if cerr != nil {
 			o.Kind, o.Err = Lost, errors.Join(locker.ErrLockLost, cerr)
@@ -132,7 +164,7 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 func (g *Lock[R]) refuse(ctx context.Context, o Outcome, kind Kind, err error) Outcome {
 	o.Kind, o.Err = kind, err
 	switch kind {
-	case Busy:
+	case Busy, LimitFull:
 		o.RetryAfter = g.retryAfter
 	case Unavailable:
 		o.RetryAfter = hint

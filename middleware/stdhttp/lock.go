@@ -82,6 +82,9 @@ func (m *Lock) Wrap(next http.Handler) http.Handler {
 			if rec.status == 0 {
 				return errNotWritten
 			}
+			if rec.status < 200 || rec.status > 299 {
+				return guard.ErrUnsuccessful // a keep tag keeps the lock after 2xx only
+			}
 			return nil
 		})
 		if !o.Kind.Ran() && (o.Kind != guard.Lost || rec.status == 0) {

@@ -32,6 +32,7 @@ const (
 const (
 	ErrorDomain             = "locktag"
 	ReasonBusy              = "LOCK_BUSY"
+	ReasonLimitFull         = "LOCK_LIMIT_FULL"
 	ReasonLost              = "LOCK_LOST"
 	ReasonUnavailable       = "LOCK_UNAVAILABLE"
 	ReasonKeyMissing        = "IDEMPOTENCY_KEY_MISSING"
@@ -49,6 +50,7 @@ const (
 //
 //	BadKey, MissingIdempotencyKey, BadIdempotencyKey  InvalidArgument
 //	TooLarge                                          ResourceExhausted
+//	LimitFull                                         ResourceExhausted (+ RetryInfo)
 //	TagMistake, Internal                              Internal
 //	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
 //	Unavailable                                       Unavailable (+ RetryInfo)
@@ -62,7 +64,7 @@ func CodeOf(k guard.Kind) Code {
 		return OK
 	case guard.BadKey, guard.MissingIdempotencyKey, guard.BadIdempotencyKey:
 		return InvalidArgument
-	case guard.TooLarge:
+	case guard.TooLarge, guard.LimitFull:
 		return ResourceExhausted
 	case guard.Busy, guard.InFlight, guard.Lost:
 		return Aborted
@@ -104,6 +106,8 @@ func Refusal(o guard.Outcome) (Code, string, []proto.Message) {
 		return badKey(o.Err)
 	case k == guard.Busy:
 		lock(ReasonBusy, "lock busy: another call holds it; retry later")
+	case k == guard.LimitFull:
+		lock(ReasonLimitFull, "concurrency limit reached: every permit is taken; retry later")
 	case k == guard.Unavailable && !o.Idempotency:
 		lock(ReasonUnavailable, "lock service unavailable")
 	case k == guard.Lost && !o.Idempotency:

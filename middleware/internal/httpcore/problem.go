@@ -39,6 +39,8 @@ func Status(k guard.Kind) int {
 		return http.StatusUnauthorized
 	case guard.Busy, guard.InFlight:
 		return http.StatusConflict
+	case guard.LimitFull:
+		return http.StatusTooManyRequests
 	case guard.TooLarge:
 		return http.StatusRequestEntityTooLarge
 	case guard.Mismatch, guard.NotStored:
@@ -92,6 +94,8 @@ func lockProblem(o guard.Outcome) (kind, title, detail string) {
 		return "lock-wait-ended", "Lock wait ended", "the request's deadline passed or it was cancelled while waiting for the lock"
 	case guard.Busy:
 		return "lock-busy", "Resource is locked", "another request holds the lock; retry later"
+	case guard.LimitFull:
+		return "limit-full", "Too many concurrent requests", "the concurrency limit of this resource is reached; retry later"
 	case guard.Unavailable:
 		return "lock-unavailable", "Lock service unavailable", "the lock service cannot be reached; retry later"
 	}

@@ -1,0 +1,49 @@
+-- rw_acquire: take a read or write hold, re-enter one, or join the queue.
+-- ARGV as acquire.lua's (token, ttl_ms, wait_ms, mode 'a' | 'e' | 'r', sid,
+-- window_ms) and kind ('r' read | 'w' write). Reply as sem_acquire.lua's;
+-- a busy reply's pttl is the lease left of the holder that ends first.
+local token, ttl, wait, mode, sid, window, kind = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local t = redis.call('TIME')
+local nowms = now_ms(t)
+sem_purge(nowms)
+local f, n, left = sem_held(token, nowms)
+if f then
+  if mode ~= 'e' then
+    return {1, tonumber(f), n, left, 0}
+  end
+  n = n + 1
+  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n)
+  if left < ttl then
+    redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
+    keep(KEYS[1], ttl + 1000)
+    keep(KEYS[4], ttl + 1000)
+    left = ttl
+  end
+  return {2, tonumber(f), n, left, 0}
+end
+if mode == 'e' then
+  return {0, 0, 0, -2, 0}
+end
+if redis.call('EXISTS', KEYS[3]) == 0 then
+  -- Nobody queued: enter now if the kind allows, in this one call.
+  if rw_free(kind) then
+    return {1, rw_take(token, kind, ttl, nowms), 1, ttl, 0}
+  end
+  if wait <= 0 and mode ~= 'r' then
+    return {0, 0, 0, sem_left(nowms), 0}
+  end
+end
+-- Waiters queued (or the caller queues now): first come, first served.
+if wait > 0 or mode == 'r' then
+  enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a')
+  redis.call('HSET', KEYS[4], '~' .. token, kind)
+end
+local mf, mpx = rw_grant(token, nowms, window)
+if mf then
+  return {1, mf, 1, mpx, nowms}
+end
+if wait <= 0 and mode ~= 'r' and redis.call('EXISTS', KEYS[3]) == 0 and rw_free(kind) then
+  -- Nobody in the queue was alive: a caller that does not wait enters.
+  return {1, rw_take(token, kind, ttl, nowms), 1, ttl, 0}
+end
+return {0, 0, 0, sem_left(nowms), nowms}

@@ -1,0 +1,78 @@
+-- A read/write lock (after common.lua and sem_common.lua): the holders are
+-- the permits zset KEYS[1] — many readers, or one writer, whose token is
+-- "W" in the details hash KEYS[4]. A waiter's kind is "~"..token there.
+
+-- rw_writer returns the live writer's token, or nil.
+local function rw_writer()
+  local w = redis.call('HGET', KEYS[4], 'W')
+  if w and redis.call('ZSCORE', KEYS[1], w) then return w end
+  if w then redis.call('HDEL', KEYS[4], 'W') end
+  return nil
+end
+
+-- rw_free reports whether a holder of kind ('r' or 'w') may enter now,
+-- queue aside: a writer when nobody holds, a reader when no writer does.
+local function rw_free(kind)
+  if kind == 'w' then return redis.call('ZCARD', KEYS[1]) == 0 end
+  return rw_writer() == nil
+end
+
+-- rw_take makes token a holder of kind for px ms. A writer mints a fencing
+-- token; a reader gets the current one (the last writer's, or 0).
+local function rw_take(token, kind, px, nowms)
+  local f
+  if kind == 'w' then
+    f = mint()
+    redis.call('HSET', KEYS[4], 'W', token)
+  else
+    f = tonumber(redis.call('GET', KEYS[2]) or '0')
+  end
+  redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
+  redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
+  keep(KEYS[1], px + 1000)
+  keep(KEYS[4], px + 1000)
+  return f
+end
+
+-- rw_grant admits waiters from the head of the queue in arrival order: a
+-- run of readers together while no writer holds, or one writer when nobody
+-- holds; it stops at the first waiter that cannot enter, so a queued
+-- writer is never overtaken by readers that came after it. Waiters other
+-- than self are granted for at most window ms and told on the channel.
+-- Returns self's fence and pttl when self was admitted.
+local function rw_grant(self, nowms, window)
+  local mf, mpx
+  while true do
+    local h = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+    if #h == 0 then break end
+    local w = h[1]
+    local info = redis.call('HGET', KEYS[4], w)
+    local kind = redis.call('HGET', KEYS[4], '~' .. w) or 'r'
+    local ttl, live = 0, false
+    if info then
+      local dl, t, sid = string.match(info, '^(%d+) (%d+) (%S+)$')
+      ttl = tonumber(t)
+      live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]))
+    end
+    if live and not rw_free(kind) then break end
+    redis.call('ZREM', KEYS[3], w)
+    redis.call('HDEL', KEYS[4], w, '~' .. w)
+    if live then
+      local px = ttl
+      if w ~= self then px = math.min(ttl, window) end
+      local f = rw_take(w, kind, px, nowms)
+      if w == self then
+        mf, mpx = f, px
+      else
+        redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+      end
+      if kind == 'w' then break end
+    end
+  end
+  return mf, mpx
+end
+
+local function hand_on(nowms, window)
+  rw_writer() -- forget a writer that left
+  rw_grant(nil, nowms, window)
+end

@@ -1,0 +1,79 @@
+-- Shared by the semaphore scripts (a lock with N permits), after common.lua.
+-- KEYS[1] permits: zset of holder tokens scored by the end of their lease
+--         (server ms); each permit is a lease of its own, so a holder that
+--         crashed frees its permit when its lease ends.
+-- KEYS[2] fencing counter, as for a mutex (every permit mints a token)
+-- KEYS[3] waiter queue and KEYS[4] waiter details, as in common.lua; the
+--         details hash also holds "=" .. token -> "fence holds" for each
+--         permit holder and "#" -> the limit the last waiter queued with,
+--         which releases use to hand permits on.
+
+-- sem_purge drops the permits whose lease has ended.
+local function sem_purge(nowms)
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowms)
+  for _, t in ipairs(gone) do
+    redis.call('ZREM', KEYS[1], t)
+    redis.call('HDEL', KEYS[4], '=' .. t)
+  end
+end
+
+-- sem_take gives token a permit for px ms and returns its fencing token.
+local function sem_take(token, px, nowms)
+  local f = mint()
+  redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
+  redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
+  keep(KEYS[1], px + 1000)
+  keep(KEYS[4], px + 1000)
+  return f
+end
+
+-- sem_held returns token's fence, holds and lease left, or nil.
+local function sem_held(token, nowms)
+  local s = redis.call('ZSCORE', KEYS[1], token)
+  if not s or tonumber(s) <= nowms then return nil end
+  local h = redis.call('HGET', KEYS[4], '=' .. token)
+  if not h then return nil end
+  local f, n = string.match(h, '^(%d+) (%d+)$')
+  return f, tonumber(n), tonumber(s) - nowms
+end
+
+-- sem_left is the lease left of the permit that ends first (when a busy
+-- caller should look again), or -2 when none is held.
+local function sem_left(nowms)
+  local e = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if #e == 0 then return -2 end
+  return tonumber(e[2]) - nowms
+end
+
+-- sem_grant hands free permits to the live waiters at the head of the
+-- queue, first come first served. A waiter other than self gets its permit
+-- for at most window ms (it confirms with its first renewal, as a mutex's
+-- grant) and is told on the channel "token fence server_ms pttl_ms".
+-- Returns self's fence and pttl when self got one.
+local function sem_grant(self, nowms, window, limit)
+  local mf, mpx
+  while redis.call('ZCARD', KEYS[1]) < limit do
+    local w, ttl = pop(nowms)
+    if not w then break end
+    local px = ttl
+    if w ~= self then px = math.min(ttl, window) end
+    local f = sem_take(w, px, nowms)
+    if w == self then
+      mf, mpx = f, px
+    else
+      redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+    end
+  end
+  return mf, mpx
+end
+
+-- sem_drop frees token's permit and, when waiters are queued, hands free
+-- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua).
+local function sem_drop(token, nowms, window, hand_on)
+  redis.call('ZREM', KEYS[1], token)
+  redis.call('HDEL', KEYS[4], '=' .. token)
+  if redis.call('EXISTS', KEYS[3]) == 1 then
+    sem_purge(nowms)
+    hand_on(nowms, window)
+  end
+end

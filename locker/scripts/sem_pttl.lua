@@ -1,0 +1,6 @@
+-- sem_pttl: remaining lease of a permit the caller holds. ARGV: token.
+-- Reply: milliseconds left, or -1 when not held.
+local nowms = now_ms(redis.call('TIME'))
+local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not s or tonumber(s) <= nowms then return -1 end
+return tonumber(s) - nowms
