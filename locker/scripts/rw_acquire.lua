@@ -6,24 +6,8 @@ local token, ttl, wait, mode, sid, window, kind = ARGV[1], tonumber(ARGV[2]), to
 local t = redis.call('TIME')
 local nowms = now_ms(t)
 sem_purge(nowms)
-local f, n, left = sem_held(token, nowms)
-if f then
-  if mode ~= 'e' then
-    return {1, tonumber(f), n, left, 0}
-  end
-  n = n + 1
-  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n)
-  if left < ttl then
-    redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
-    keep(KEYS[1], ttl + 1000)
-    keep(KEYS[4], ttl + 1000)
-    left = ttl
-  end
-  return {2, tonumber(f), n, left, 0}
-end
-if mode == 'e' then
-  return {0, 0, 0, -2, 0}
-end
+local held = sem_reenter(token, ttl, mode, nowms)
+if held then return held end
 if redis.call('EXISTS', KEYS[3]) == 0 then
   -- Nobody queued: enter now if the kind allows, in this one call.
   if rw_free(kind) then

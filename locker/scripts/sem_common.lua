@@ -77,3 +77,27 @@ local function sem_drop(token, nowms, window, hand_on)
     hand_on(nowms, window)
   end
 end
+
+-- sem_reenter answers a caller whose token already holds here: a retried
+-- take (mode 'a' or 'r') reports the hold as it is; a re-entry ('e') adds a
+-- hold and stretches the lease to ttl. A re-entry whose hold is gone is
+-- refused (it must not take afresh). nil: go on with a take.
+local function sem_reenter(token, ttl, mode, nowms)
+  local f, n, left = sem_held(token, nowms)
+  if not f then
+    if mode == 'e' then return {0, 0, 0, -2, 0} end
+    return nil
+  end
+  if mode ~= 'e' then
+    return {1, tonumber(f), n, left, 0}
+  end
+  n = n + 1
+  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n)
+  if left < ttl then
+    redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
+    keep(KEYS[1], ttl + 1000)
+    keep(KEYS[4], ttl + 1000)
+    left = ttl
+  end
+  return {2, tonumber(f), n, left, 0}
+end
