@@ -127,20 +127,7 @@ func ginE2E(lk *locker.Locker, c int, mode string) (e2eServer, error) {
 	default:
 		r.GET("/orders/:id/pay", h)
 	}
-	srv := httptest.NewServer(r)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConns: c + 8, MaxIdleConnsPerHost: c + 8}, Timeout: 10 * time.Second}
-	return e2eServer{
-		do: func(w int) bool {
-			resp, err := client.Get(fmt.Sprintf("%s/orders/%d/pay", srv.URL, w))
-			if err != nil {
-				return false
-			}
-			_, _ = io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			return resp.StatusCode == http.StatusOK
-		},
-		close: func() { client.CloseIdleConnections(); srv.Close() },
-	}, nil
+	return httpE2E(r, c), nil
 }
 
 // shopE2E is shop.v1.Shop with a Buy that answers at once; byHand makes
@@ -228,7 +215,13 @@ func stdhttpE2E(lk *locker.Locker, c int, mode string) (e2eServer, error) {
 	default:
 		mux.Handle(pattern, h)
 	}
-	srv, client := serveE2E(mux, c)
+	return httpE2E(mux, c), nil
+}
+
+// httpE2E serves h on loopback; each request is GET /orders/<worker>/pay
+// and succeeds on 200. Gin and net/http share it.
+func httpE2E(h http.Handler, c int) e2eServer {
+	srv, client := serveE2E(h, c)
 	return e2eServer{
 		do: func(w int) bool {
 			resp, err := client.Get(fmt.Sprintf("%s/orders/%d/pay", srv.URL, w))
@@ -240,7 +233,7 @@ func stdhttpE2E(lk *locker.Locker, c int, mode string) (e2eServer, error) {
 			return resp.StatusCode == http.StatusOK
 		},
 		close: func() { client.CloseIdleConnections(); srv.Close() },
-	}, nil
+	}
 }
 
 // connectShopE2E is shopE2E for connect-go.

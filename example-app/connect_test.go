@@ -13,8 +13,6 @@ import (
 
 	"github.com/locktag/locktag/example-app/shopv1"
 	"github.com/locktag/locktag/example-app/shopv1/shopv1connect"
-	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/redigo"
 )
 
 // serveHTTP serves everything the HTTP port serves until the test ends.
@@ -47,15 +45,7 @@ func TestConnectBuyLockedByProtoOption(t *testing.T) {
 		t.Fatalf("got %v; want holds 2, a fence, 9 left", m)
 	}
 
-	replica, err := locker.New(redigo.New(srv.Pool(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = replica.Close() })
-	held, err := replica.Obtain(ctx, itemLock("apple"), locker.Params{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := otherReplicaHolds(t, srv, "apple")
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err = client.Buy(short, connect.NewRequest(&shopv1.BuyRequest{Sku: "apple"}))
 	cancel()

@@ -11,7 +11,6 @@ import (
 
 	"github.com/locktag/locktag/example-app/shopv1"
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/redigo"
 )
 
 // shop.v1.Shop/Buy is locked by its proto option alone: the handler runs
@@ -34,15 +33,7 @@ func TestGRPCBuyLockedByProtoOption(t *testing.T) {
 
 	// Another replica holds the item: a call with a short deadline waits
 	// for it and ends with DeadlineExceeded, without running the handler.
-	replica, err := locker.New(redigo.New(srv.Pool(t)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = replica.Close() })
-	held, err := replica.Obtain(ctx, itemLock("apple"), locker.Params{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	held := otherReplicaHolds(t, srv, "apple")
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	_, err = client.Buy(short, &shopv1.BuyRequest{Sku: "apple"})
 	cancel()

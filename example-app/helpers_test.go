@@ -98,3 +98,19 @@ func testCtx(t *testing.T) context.Context {
 	t.Cleanup(cancel)
 	return ctx
 }
+
+// otherReplicaHolds takes sku's item lock from a Locker of its own, as
+// another replica of the service would, and returns the lease.
+func otherReplicaHolds(t *testing.T, srv *redistest.Server, sku string) *locker.Lease {
+	t.Helper()
+	replica, err := locker.New(redigo.New(srv.Pool(t)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = replica.Close() })
+	held, err := replica.Obtain(context.Background(), itemLock(sku), locker.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
+}

@@ -14,24 +14,15 @@ import (
 	"github.com/locktag/locktag/locker/redigo"
 )
 
-// exampleAddr is a redis-server started for the examples by TestMain.
-var exampleAddr string
+// exampleRedis is a redis-server started for the examples by TestMain.
+var exampleRedis *redistest.Server
 
 func TestMain(m *testing.M) {
-	redistest.Main(m, func(s *redistest.Server) { exampleAddr = s.Addr() })
+	redistest.Main(m, func(s *redistest.Server) { exampleRedis = s })
 }
 
-func examplePool() *redis.Pool {
-	return &redis.Pool{
-		MaxIdle: 8,
-		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return redis.DialContext(ctx, "tcp", exampleAddr,
-				redis.DialConnectTimeout(time.Second),
-				redis.DialReadTimeout(3*time.Second),
-				redis.DialWriteTimeout(3*time.Second))
-		},
-	}
-}
+// examplePool is a pool to it, as a service would configure one.
+func examplePool() *redis.Pool { return exampleRedis.NewPool() }
 
 func ExampleLocker_Obtain() {
 	lk, err := locker.New(redigo.New(examplePool()))

@@ -17,7 +17,7 @@ func ExampleNew() {
 	pool := &redis.Pool{
 		MaxIdle: 64, // the default WithMaxConcurrentCalls: every call finds an idle connection
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return redis.DialContext(ctx, "tcp", exampleAddr, // e.g. "localhost:6379"
+			return redis.DialContext(ctx, "tcp", exampleRedis.Addr(), // e.g. "localhost:6379"
 				redis.DialReadTimeout(2*time.Second), redis.DialWriteTimeout(2*time.Second))
 		},
 	}
