@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,82 +18,132 @@ import (
 	"github.com/locktag/locktag/locker/redigo"
 )
 
-// TestGhostGrantHandedOn: waiters whose process lost Redis (so their
-// give-up never arrived) are still queued when the holder releases. The
-// lock goes to the first of them for one grant window only; the next live
-// waiter's re-check, timed by the grant's notice rather than by the
-// previous holder's 30s lease, hands it on, and cuts off the ghost's
-// Locker's other entry, so that one is never granted.
+// TestGhostGrantHandedOn: waiters of a Locker that lost Redis (so their
+// give-up never arrived) are queued first when the holder releases. The
+// lock (a permit, a read/write hold) goes to the first of them for one
+// grant window only; the live waiter's re-check, timed by the grant's
+// notice rather than by the previous holder's 30s lease, hands it on and
+// cuts off the ghost Locker's other entries ("!sid"), so those are never
+// granted: the ghosts cost one grant window, not one per ghost. (Before
+// the cut-off reached semaphores and read/write locks, each ghost there
+// was granted in turn.)
 func TestGhostGrantHandedOn(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := context.Background()
-	live := newLocker(t, srv)
-	kd := &flaky{Driver: redigo.New(srv.Pool(t))}
-	ghosts := newLockerOn(t, kd)
-	t.Cleanup(func() { _ = ghosts.Close() })
-	msgs := srv.Messages(t, "locktag:{g}:c")
+	for _, tc := range []struct {
+		name   string
+		base   string // the kind's keys: locktag:{k}<suffix>
+		holder locker.Params
+		ghost  locker.Params
+		live   locker.Params
+	}{
+		{"mutex", "", locker.Params{}, locker.Params{}, locker.Params{}},
+		{"semaphore", ":s", locker.Params{Limit: 1}, locker.Params{Limit: 1}, locker.Params{Limit: 1}},
+		{"rw-write", ":rw", locker.Params{Mode: locker.Write}, locker.Params{Mode: locker.Write}, locker.Params{Mode: locker.Read}},
+		// Ghost readers behind a writer are admitted together (one batch,
+		// three grants) and lapse together: still one window, one cut-off.
+		{"rw-read", ":rw", locker.Params{Mode: locker.Write}, locker.Params{Mode: locker.Read}, locker.Params{Mode: locker.Write}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			ctx := context.Background()
+			base := "locktag:{g}" + tc.base
+			live := newLocker(t, srv)
+			kd := &flaky{Driver: redigo.New(srv.Pool(t))}
+			ghosts := newLockerOn(t, kd)
+			msgs := srv.Messages(t, base+":c")
+			queued := func() int64 { return intReply(t, srv, "ZCARD", base+":q") }
 
-	holder := mustObtain(t, live, ctx, "g", locker.Params{}) // watchdog: a 30s lease
-	gctx, gcancel := context.WithCancel(ctx)
-	var gone sync.WaitGroup
-	for i := range 2 {
-		gone.Go(func() {
-			if _, err := ghosts.Obtain(gctx, "g", locker.Params{TTL: 2 * time.Second, Wait: time.Minute}); err == nil {
-				t.Error("a ghost obtained the lock")
+			holder := mustObtain(t, live, ctx, "g", tc.holder) // watchdog: a 30s lease
+			gctx, gcancel := context.WithCancel(ctx)
+			var gone sync.WaitGroup
+			const nGhosts = 3
+			for i := range nGhosts {
+				gone.Go(func() {
+					p := tc.ghost
+					p.TTL, p.Wait = 2*time.Second, time.Minute
+					if _, err := ghosts.Obtain(gctx, "g", p); err == nil {
+						t.Error("a ghost obtained the lock")
+					}
+				})
+				eventually(t, 5*time.Second, "ghost queued", func() bool { return queued() == int64(i+1) })
+			}
+			got := make(chan *locker.Lease, 1)
+			go func() {
+				p := tc.live
+				p.Wait = 20 * time.Second
+				le, err := live.Obtain(ctx, "g", p)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- le
+			}()
+			eventually(t, 5*time.Second, "live waiter queued", func() bool { return queued() == nGhosts+1 })
+			kd.down.Store(true)
+			gcancel()
+			gone.Wait()
+			if n := queued(); n != nGhosts+1 {
+				t.Fatalf("queue length %d after the ghosts gave up unheard, want %d", n, nGhosts+1)
+			}
+
+			released := time.Now()
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var le *locker.Lease
+			select {
+			case le = <-got:
+			case <-time.After(15 * time.Second):
+				t.Fatal("the live waiter did not get the lock (ghost grants held it)")
+			}
+			if le == nil {
+				t.FailNow()
+			}
+			defer func() { _ = le.Release(ctx) }()
+			t.Logf("obtained %v after the release (grant window 250ms; previous holder's lease 30s)", time.Since(released).Round(time.Millisecond))
+
+			eventually(t, 5*time.Second, "cut-off notice", func() bool {
+				for _, m := range msgs() {
+					if strings.HasPrefix(m, "!") {
+						return true
+					}
+				}
+				return false
+			})
+			holders := holderTokens(t, srv, base, tc.base == "")
+			var ghostGrants, cutOffs int
+			for _, m := range msgs() {
+				if strings.HasPrefix(m, "!") {
+					cutOffs++
+				}
+				// A grant: token fence server_ms pttl_ms.
+				if f := strings.Fields(m); len(f) == 4 && !slices.Contains(holders, f[0]) {
+					ghostGrants++
+				}
+			}
+			want := 1
+			if tc.ghost.Mode == locker.Read {
+				want = nGhosts // one batch of readers
+			}
+			if ghostGrants != want || cutOffs != 1 {
+				t.Fatalf("%d grants to ghosts, %d cut-off notices; want %d and 1 (messages %q)", ghostGrants, cutOffs, want, msgs())
 			}
 		})
-		eventually(t, 5*time.Second, "ghost queued", func() bool { return queueLen(t, srv, "g") == int64(i+1) })
 	}
-	got := make(chan *locker.Lease, 1)
-	go func() {
-		le, err := live.Obtain(ctx, "g", locker.Params{Wait: 20 * time.Second})
-		if err != nil {
-			t.Error(err)
-		}
-		got <- le
-	}()
-	eventually(t, 5*time.Second, "live waiter queued", func() bool { return queueLen(t, srv, "g") == 3 })
-	kd.down.Store(true)
-	gcancel()
-	gone.Wait()
-	if n := queueLen(t, srv, "g"); n != 3 {
-		t.Fatalf("queue length %d after the ghosts gave up unheard, want 3", n)
-	}
+}
 
-	released := time.Now()
-	if err := holder.Release(ctx); err != nil {
+// holderTokens lists the owner tokens holding the lock whose main key is
+// base: a mutex's one owner, or the members of a semaphore's or read/write
+// lock's holder set.
+func holderTokens(t *testing.T, srv *redistest.Server, base string, mutex bool) []string {
+	t.Helper()
+	if mutex {
+		v, _ := redis.String(srv.Do("GET", base))
+		return strings.Fields(v)[:1]
+	}
+	hs, err := redis.Strings(srv.Do("ZRANGE", base, 0, -1))
+	if err != nil {
 		t.Fatal(err)
 	}
-	var le *locker.Lease
-	select {
-	case le = <-got:
-	case <-time.After(15 * time.Second):
-		t.Fatal("the live waiter did not get the lock (a ghost grant held it)")
-	}
-	if le == nil {
-		t.FailNow()
-	}
-	t.Logf("obtained %v after the release (grant window 250ms; previous holder's lease 30s)", time.Since(released).Round(time.Millisecond))
-	owner, _ := lockState(t, srv, "g")
-	defer func() { _ = le.Release(ctx) }()
-
-	eventually(t, 5*time.Second, "cut-off notice", func() bool {
-		for _, m := range msgs() {
-			if strings.HasPrefix(m, "!") {
-				return true
-			}
-		}
-		return false
-	})
-	var ghostGrants []string
-	for _, m := range msgs() {
-		if f := strings.Fields(m); len(f) == 4 && f[0] != owner {
-			ghostGrants = append(ghostGrants, f[0])
-		}
-	}
-	if len(ghostGrants) != 1 {
-		t.Fatalf("grants to ghosts: %v, want exactly one (the cut-off spares the second)", ghostGrants)
-	}
+	return hs
 }
 
 // TestGrantConfirmed: a holder handed the lock by a release, whose work

@@ -127,20 +127,27 @@ local function grant(channel, self, nowms, window)
   return w, f, px
 end
 
+-- cut_off runs when a holder that came from the queue let its lease run out
+-- without releasing: it gave up, paused or crashed. Every entry its
+-- subscriber sid queued before nowus is cut off (its other waiters are
+-- likely gone too), and the subscriber is told ("!sid"), so those of its
+-- waiters that are alive queue again. Every lock kind's lapse ends here
+-- (lapse below; sem_purge in sem_common.lua).
+local function cut_off(channel, sid, nowus)
+  redis.call('HSET', KEYS[4], '!' .. sid, fmt(nowus))
+  redis.call('PUBLISH', channel, '!' .. sid)
+end
+
 -- lapse runs when the lock is found free while waiters are queued. If the
 -- last grant from the queue is still recorded and no holder came after it,
--- its grantee let the lease run out without releasing: it gave up, paused
--- or crashed. Every entry its subscriber queued before now is cut off (its
--- other waiters are likely gone too), and the subscriber is told ("!sid"),
--- so those of its waiters that are alive queue again.
+-- its grantee's lease ran out: its subscriber is cut off.
 local function lapse(channel, nowus)
   local g = redis.call('HGET', KEYS[4], '?')
   if not g then return end
   redis.call('HDEL', KEYS[4], '?')
   local _, sid, f = string.match(g, '^(%S+) (%S+) (%d+)$')
   if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(f) then return end
-  redis.call('HSET', KEYS[4], '!' .. sid, fmt(nowus))
-  redis.call('PUBLISH', channel, '!' .. sid)
+  cut_off(channel, sid, nowus)
 end
 
 -- enqueue adds token to the queue; fresh says it cannot be there yet.

@@ -18,8 +18,9 @@ local function rw_free(kind)
 end
 
 -- rw_take makes token a holder of kind for px ms. A writer mints a fencing
--- token; a reader gets the current one (the last writer's, or 0).
-local function rw_take(token, kind, px, nowms)
+-- token; a reader gets the current one (the last writer's, or 0). sid is
+-- the subscriber of a waiter granted from the queue (see sem_purge).
+local function rw_take(token, kind, px, nowms, sid)
   local f
   if kind == 'w' then
     f = mint()
@@ -29,6 +30,7 @@ local function rw_take(token, kind, px, nowms)
   end
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
   redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
+  if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
   keep(KEYS[1], px + 1000)
   keep(KEYS[4], px + 1000)
   return f
@@ -48,9 +50,10 @@ local function rw_grant(self, nowms, window)
     local w = h[1]
     local info = redis.call('HGET', KEYS[4], w)
     local kind = redis.call('HGET', KEYS[4], '~' .. w) or 'r'
-    local ttl, live = 0, false
+    local ttl, live, sid = 0, false, nil
     if info then
-      local dl, t, sid = string.match(info, '^(%d+) (%d+) (%S+)$')
+      local dl, t
+      dl, t, sid = string.match(info, '^(%d+) (%d+) (%S+)$')
       ttl = tonumber(t)
       live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]))
     end
@@ -60,7 +63,7 @@ local function rw_grant(self, nowms, window)
     if live then
       local px = ttl
       if w ~= self then px = math.min(ttl, window) end
-      local f = rw_take(w, kind, px, nowms)
+      local f = rw_take(w, kind, px, nowms, sid)
       if w == self then
         mf, mpx = f, px
       else

@@ -5,23 +5,39 @@
 -- KEYS[2] fencing counter, as for a mutex (every permit mints a token)
 -- KEYS[3] waiter queue and KEYS[4] waiter details, as in common.lua; the
 --         details hash also holds "=" .. token -> "fence holds" for each
---         permit holder and "#" -> the limit the last waiter queued with,
---         which releases use to hand permits on.
+--         permit holder, "?" .. token -> sid for a holder that came from
+--         the queue (the grant record: its subscriber), and "#" -> the
+--         limit the last waiter queued with, which releases use to hand
+--         permits on.
 
--- sem_purge drops the permits whose lease has ended.
+-- sem_purge drops the permits whose lease has ended. A permit that came
+-- from the queue and ended unreleased is a lapsed grant, as a mutex's (see
+-- lapse in common.lua): its subscriber's entries queued before now are cut
+-- off, so a process that froze or crashed with many waiters queued costs
+-- the others one grant window, not one per waiter. Permits granted
+-- together and lapsed together cut their subscriber off once.
 local function sem_purge(nowms)
   local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowms)
+  local done = {}
   for _, t in ipairs(gone) do
+    local sid = redis.call('HGET', KEYS[4], '?' .. t)
     redis.call('ZREM', KEYS[1], t)
-    redis.call('HDEL', KEYS[4], '=' .. t)
+    redis.call('HDEL', KEYS[4], '=' .. t, '?' .. t)
+    if sid and not done[sid] then
+      done[sid] = true
+      cut_off(chan(), sid, nowms * 1000)
+    end
   end
 end
 
--- sem_take gives token a permit for px ms and returns its fencing token.
-local function sem_take(token, px, nowms)
+-- sem_take gives token a permit for px ms and returns its fencing token;
+-- sid is the subscriber of a waiter granted from the queue (nil for a
+-- caller that takes at once).
+local function sem_take(token, px, nowms, sid)
   local f = mint()
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
   redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
+  if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
   keep(KEYS[1], px + 1000)
   keep(KEYS[4], px + 1000)
   return f
@@ -53,11 +69,11 @@ end
 local function sem_grant(self, nowms, window, limit)
   local mf, mpx
   while redis.call('ZCARD', KEYS[1]) < limit do
-    local w, ttl = pop(nowms)
+    local w, ttl, sid = pop(nowms)
     if not w then break end
     local px = ttl
     if w ~= self then px = math.min(ttl, window) end
-    local f = sem_take(w, px, nowms)
+    local f = sem_take(w, px, nowms, sid)
     if w == self then
       mf, mpx = f, px
     else
@@ -71,7 +87,7 @@ end
 -- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua).
 local function sem_drop(token, nowms, window, hand_on)
   redis.call('ZREM', KEYS[1], token)
-  redis.call('HDEL', KEYS[4], '=' .. token)
+  redis.call('HDEL', KEYS[4], '=' .. token, '?' .. token)
   if redis.call('EXISTS', KEYS[3]) == 1 then
     sem_purge(nowms)
     hand_on(nowms, window)
