@@ -44,12 +44,17 @@ type childEnv struct {
 	addr, store, client, key, prefix      string
 	iters                                 int
 	ttl, wait, lease, renew, think, pause time.Duration
+	// The lock kind: limit (a semaphore) or mode ("read", "write").
+	limit int
+	mode  string
 }
 
 func readChildEnv() childEnv {
 	dur := func(k string) time.Duration { d, _ := time.ParseDuration(os.Getenv(k)); return d }
 	n, _ := strconv.Atoi(os.Getenv("LT_ITERS"))
+	limit, _ := strconv.Atoi(os.Getenv("LT_LIMIT"))
 	return childEnv{
+		limit: limit, mode: os.Getenv("LT_MODE"),
 		addr: os.Getenv("LT_ADDR"), store: os.Getenv("LT_STORE"), client: os.Getenv("LT_CLIENT"),
 		key: os.Getenv("LT_KEY"), prefix: os.Getenv("LT_PREFIX"), iters: n,
 		ttl: dur("LT_TTL"), wait: dur("LT_WAIT"), lease: dur("LT_LEASE"), renew: dur("LT_RENEW"), think: dur("LT_THINK"), pause: dur("LT_PAUSE"),
@@ -63,7 +68,16 @@ func (e childEnv) env() []string {
 		"LT_PREFIX=" + e.prefix, "LT_ITERS=" + strconv.Itoa(e.iters),
 		"LT_TTL=" + e.ttl.String(), "LT_WAIT=" + e.wait.String(), "LT_LEASE=" + e.lease.String(),
 		"LT_RENEW=" + e.renew.String(), "LT_THINK=" + e.think.String(), "LT_PAUSE=" + e.pause.String(),
+		"LT_LIMIT=" + strconv.Itoa(e.limit), "LT_MODE=" + e.mode,
 	}
+}
+
+// modes are childEnv.mode's values.
+var modes = map[string]locker.Mode{"": locker.Exclusive, "read": locker.Read, "write": locker.Write}
+
+// params are the lock parameters of e's kind, TTL and wait.
+func (e childEnv) params() locker.Params {
+	return locker.Params{TTL: e.ttl, Wait: e.wait, Limit: e.limit, Mode: modes[e.mode]}
 }
 
 func (e childEnv) locker() *locker.Locker {
@@ -124,23 +138,27 @@ func childWorker() {
 // "WROTE ok|stale|error", then waits up to three leases for the lease's
 // context to end and prints "CAUSE" and its cause; on
 // "release" it releases and prints "RELEASED" and the error (or "ok").
+// Without a store (LT_STORE empty) it reads nothing and prints "READ -".
 func childHolder() {
 	e := readChildEnv()
 	lk := e.locker()
 	ctx := context.Background()
-	le, err := lk.Obtain(ctx, e.key, locker.Params{TTL: e.ttl, Wait: e.wait})
+	le, err := lk.Obtain(ctx, e.key, e.params())
 	if err != nil {
 		say("FAILED %v", err)
 		return
 	}
 	say("HELD %d", le.Token())
 	st := newRemoteStore(e.store)
-	v, err := st.Read(ctx, e.key, le.Token())
-	if err != nil {
+	var v int64
+	if e.store == "" {
+		say("READ -")
+	} else if v, err = st.Read(ctx, e.key, le.Token()); err != nil {
 		say("FAILED read: %v", err)
 		return
+	} else {
+		say("READ %d", v)
 	}
-	say("READ %d", v)
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		switch sc.Text() {

@@ -99,6 +99,21 @@ func owner(t testing.TB, srv faults.Doer, name string) string {
 	return f[0]
 }
 
+// holderTokens lists the owner tokens holding lock name of the kind whose
+// keys end in suffix ("" a mutex, ":s" a semaphore, ":rw" a read/write
+// lock).
+func holderTokens(t testing.TB, srv faults.Doer, name, suffix string) []string {
+	t.Helper()
+	if suffix == "" {
+		return []string{owner(t, srv, name)}
+	}
+	hs, err := redis.Strings(srv.Do("ZRANGE", "locktag:{"+name+"}"+suffix, 0, -1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hs
+}
+
 // commandCalls is the total of calls= over INFO commandstats, leaving out
 // the commands the test itself sends (info, config, exists, get, ...).
 func commandCalls(t testing.TB, srv faults.Doer) map[string]int {

@@ -15,11 +15,12 @@ import (
 )
 
 // holderChild starts a child process that takes lock key with a watchdog
-// lease and reads the store; it returns the child and its fencing token.
-func holderChild(t *testing.T, srv *redistest.Server, storeURL, key string, lease time.Duration) (*faults.Child, int64) {
+// lease (of e's kind) and reads the store at storeURL ("": none); it
+// returns the child and its fencing token.
+func holderChild(t *testing.T, srv *redistest.Server, storeURL, key string, lease time.Duration, e childEnv) (*faults.Child, int64) {
 	t.Helper()
-	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), store: storeURL, key: key,
-		lease: lease, renew: lease / 5}.env()...)
+	e.addr, e.store, e.key, e.lease, e.renew = srv.Addr(), storeURL, key, lease, lease/5
+	ch := faults.StartChild(t, "holder", e.env()...)
 	tok, err := strconv.ParseInt(ch.Expect("HELD", 30*time.Second), 10, 64)
 	if err != nil {
 		t.Fatal(err)
@@ -31,44 +32,95 @@ func holderChild(t *testing.T, srv *redistest.Server, storeURL, key string, leas
 // TestHolderKilled: a holder process SIGKILLed while it holds a watchdog
 // lock (no release, no more renewals) blocks the key for at most its lease;
 // a waiter that queued before the crash gets the lock with a larger token,
-// and nothing is left behind. (locker's TestHolderCrash simulates the crash
-// by closing a pool inside one process; here the process really dies.)
+// and nothing is left behind. So for every kind: a killed reader blocks a
+// writer, and a killed semaphore holder its permit, for at most the
+// reader's or permit's own lease. (locker's TestHolderCrash simulates the
+// crash by closing a pool inside one process; here the process really
+// dies.)
+//
+// The control keeps the holder alive: the same waiter, waiting as long as
+// the bound, does not get the lock (the watchdog renews past the lease), so
+// it is the crash that frees the lock within the bound.
 func TestHolderKilled(t *testing.T) {
 	srv := redistest.Start(t)
-	st := newStore(true)
 	const lease, slack = time.Second, 1500 * time.Millisecond // slack: timers on a loaded 2-core machine
-	ch, tok := holderChild(t, srv, st.serve(t), "crash", lease)
+	for _, tc := range []struct {
+		name   string
+		suffix string // the kind's keys: locktag:{key}<suffix>
+		holder childEnv
+		waiter locker.Params
+		store  bool // the holder reads a fenced store (a fenced kind)
+	}{
+		{"mutex", "", childEnv{}, locker.Params{}, true},
+		{"read", ":rw", childEnv{mode: "read"}, locker.Params{Mode: locker.Write}, false},
+		{"semaphore", ":s", childEnv{limit: 1}, locker.Params{Limit: 1}, false},
+	} {
+		for _, crash := range []bool{true, false} {
+			name := tc.name
+			if !crash {
+				name += "-control"
+			}
+			t.Run(name, func(t *testing.T) {
+				key := "crash-" + name
+				base := "locktag:{" + key + "}" + tc.suffix
+				var storeURL string
+				if tc.store {
+					storeURL = newStore(true).serve(t)
+				}
+				ch, tok := holderChild(t, srv, storeURL, key, lease, tc.holder)
 
-	lk := newLocker(t, srv.Pool(t))
-	got := make(chan *locker.Lease, 1)
-	go func() {
-		le, err := lk.Obtain(context.Background(), "crash", locker.Params{Wait: 20 * time.Second})
-		if err != nil {
-			t.Error(err)
+				lk := newLocker(t, srv.Pool(t))
+				type result struct {
+					le  *locker.Lease
+					err error
+				}
+				got := make(chan result, 1)
+				go func() {
+					p := tc.waiter
+					p.Wait = 20 * time.Second
+					if !crash {
+						p.Wait = lease + slack
+					}
+					le, err := lk.Obtain(context.Background(), key, p)
+					got <- result{le, err}
+				}()
+				eventually(t, 10*time.Second, "waiter queued", func() bool {
+					n, _ := redis.Int(srv.Do("ZCARD", base+":q"))
+					return n == 1
+				})
+				if !crash {
+					r := within(t, 20*time.Second, "the waiter's wait ended", got)
+					if !errors.Is(r.err, locker.ErrNotObtained) {
+						t.Fatalf("control: the holder alive, the waiter got %v within %v, want ErrNotObtained", r.err, lease+slack)
+					}
+					ch.Send("release")
+					if r := ch.Expect("RELEASED", 10*time.Second); r != "ok" {
+						t.Fatalf("control: the holder's release: %s", r)
+					}
+					return
+				}
+				killed := time.Now()
+				ch.Kill()
+				r := within(t, 20*time.Second, "waiter obtained after the crash", got)
+				if r.err != nil {
+					t.Fatal(r.err)
+				}
+				le := r.le
+				if d := time.Since(killed); d > lease+slack {
+					t.Fatalf("next holder waited %v after the crash; lease %v", d, lease)
+				}
+				t.Logf("next holder got the lock %v after the crash (lease %v)", time.Since(killed).Round(time.Millisecond), lease)
+				if le.Token() <= tok {
+					t.Fatalf("token %d after the crashed holder's %d", le.Token(), tok)
+				}
+				if err := le.Release(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				if n := exists(t, srv, base, base+":q"); n != 0 {
+					t.Fatalf("%d keys left behind", n)
+				}
+			})
 		}
-		got <- le
-	}()
-	eventually(t, 10*time.Second, "waiter queued", func() bool {
-		n, _ := redis.Int(srv.Do("ZCARD", "locktag:{crash}:q"))
-		return n == 1
-	})
-	killed := time.Now()
-	ch.Kill()
-	le := within(t, 20*time.Second, "waiter obtained after the crash", got)
-	if le == nil {
-		t.FailNow()
-	}
-	if d := time.Since(killed); d > lease+slack {
-		t.Fatalf("next holder waited %v after the crash; lease %v", d, lease)
-	}
-	if le.Token() <= tok {
-		t.Fatalf("token %d after the crashed holder's %d", le.Token(), tok)
-	}
-	if err := le.Release(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if n := exists(t, srv, lockKeys("crash")...); n != 0 {
-		t.Fatalf("%d keys left behind", n)
 	}
 }
 
@@ -93,7 +145,7 @@ func TestHolderPaused(t *testing.T) {
 			key := fmt.Sprintf("paused-%t", fenced)
 			st := newStore(fenced)
 			const lease = 600 * time.Millisecond
-			ch, tok := holderChild(t, srv, st.serve(t), key, lease)
+			ch, tok := holderChild(t, srv, st.serve(t), key, lease, childEnv{})
 
 			ch.Stop()
 			time.Sleep(2 * lease) // the fault: the holder is frozen for two leases
