@@ -39,7 +39,12 @@ func realRedis(t *testing.T) (*redistest.Server, *locker.Locker) {
 
 // post sends a POST to the router in process and returns the recorder.
 func post(r http.Handler, path, body string, headers ...string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(body))
+	return do(r, http.MethodPost, path, body, headers...)
+}
+
+// do sends a request to the router in process and returns the recorder.
+func do(r http.Handler, method, path, body string, headers ...string) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])
 	}
@@ -103,14 +108,21 @@ func testCtx(t *testing.T) context.Context {
 // another replica of the service would, and returns the lease.
 func otherReplicaHolds(t *testing.T, srv *redistest.Server, sku string) *locker.Lease {
 	t.Helper()
+	held, err := otherReplica(t, srv).Obtain(context.Background(), itemLock(sku), locker.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return held
+}
+
+// otherReplica is a Locker of its own on srv, as another replica of the
+// service would have; it is closed when the test ends.
+func otherReplica(t *testing.T, srv *redistest.Server) *locker.Locker {
+	t.Helper()
 	replica, err := locker.New(redigo.New(srv.Pool(t)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = replica.Close() })
-	held, err := replica.Obtain(context.Background(), itemLock(sku), locker.Params{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return held
+	return replica
 }

@@ -21,6 +21,24 @@ import (
 // renewed while the handler runs.
 const buyTag = `key:"item:{path.id}" wait:"5s"`
 
+// readItemTag and restockTag make the item's read/write lock: reads of
+// GET /items/:id run together; a restock (PUT /items/:id/stock) holds the
+// item alone, so no read answers from the middle of one. A read waits up to
+// 1s for a restock in progress, then gets 409; a restock queued behind
+// readers is not overtaken by readers that came after it. The read/write
+// lock is apart from buyTag's mutex of the same key: purchases do not wait
+// for readers, and a restock takes the purchases' lock itself (Restock).
+const (
+	readItemTag = `key:"item:{path.id}" mode:"read" wait:"1s"`
+	restockTag  = `key:"item:{path.id}" mode:"write" wait:"5s"`
+)
+
+// reportTag is a concurrency limit: at most two sales reports at once per
+// user (X-User), across every replica — the report is expensive, and one
+// user must not take every worker. A third concurrent report gets 429 with
+// Retry-After at once (no wait); other users are not affected.
+const reportTag = `key:"report:{header.X-User}" limit:"2"`
+
 // newRouter returns the shop's HTTP API. accessLog, if not nil, gets one line
 // per request.
 func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
@@ -32,14 +50,6 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 	r.Use(gin.Recovery()) // a panicking handler's lock is released before this sees the panic
 
 	r.GET("/items", func(c *gin.Context) { c.JSON(http.StatusOK, s.db.List()) })
-	r.GET("/items/:id", func(c *gin.Context) {
-		it, err := s.db.Get(c.Param("id"))
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		c.JSON(http.StatusOK, it)
-	})
 
 	// The lock tag: the handler runs only while this request holds
 	// "item:<id>". Busy after 5s: 409 + Retry-After; Redis down: 503.
@@ -77,7 +87,54 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 		}
 		c.JSON(http.StatusCreated, s.Pay(c.GetHeader("X-User"), in.OrderID, in.AmountCents))
 	})
+
+	// Lock kinds need one Redis deployment: a Redlock Locker refuses them
+	// when the guard is built, so there the item is read untagged and the
+	// restock and the report are not served.
+	if s.lk.Supports(locker.Params{Mode: locker.Read}) != nil {
+		r.GET("/items/:id", getItem(s))
+		return r
+	}
+	// A read/write lock: item reads share the item's lock with each other
+	// and wait only for a restock in progress.
+	r.GET("/items/:id", middleware.Lock(s.lk, readItemTag), getItem(s))
+	r.PUT("/items/:id/stock", middleware.Lock(s.lk, restockTag), func(c *gin.Context) {
+		var in struct {
+			Add int64 `json:"add" binding:"required,gt=0"`
+		}
+		if err := c.ShouldBindJSON(&in); err != nil {
+			c.JSON(http.StatusBadRequest, gin.H{"error": "want {\"add\": n > 0}"})
+			return
+		}
+		it, err := s.Restock(c.Request.Context(), c.Param("id"), in.Add)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, it)
+	})
+	// A concurrency limit: at most two sales reports per user at once.
+	r.GET("/reports/sales", middleware.Lock(s.lk, reportTag), func(c *gin.Context) {
+		rep, err := s.SalesReport(c.Request.Context())
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, rep)
+	})
 	return r
+}
+
+// getItem answers one item.
+func getItem(s *shop) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		it, err := s.db.Get(c.Param("id"))
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, it)
+	}
 }
 
 // userScope is the idempotency scope: who the caller is. This demo trusts an

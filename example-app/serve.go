@@ -95,6 +95,9 @@ Try:
   curl -s %[2]s/items
   curl -s %[2]s/healthz                                                # 200 while Redis answers, else 503
   curl -s -X POST -H 'X-User: alice' %[2]s/items/apple/buy
+  curl -s %[2]s/items/apple                                            # read lock: reads run together
+  curl -s -X PUT -d '{"add":5}' %[2]s/items/apple/stock                # write lock: waits for readers
+  curl -s -i -H 'X-User: alice' %[2]s/reports/sales                   # limit 2 per user; 429 when full
   curl -s -X POST -H 'X-User: alice' %[2]s/std/items/apple/buy          # net/http, the same lock
   curl -s -X POST -H 'Content-Type: application/json' \
        -d '{"sku":"apple","user":"carol"}' %[2]s/shop.v1.Shop/Buy       # connect

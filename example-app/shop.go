@@ -126,6 +126,54 @@ func (s *shop) confirm(it item, user string, fence int64, holds int) order {
 	}
 }
 
+// Restock adds n units to sku's stock. PUT /items/:id/stock calls it under
+// the item's write lock (restockTag), which keeps readers out; the stock
+// itself is also changed by purchases, under the item's mutex, so Restock
+// takes that lock too, by hand, and its read and write carry that lease's
+// fencing token as a purchase's do.
+func (s *shop) Restock(ctx context.Context, sku string, n int64) (item, error) {
+	if _, err := s.db.Get(sku); err != nil {
+		return item{}, err
+	}
+	lease, err := s.lk.Obtain(ctx, itemLock(sku), locker.Params{Wait: 5 * time.Second, Name: "shop.restock"})
+	if err != nil {
+		return item{}, err
+	}
+	defer func() { _ = lease.Release(ctx) }()
+	ctx = lease.Context()
+	it, err := s.db.Claim(sku, lease.Token())
+	if err != nil {
+		return item{}, err
+	}
+	it.Stock += n
+	if err := s.db.Put(ctx, it, lease.Token()); err != nil {
+		return item{}, err
+	}
+	return it, nil
+}
+
+// salesReport is the answer of GET /reports/sales.
+type salesReport struct {
+	Items []item `json:"items"`
+	Sold  int64  `json:"sold"`
+	Stock int64  `json:"stock"`
+}
+
+// SalesReport sums the sales of every item. It stands for an expensive
+// query (it takes the store's latency), which is why GET /reports/sales
+// limits how many run at once per user (reportTag).
+func (s *shop) SalesReport(ctx context.Context) (salesReport, error) {
+	if err := s.db.pause(ctx); err != nil {
+		return salesReport{}, err
+	}
+	r := salesReport{Items: s.db.List()}
+	for _, it := range r.Items {
+		r.Sold += it.Sold
+		r.Stock += it.Stock
+	}
+	return r, nil
+}
+
 // Pay charges user. It is not idempotent by itself: every call charges.
 // POST /payments puts the idempotency guard in front of it.
 func (s *shop) Pay(user, orderID string, cents int64) payment {
