@@ -1,10 +1,15 @@
 -- rw_acquire: take a read or write hold, re-enter one, or join the queue.
 -- ARGV as acquire.lua's (token, ttl_ms, wait_ms, mode 'a' | 'e' | 'r', sid,
--- window_ms) and kind ('r' read | 'w' write). Reply as sem_acquire.lua's;
+-- window_ms) and kind ('r' read | 'w' write). Reply as sem_acquire.lua's
+-- (the fence alone for an idle lock taken with the whole ttl);
 -- a busy reply's pttl is the lease left of the holder that ends first.
 local token, ttl, wait, mode, sid, window, kind = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
 local t = redis.call('TIME')
 local nowms = now_ms(t)
+if mode == 'a' and sem_idle() then
+  -- The common case, as for a semaphore: the reply is the fence alone.
+  return rw_take(token, kind, ttl, nowms, nil, true)
+end
 sem_purge(nowms)
 local held = sem_reenter(token, ttl, mode, nowms)
 if held then return held end

@@ -19,8 +19,9 @@ end
 
 -- rw_take makes token a holder of kind for px ms. A writer mints a fencing
 -- token; a reader gets the current one (the last writer's, or 0). sid is
--- the subscriber of a waiter granted from the queue (see sem_purge).
-local function rw_take(token, kind, px, nowms, sid)
+-- the subscriber of a waiter granted from the queue (see sem_purge); idle:
+-- sem_idle held.
+local function rw_take(token, kind, px, nowms, sid, idle)
   local f
   if kind == 'w' then
     f = mint()
@@ -31,8 +32,7 @@ local function rw_take(token, kind, px, nowms, sid)
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
   redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
   if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
-  keep(KEYS[1], px + 1000)
-  keep(KEYS[4], px + 1000)
+  sem_expire(px, idle)
   return f
 end
 

@@ -7,6 +7,11 @@
 local token, ttl, wait, mode, sid, window, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
 local t = redis.call('TIME')
 local nowms = now_ms(t)
+if mode == 'a' and sem_idle() then
+  -- The common case: nobody holds or queues (so a new token holds
+  -- nothing either). One call tells; the reply is the fence alone.
+  return sem_take(token, ttl, nowms, nil, true)
+end
 sem_purge(nowms)
 local held = sem_reenter(token, ttl, mode, nowms)
 if held then return held end

@@ -30,16 +30,35 @@ local function sem_purge(nowms)
   end
 end
 
+-- sem_idle reports whether nobody holds the lock and nobody queues, in one
+-- call: the uncontended take's test (as acquire.lua's EXISTS). Then nothing
+-- in the details hash is of use (its entries belong to holders and queued
+-- waiters), so the take may set both keys' expiry outright.
+local function sem_idle()
+  return redis.call('EXISTS', KEYS[1], KEYS[3]) == 0
+end
+
+-- sem_expire makes the holders and details keys live px + 1s more: outright
+-- on an idle lock (see sem_idle), else at least that long.
+local function sem_expire(px, idle)
+  if idle then
+    redis.call('PEXPIRE', KEYS[1], px + 1000)
+    redis.call('PEXPIRE', KEYS[4], px + 1000)
+    return
+  end
+  keep(KEYS[1], px + 1000)
+  keep(KEYS[4], px + 1000)
+end
+
 -- sem_take gives token a permit for px ms and returns its fencing token;
 -- sid is the subscriber of a waiter granted from the queue (nil for a
--- caller that takes at once).
-local function sem_take(token, px, nowms, sid)
+-- caller that takes at once); idle: sem_idle held.
+local function sem_take(token, px, nowms, sid, idle)
   local f = mint()
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
   redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
   if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
-  keep(KEYS[1], px + 1000)
-  keep(KEYS[4], px + 1000)
+  sem_expire(px, idle)
   return f
 end
 
@@ -111,8 +130,7 @@ local function sem_reenter(token, ttl, mode, nowms)
   redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n)
   if left < ttl then
     redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
-    keep(KEYS[1], ttl + 1000)
-    keep(KEYS[4], ttl + 1000)
+    sem_expire(ttl, false)
     left = ttl
   end
   return {2, tonumber(f), n, left, 0}
