@@ -46,7 +46,7 @@ func (c *config) want(scenario string) bool { return c.scenarios == nil || c.sce
 func (c *config) wantLib(lib string) bool   { return c.libs == nil || c.libs[lib] }
 
 // allScenarios run by default; burst runs only when named.
-var allScenarios = []string{"uncontended", "hot", "procs", "redlock", "e2e"}
+var allScenarios = []string{"uncontended", "hot", "procs", "redlock", "e2e", "kinds"}
 
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-child" {

@@ -158,6 +158,9 @@ func runAll(cfg *config, rep *report) {
 	if cfg.want("e2e") {
 		runE2E(cfg, rep)
 	}
+	if cfg.want("kinds") {
+		runKinds(cfg, rep) // bench/kinds.go
+	}
 	if cfg.scenarios["burst"] { // minutes long: only when named
 		runBurst(cfg, rep)
 	}
