@@ -252,6 +252,9 @@ func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	span := le.l.tel.startRelease(ctx)
 	err := le.release(ctx, d)
 	le.l.tel.endRelease(span, le, err)
+	if err != nil {
+		le.l.logRelease(ctx, le, err)
+	}
 	return err
 }
 

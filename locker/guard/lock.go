@@ -96,7 +96,8 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // means "no answer was given": if the lock was lost by then the Outcome is
 // Lost (Err joins locker.ErrLockLost and call's error); otherwise OK. When
 // call returns nil the Outcome is OK, with Err locker.ErrLockLost if the
-// lock was lost anyway, or the release's error.
+// lock was lost anyway, or the release's error wrapped in
+// ErrReleaseFailed.
 //
 // A `keep` tag keeps the lock for that long after a successful call (call
 // returned nil and the lock was not lost; locker.Lease.ReleaseAfter), so a
@@ -139,7 +140,10 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 	defer func() {
 		rerr := lease.ReleaseAfter(context.WithoutCancel(ctx), keep)
 		if rerr != nil && !lease.Lost() && o.Err == nil {
-			o.Err = rerr // the lease runs out in Redis on its own
+			// The lease runs out in Redis on its own. Say it was the
+			// release, and of which lock: the cause alone reads like a
+			// failure of the request.
+			o.Err = fmt.Errorf("%w: lock %s: %w", ErrReleaseFailed, p.Name, rerr)
 		}
 	}()
 	cerr := call(lease.Context())
