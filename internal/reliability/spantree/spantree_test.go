@@ -161,7 +161,9 @@ func TestGinSpanTreeMatchesDoc(t *testing.T) {
 	compare(t, "gin", tree(rec.Ended()))
 }
 
-type health struct{ healthpb.UnimplementedHealthServer }
+type health struct {
+	healthpb.UnimplementedHealthServer
+}
 
 func (health) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
 	_, span := trace.SpanFromContext(ctx).TracerProvider().Tracer("app").Start(ctx, handlerSpan)
