@@ -143,6 +143,8 @@ type Params struct {
 	// queued readers are admitted together). The zero value is a mutex.
 	// Not with Limit; not on a Redlock Locker.
 	Mode Mode
+
+	keys int // distinct keys of an ObtainMany call (telemetry's kind "multi"); 0 for Obtain
 }
 
 // Mode is a hold of a read/write lock (Params.Mode).
