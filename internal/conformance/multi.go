@@ -100,4 +100,3 @@ func multiKeyBusy(t *testing.T, tr Transport) {
 	})
 	expect(t, "same account", same(t.Context(), Request{Key: "y"}), OK)
 }
-
