@@ -208,4 +208,3 @@ func TestTransfersControl(t *testing.T) {
 	}
 	t.Logf("control: %d overlaps, balances right: %v", overlaps, balanced)
 }
-
