@@ -223,7 +223,7 @@ func TestObtainManyReentry(t *testing.T) {
 // ErrLockLost; Release then reports the lost key.
 func TestObtainManyLost(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv, locker.WithWatchdog(300*time.Millisecond, 100*time.Millisecond))
+	lk := newLocker(t, srv, locker.WithWatchdog(3*time.Second, 200*time.Millisecond))
 	ctx := context.Background()
 	le := mustObtainMany(t, lk, ctx, []string{"a", "b"}, locker.Params{})
 	lctx := le.Context()
@@ -283,6 +283,38 @@ func TestObtainManyKeep(t *testing.T) {
 	for _, k := range []string{"a", "b"} {
 		if _, err := lk.Obtain(ctx, k, locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
 			t.Fatalf("%s obtained within the keep window: %v", k, err)
+		}
+	}
+}
+
+// TestObtainManyRedlock: on Redlock each key is taken by majority; a
+// multi-key lock excludes Obtain of its keys and rolls back when one is
+// busy.
+func TestObtainManyRedlock(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	lk := newRedlock(t, srvs)
+	other := newRedlock(t, srvs)
+	ctx := context.Background()
+	if err := lk.Supports(locker.Params{}); err != nil {
+		t.Fatal(err)
+	}
+	le := mustObtainMany(t, lk, ctx, []string{"b", "a"}, locker.Params{})
+	for _, k := range []string{"a", "b"} {
+		if _, err := other.Obtain(ctx, k, locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+			t.Fatalf("Obtain(%s) while multi-held: %v", k, err)
+		}
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	held := mustObtain(t, other, ctx, "b", locker.Params{})
+	if _, err := lk.ObtainMany(ctx, []string{"b", "a"}, locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("ObtainMany with b busy: %v", err)
+	}
+	a := mustObtain(t, other, ctx, "a", locker.Params{}) // a was given back
+	for _, le := range []*locker.Lease{a, held} {
+		if err := le.Release(ctx); err != nil {
+			t.Fatal(err)
 		}
 	}
 }
