@@ -85,6 +85,9 @@ func (l *Locker) obtainMany(ctx context.Context, keys []string, p Params) (*Leas
 		return nil, errors.Join(ErrNotObtained, err)
 	}
 	waitUntil := time.Now().Add(p.Wait)
+	if le, done, err := l.obtainFast(ctx, keys, p); done {
+		return le, err
+	}
 	parts := make([]*Lease, 0, len(keys))
 	for _, key := range keys {
 		pp := p

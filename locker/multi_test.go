@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )
@@ -316,5 +317,62 @@ func TestObtainManyRedlock(t *testing.T) {
 		if err := le.Release(ctx); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// scriptCalls is the number of scripts srv ran since the last RESETSTAT.
+func scriptCalls(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	info, err := redis.String(srv.Do("INFO", "commandstats"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return commandCalls(info, "evalsha") + commandCalls(info, "eval")
+}
+
+// TestObtainManyOneScript: on one server, free keys are taken in one
+// script (one round trip), whatever their number; a busy key with no wait
+// costs that one script too, and nothing is held. With a wait, a busy key
+// sends the call key by key through the queues.
+func TestObtainManyOneScript(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	le := mustObtainMany(t, lk, ctx, []string{"d", "c", "b", "a"}, locker.Params{})
+	if n := scriptCalls(t, srv); n != 1 {
+		t.Fatalf("ObtainMany of 4 free keys ran %d scripts, want 1", n)
+	}
+	// The locks it wrote are ordinary mutexes: reentry, fences, release.
+	inner := mustObtain(t, lk, le.Context(), "c", locker.Params{})
+	if inner.Holds() != 2 || inner.Token() != le.TokenOf("c") {
+		t.Fatalf("nested: holds %d token %d, want 2 and %d", inner.Holds(), inner.Token(), le.TokenOf("c"))
+	}
+	if err := inner.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	busy := mustObtain(t, newLocker(t, srv), ctx, "c", locker.Params{})
+	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.ObtainMany(ctx, []string{"a", "b", "c", "d"}, locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("c busy, no wait: %v", err)
+	}
+	if n := scriptCalls(t, srv); n != 1 {
+		t.Fatalf("a busy ObtainMany without wait ran %d scripts, want 1", n)
+	}
+	for _, k := range []string{"a", "b", "d"} {
+		if owner, _ := lockState(t, srv, k); owner != "" {
+			t.Fatalf("%s held after a busy ObtainMany", k)
+		}
+	}
+	if err := busy.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
