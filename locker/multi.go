@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -33,6 +34,10 @@ var multiScripts = &scriptSet{family: familyMulti}
 // Keys are the same mutex keys Obtain takes: a multi-key lock of "a" and
 // "b" excludes, and queues first come first served with, an Obtain of "a"
 // alone. Duplicate keys collapse into one lock.
+//
+// When every key is free and nobody waits for any, and the driver reaches
+// one node where scripts may span slots (it does not implement
+// driver.Masters), one script takes them all in one round trip. Otherwise:
 //
 // No deadlock in any order: the keys are deduplicated and taken in one
 // global order (ascending bytes), each through the mutex's own queue in
@@ -233,7 +238,7 @@ func (root *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
 }
 
 // multiRelease releases every part (keep > 0: keeps each for keep, see
-// ReleaseAfter), last first. It returns the parts' errors joined; ErrNotHeld
+// ReleaseAfter), all at once. It returns the parts' errors joined; ErrNotHeld
 // when the lease was released before.
 func (root *Lease) multiRelease(ctx context.Context, keep time.Duration) error {
 	root.mu.Lock()
@@ -247,10 +252,20 @@ func (root *Lease) multiRelease(ctx context.Context, keep time.Duration) error {
 	for _, stop := range root.unwatch {
 		stop()
 	}
+	// The keys are released at once, one call each: their round trips
+	// overlap (a pipelining driver sends them together), so a release of
+	// N keys costs about one round trip, not N.
+	res := make([]error, len(root.parts))
+	var wg sync.WaitGroup
+	for i, pt := range root.parts[1:] {
+		wg.Go(func() { res[i+1] = pt.release(ctx, keep) })
+	}
+	res[0] = root.parts[0].release(ctx, keep)
+	wg.Wait()
 	var errs []error
-	for _, pt := range slices.Backward(root.parts) {
-		if err := pt.release(ctx, keep); err != nil {
-			errs = append(errs, fmt.Errorf("key %d of %d: %w", slices.Index(root.parts, pt)+1, len(root.parts), err))
+	for i, err := range res {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("key %d of %d: %w", i+1, len(root.parts), err))
 		}
 	}
 	root.finish(ErrNotHeld, 0, nil)
