@@ -145,7 +145,8 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 	return le, nil
 }
 
-// Key is the lock's name as passed to Obtain ("" for a nil Lease).
+// Key is the lock's name as passed to Obtain ("" for a nil Lease); for a
+// lease of ObtainMany, its keys joined with commas (see Keys).
 func (le *Lease) Key() string {
 	if le == nil {
 		return ""
