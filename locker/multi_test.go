@@ -3,6 +3,7 @@ package locker_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -374,5 +375,32 @@ func TestObtainManyOneScript(t *testing.T) {
 	}
 	if err := busy.Release(ctx); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestObtainManyQueuedFirst: a free key with a live waiter queued for it
+// is not taken by the one-script path — the waiter comes first — and
+// nothing else is taken either.
+func TestObtainManyQueuedFirst(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv)
+	ctx := context.Background()
+	// A waiter of another process, queued on b with a minute to wait (as
+	// acquire.lua writes it: score = arrival in µs; details "deadline_ms
+	// ttl_ms sid").
+	now := time.Now()
+	if _, err := srv.Do("ZADD", "locktag:{b}:q", now.UnixMicro(), "waiter-token"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do("HSET", "locktag:{b}:w", "waiter-token", strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10)+" 30000 other"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lk.ObtainMany(ctx, []string{"a", "b"}, locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("ObtainMany past a queued waiter: %v", err)
+	}
+	for _, k := range []string{"a", "b"} {
+		if owner, _ := lockState(t, srv, k); owner != "" {
+			t.Fatalf("%s taken past the queue", k)
+		}
 	}
 }
