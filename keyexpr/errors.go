@@ -16,7 +16,8 @@ var (
 	// adjacent placeholders, or a literal between placeholders that does not
 	// start with a separator character.
 	ErrSyntax = errors.New("keyexpr: syntax error")
-	// ErrUnknownField reports a tag field other than key, expire, wait, name and long.
+	// ErrUnknownField reports a tag field other than key, keys, expire, wait,
+	// name, long, limit, keep and mode.
 	ErrUnknownField = errors.New("keyexpr: unknown field")
 	// ErrDuplicateField reports a tag field given twice.
 	ErrDuplicateField = errors.New("keyexpr: duplicate field")
