@@ -49,7 +49,7 @@ func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R]
 	if l == nil {
 		return nil, ErrNilLocker
 	}
-	if spec == nil || spec.Key == nil && spec.Keys == nil {
+	if spec == nil || (spec.Key == nil && spec.Keys == nil) {
 		return nil, errors.Join(ErrBadOption, keyexpr.ErrMissingKey)
 	}
 	s, err := evaluate(forLock, opts)
