@@ -87,6 +87,7 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 		}
 		c.JSON(http.StatusCreated, s.Pay(c.GetHeader("X-User"), in.OrderID, in.AmountCents))
 	})
+	addTransferRoutes(r, s.lk, newAccounts()) // transfer.go: a multi-key lock
 
 	// Lock kinds need one Redis deployment: a Redlock Locker refuses them
 	// when the guard is built, so there the item is read untagged and the

@@ -40,7 +40,12 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	l := newLocker(o)
-	l.be = newSingle(&l.shared, newNode(d, &l.shared))
+	b := newSingle(&l.shared, newNode(d, &l.shared))
+	// A driver that spreads keys over masters (Cluster) refuses scripts
+	// whose keys are in several slots: ObtainMany goes key by key there.
+	_, spread := d.(driver.Masters)
+	b.multi.on.Store(!spread)
+	l.be = b
 	return l, nil
 }
 
@@ -143,6 +148,8 @@ type Params struct {
 	// queued readers are admitted together). The zero value is a mutex.
 	// Not with Limit; not on a Redlock Locker.
 	Mode Mode
+
+	keys int // distinct keys of an ObtainMany call (telemetry's kind "multi"); 0 for Obtain
 }
 
 // Mode is a hold of a read/write lock (Params.Mode).
