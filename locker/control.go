@@ -56,20 +56,26 @@ func (t *leaseTable) get(token string) *Lease {
 	return t.m[token]
 }
 
+// control makes nd's hub carry force-release notices to l.
+func (l *Locker) control(nd *node) {
+	nd.hub.ctl, nd.hub.ctlFn = controlChannel(l.o.prefix), l.controlled
+	l.ctl = append(l.ctl, nd.hub)
+}
+
 // track registers a new root lease for force-release notices and makes
 // sure the control channel is subscribed.
 func (l *Locker) track(le *Lease) {
-	if l.ctl == nil {
-		return
-	}
 	l.leases.add(le)
-	l.ctl.watchControl()
+	l.watchControl()
 }
 
 // untrack forgets an ended root lease.
-func (l *Locker) untrack(le *Lease) {
-	if l.ctl != nil {
-		l.leases.remove(le)
+func (l *Locker) untrack(le *Lease) { l.leases.remove(le) }
+
+// watchControl makes sure every hub's control channel is subscribed.
+func (l *Locker) watchControl() {
+	for _, h := range l.ctl {
+		h.watchControl()
 	}
 }
 

@@ -342,9 +342,7 @@ func (root *Lease) validUntil(sent time.Time, ttl time.Duration) time.Time {
 
 func (root *Lease) renewed(ok bool, err error) {
 	root.l.tel.renewed(root.span, root.t.params, ok, err)
-	if h := root.l.ctl; h != nil {
-		// The control channel is subscribed again after its listener
-		// broke on the next lease, or here, while leases are held.
-		h.watchControl()
-	}
+	// The control channel is subscribed again after its listener broke
+	// on the next lease, or here, while leases are held.
+	root.l.watchControl()
 }
