@@ -27,7 +27,10 @@ import (
 func controlChannel(prefix string) string { return prefix + "ctl" }
 
 // leaseTable is a Locker's live root leases by owner token: what a
-// force-release notice is matched against.
+// force-release notice is matched against. A lease is in it from when it
+// has something a notice must stop — renewals, or a context to cancel —
+// until it ends: a fixed lease whose context nobody asked for costs the
+// table nothing (and a leaked one is not kept alive by it).
 type leaseTable struct {
 	mu sync.Mutex
 	m  map[string]*Lease

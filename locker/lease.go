@@ -96,7 +96,11 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 		every = l.o.renewEvery
 	}
 	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery), true)
-	l.track(le)
+	if first > 0 {
+		// Renewed: a force-release notice stops the renewals (a lease
+		// never renewed is tracked once it has a context to cancel).
+		l.track(le)
+	}
 	return le
 }
 
@@ -177,6 +181,7 @@ func (le *Lease) Context() context.Context {
 		cancel(le.cause)
 	} else {
 		le.cancel = cancel
+		le.l.track(le) // a force-release notice cancels it
 	}
 	return le.ctx
 }
