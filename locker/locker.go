@@ -16,6 +16,13 @@ type Locker struct {
 	shared
 	opts options
 	be   backend
+	// ctl are the hubs whose listeners carry force-release notices (see
+	// control.go): the one node's, or every Redlock master's. leases are
+	// the live root leases they are matched against.
+	ctl    []*hub
+	leases leaseTable
+	// lockerLabel is WithLabel's label as a script argument, nil for none.
+	lockerLabel any
 }
 
 // New returns a Locker on one Redis deployment reached through d: a single
@@ -40,7 +47,9 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	l := newLocker(o)
-	b := newSingle(&l.shared, newNode(d, &l.shared))
+	nd := newNode(d, &l.shared)
+	l.control(nd)
+	b := newSingle(&l.shared, nd)
 	// A driver that spreads keys over masters (Cluster) refuses scripts
 	// whose keys are in several slots: ObtainMany goes key by key there.
 	_, spread := d.(driver.Masters)
@@ -79,6 +88,7 @@ func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 	nodes := make([]*node, len(ds))
 	for i, d := range ds {
 		nodes[i] = newNode(d, &l.shared)
+		l.control(nodes[i])
 	}
 	l.be = newQuorum(&l.shared, nodes)
 	return l, nil
@@ -102,6 +112,9 @@ func newLocker(o options) *Locker {
 	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
 	l.sidArg, l.windowArg = l.sid, ms(l.o.grantWindow)
 	l.tel = newTelemetry(l.o)
+	if l.o.label != "" {
+		l.lockerLabel = l.o.label
+	}
 	return l
 }
 
@@ -148,6 +161,12 @@ type Params struct {
 	// queued readers are admitted together). The zero value is a mutex.
 	// Not with Limit; not on a Redlock Locker.
 	Mode Mode
+	// Label describes the holder for operators: Inspect shows it as
+	// Holder.Label, after the Locker's own (WithLabel), and a
+	// force-release's audit record names it. The guard layer sets the route
+	// or method and the request's trace id. Optional: a lock with no label
+	// stores nothing for it. Cut to MaxLabel bytes.
+	Label string
 
 	keys int // distinct keys of an ObtainMany call (telemetry's kind "multi"); 0 for Obtain
 }
@@ -238,6 +257,7 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	default:
 		n, token = l.rwHolder(key, p.Mode)
 	}
+	n.labelArg = l.labelArg(p)
 	h, err := l.be.obtain(ctx, key, n, token, t)
 	if err != nil {
 		return nil, err

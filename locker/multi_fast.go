@@ -48,6 +48,9 @@ func (b *single) takeAll(ctx context.Context, ns []names, tokens []string, ttl t
 		keys = append(keys, all[0], all[1], all[2])
 		args = append(args, tokens[i])
 	}
+	if ns[0].labelArg != nil {
+		args = append(args, ns[0].labelArg) // one label for every key
+	}
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
 	v, err := b.nd.drv.Eval(cctx, scriptMultiAcquire, driver.NewKeys(keys...), args...)
@@ -97,8 +100,10 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 	}
 	ns := make([]names, len(keys))
 	tokens := make([]string, len(keys))
+	label := l.labelArg(p)
 	for i, key := range keys {
 		ns[i], tokens[i] = l.holder(key)
+		ns[i].labelArg = label
 	}
 	sent := time.Now()
 	fences, ok, err := mf.takeAll(ctx, ns, tokens, t.ttl)

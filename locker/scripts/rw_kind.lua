@@ -17,11 +17,11 @@ local function rw_free(kind)
   return rw_writer() == nil
 end
 
--- rw_take makes token a holder of kind for px ms. A writer mints a fencing
--- token; a reader gets the current one (the last writer's, or 0). sid is
--- the subscriber of a waiter granted from the queue (see sem_purge); idle:
--- sem_idle held.
-local function rw_take(token, kind, px, nowms, sid, idle)
+-- rw_take makes token (described by label) a holder of kind for px ms. A
+-- writer mints a fencing token; a reader gets the current one (the last
+-- writer's, or 0). sid is the subscriber of a waiter granted from the queue
+-- (see sem_purge); idle: sem_idle held.
+local function rw_take(token, kind, px, nowms, label, sid, idle)
   local f
   if kind == 'w' then
     f = mint()
@@ -30,7 +30,7 @@ local function rw_take(token, kind, px, nowms, sid, idle)
     f = tonumber(redis.call('GET', KEYS[2]) or '0')
   end
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
-  redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
+  redis.call('HSET', KEYS[4], '=' .. token, holder_info(f, nowms, label))
   if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
   sem_expire(px, idle)
   return f
@@ -50,10 +50,10 @@ local function rw_grant(self, nowms, window)
     local w = h[1]
     local info = redis.call('HGET', KEYS[4], w)
     local kind = redis.call('HGET', KEYS[4], '~' .. w) or 'r'
-    local ttl, live, sid = 0, false, nil
+    local ttl, live, sid, label = 0, false, nil, nil
     if info then
       local dl, t
-      dl, t, sid = string.match(info, '^(%d+) (%d+) (%S+)$')
+      dl, t, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
       ttl = tonumber(t)
       live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]))
     end
@@ -63,7 +63,7 @@ local function rw_grant(self, nowms, window)
     if live then
       local px = ttl
       if w ~= self then px = math.min(ttl, window) end
-      local f = rw_take(w, kind, px, nowms, sid)
+      local f = rw_take(w, kind, px, nowms, label, sid)
       if w == self then
         mf, mpx = f, px
       else
