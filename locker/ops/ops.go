@@ -1,0 +1,361 @@
+package ops
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/locktag/locktag/locker"
+)
+
+// handler is what NewHandler returns.
+type handler struct {
+	lk      *locker.Locker
+	o       options
+	handles *handles
+}
+
+// NewHandler returns the operations page and its JSON API for lk, to be
+// mounted at a path ending in "/" (e.g. "/debug/locktag/"). It serves,
+// below that path:
+//
+//	GET  ./                       the HTML page (?prefix=, ?cursor=)
+//	GET  ./api/locks              a Page as JSON (?prefix=, ?cursor=)
+//	GET  ./api/lock               one Lock with its waiters (?handle= or ?name=)
+//	POST ./api/release            force-release: {"handle" or "name", "reason"}
+//	GET  ./assets/ops.css, ops.js the page's own style and script
+//
+// Errors are JSON, {"error": "..."}: 400 for a malformed name, handle,
+// cursor or body, or a missing reason; 401/403 from the authorizer (403
+// for every release without WithAuthorizer, and for a POST without the
+// X-Locktag-Ops header or from another origin); 404 for a lock that is
+// neither held nor waited for, or an unknown path; 405 for a wrong method;
+// 409 when a force-release finds the lock not held; 501 on a Redlock
+// Locker (it cannot list or inspect); 503 when Redis is unavailable.
+//
+// It panics if lk is nil.
+func NewHandler(lk *locker.Locker, opts ...Option) http.Handler {
+	if lk == nil {
+		panic("ops: NewHandler with a nil Locker")
+	}
+	o := evaluateOptions(opts)
+	hs, err := newHandles(o.redact != nil, o.handleKey)
+	if err != nil {
+		panic("ops: " + err.Error()) // crypto/rand or AES failed: nothing can work
+	}
+	return &handler{lk: lk, o: o, handles: hs}
+}
+
+// The routes, matched on the end of the path.
+const (
+	routeList    = "/api/locks"
+	routeLock    = "/api/lock"
+	routeRelease = "/api/release"
+	routeCSS     = "/assets/ops.css"
+	routeJS      = "/assets/ops.js"
+)
+
+// csrfHeader must be on every POST (see the package doc).
+const csrfHeader = "X-Locktag-Ops"
+
+// maxReasonBytes bounds a force-release's reason.
+const maxReasonBytes = 1024
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	p := r.URL.Path
+	switch {
+	case strings.HasSuffix(p, routeRelease):
+		if !method(w, r, http.MethodPost) {
+			return
+		}
+		h.release(w, r)
+		return
+	case strings.HasSuffix(p, routeList), strings.HasSuffix(p, routeLock), strings.HasSuffix(p, routeCSS), strings.HasSuffix(p, routeJS), strings.HasSuffix(p, "/"):
+		if !method(w, r, http.MethodGet, http.MethodHead) {
+			return
+		}
+	default:
+		writeError(w, http.StatusNotFound, "no such page")
+		return
+	}
+	switch {
+	case strings.HasSuffix(p, routeCSS):
+		serveAsset(w, "ops.css", "text/css; charset=utf-8")
+	case strings.HasSuffix(p, routeJS):
+		serveAsset(w, "ops.js", "text/javascript; charset=utf-8")
+	case strings.HasSuffix(p, routeList):
+		if h.allowed(w, r, View, "") {
+			h.list(w, r)
+		}
+	case strings.HasSuffix(p, routeLock):
+		h.lock(w, r)
+	default:
+		if h.allowed(w, r, View, "") {
+			h.servePage(w, r)
+		}
+	}
+}
+
+// method answers 405 unless r's method is one of ms.
+func method(w http.ResponseWriter, r *http.Request, ms ...string) bool {
+	for _, m := range ms {
+		if r.Method == m {
+			return true
+		}
+	}
+	w.Header().Set("Allow", strings.Join(ms, ", "))
+	writeError(w, http.StatusMethodNotAllowed, "method "+r.Method+" not allowed; use "+strings.Join(ms, " or "))
+	return false
+}
+
+// authorize asks the authorizer; without one, View is allowed and Release
+// refused.
+func (h *handler) authorize(r *http.Request, a Action, name string) error {
+	if h.o.authorize == nil {
+		if a == View {
+			return nil
+		}
+		return ErrForbidden
+	}
+	return h.o.authorize(r, a, name)
+}
+
+// allowed answers 401 or 403 unless the authorizer allows a on name.
+func (h *handler) allowed(w http.ResponseWriter, r *http.Request, a Action, name string) bool {
+	err := h.authorize(r, a, name)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, ErrUnauthenticated):
+		writeError(w, http.StatusUnauthorized, "not authenticated")
+	case h.o.authorize == nil:
+		writeError(w, http.StatusForbidden, "read-only: this handler has no authorizer, so nothing can be released here")
+	default:
+		writeError(w, http.StatusForbidden, "forbidden: "+a.String())
+	}
+	return false
+}
+
+func (h *handler) list(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	p, err := h.page(r.Context(), q.Get("prefix"), q.Get("cursor"))
+	if err != nil {
+		writeLockerError(w, err)
+		return
+	}
+	h.markReleasable(r, p)
+	writeJSON(w, http.StatusOK, p)
+}
+
+// markReleasable asks the authorizer, once per row, whether the caller may
+// release it.
+func (h *handler) markReleasable(r *http.Request, p *Page) {
+	if h.o.authorize == nil {
+		return
+	}
+	for i := range p.Locks {
+		name, err := h.handles.name(p.Locks[i].Handle)
+		p.Locks[i].CanRelease = err == nil && h.authorize(r, Release, name) == nil
+		p.CanRelease = p.CanRelease || p.Locks[i].CanRelease
+	}
+}
+
+// nameOf reads the lock named by ?handle= or ?name= (or the body's
+// fields), answering 400 itself when neither is usable.
+func (h *handler) nameOf(w http.ResponseWriter, handle, name string) (string, bool) {
+	switch {
+	case handle != "" && name != "":
+		writeError(w, http.StatusBadRequest, "give a handle or a name, not both")
+	case handle != "":
+		n, err := h.handles.name(handle)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, err.Error())
+			return "", false
+		}
+		return n, true
+	case name == "":
+		writeError(w, http.StatusBadRequest, "missing lock: give handle or name")
+	case len(name) > maxNameBytes:
+		writeError(w, http.StatusBadRequest, "lock name too long")
+	default:
+		return name, true
+	}
+	return "", false
+}
+
+func (h *handler) lock(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	name, ok := h.nameOf(w, q.Get("handle"), q.Get("name"))
+	if !ok || !h.allowed(w, r, View, name) {
+		return
+	}
+	l, err := h.detail(r.Context(), name)
+	if err != nil {
+		writeLockerError(w, err)
+		return
+	}
+	l.CanRelease = h.o.authorize != nil && h.authorize(r, Release, name) == nil
+	writeJSON(w, http.StatusOK, l)
+}
+
+// releaseRequest is the body of POST api/release.
+type releaseRequest struct {
+	Handle string `json:"handle"`
+	Name   string `json:"name"`
+	Reason string `json:"reason"`
+}
+
+// releaseAnswer is its answer.
+type releaseAnswer struct {
+	Released bool   `json:"released"`
+	Name     string `json:"name"`
+}
+
+func (h *handler) release(w http.ResponseWriter, r *http.Request) {
+	if msg := crossSite(r); msg != "" {
+		writeError(w, http.StatusForbidden, msg)
+		return
+	}
+	if h.o.authorize == nil {
+		h.allowed(w, r, Release, "") // 403, read-only
+		return
+	}
+	var req releaseRequest
+	dec := json.NewDecoder(io.LimitReader(r.Body, 16<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "body: want JSON {\"handle\" or \"name\", \"reason\"}: "+err.Error())
+		return
+	}
+	name, ok := h.nameOf(w, req.Handle, req.Name)
+	if !ok {
+		return
+	}
+	reason := strings.TrimSpace(req.Reason)
+	switch {
+	case reason == "":
+		writeError(w, http.StatusBadRequest, "missing reason: say why the lock is force-released (it is logged)")
+		return
+	case len(reason) > maxReasonBytes:
+		writeError(w, http.StatusBadRequest, "reason too long")
+		return
+	}
+	if !h.allowed(w, r, Release, name) {
+		return
+	}
+	err := h.forceRelease(r.Context(), name, reason)
+	h.audit(r, name, reason, err)
+	if err != nil {
+		writeLockerError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, releaseAnswer{Released: true, Name: h.display(name)})
+}
+
+// crossSite returns why r may come from another site, or "".
+func crossSite(r *http.Request) string {
+	if r.Header.Get(csrfHeader) != "1" {
+		return "missing header " + csrfHeader + ": 1 (required on every POST, against cross-site requests)"
+	}
+	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
+		return "cross-site request refused"
+	}
+	if o := r.Header.Get("Origin"); o != "" {
+		u, err := url.Parse(o)
+		if err != nil || u.Host != r.Host {
+			return "request from another origin refused"
+		}
+	}
+	return ""
+}
+
+// audit logs one force-release: who, which lock (as displayed), why, and
+// what happened.
+func (h *handler) audit(r *http.Request, name, reason string, err error) {
+	lg := h.o.logger
+	if lg == nil {
+		lg = slog.Default()
+	}
+	level, result := slog.LevelWarn, "released"
+	switch {
+	case errors.Is(err, locker.ErrNotHeld):
+		level, result = slog.LevelInfo, "not held"
+	case err != nil:
+		level, result = slog.LevelError, "failed"
+	}
+	attrs := []slog.Attr{
+		slog.String("who", h.o.identity(r)),
+		slog.String("lock", h.display(name)),
+		slog.String("reason", reason),
+		slog.String("result", result),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String("error", err.Error()))
+	}
+	// A fresh context: the record is wanted even if the client went away.
+	lg.LogAttrs(context.WithoutCancel(r.Context()), level, "locktag: force-release", attrs...)
+}
+
+// writeLockerError answers a Locker error with lockerStatus's status.
+func writeLockerError(w http.ResponseWriter, err error) {
+	status, msg := lockerStatus(err)
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	writeError(w, status, msg)
+}
+
+// lockerStatus maps a Locker error to a status and a message that names
+// no Redis host.
+func lockerStatus(err error) (int, string) {
+	switch {
+	case errors.Is(err, errNotFound):
+		return http.StatusNotFound, errNotFound.Error()
+	case errors.Is(err, locker.ErrNotHeld):
+		return http.StatusConflict, "not held: the lock was released (or expired) before the force-release; nothing was changed"
+	case errors.Is(err, locker.ErrBadOption):
+		return http.StatusBadRequest, "bad cursor: pass the next cursor a listing returned"
+	case errors.Is(err, locker.ErrEmptyKey):
+		return http.StatusBadRequest, "empty lock name"
+	case errors.Is(err, errors.ErrUnsupported):
+		return http.StatusNotImplemented, "not supported by this Locker (Redlock): inspect each master with its own Locker"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, "request ended before Redis answered"
+	}
+	return http.StatusServiceUnavailable, "redis unavailable" // ErrUnavailable and anything else Redis-side
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// forceReleaser is the Locker's force-release, where the Locker has one.
+type forceReleaser interface {
+	ForceRelease(ctx context.Context, name, reason string) error
+}
+
+// forceRelease force-releases name on a fresh, bounded context: the
+// operator's click should not be undone by a closed tab.
+func (h *handler) forceRelease(ctx context.Context, name, reason string) error {
+	fr, ok := any(h.lk).(forceReleaser)
+	if !ok {
+		return errors.ErrUnsupported
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return fr.ForceRelease(ctx, name, reason)
+}
