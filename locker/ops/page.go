@@ -69,4 +69,3 @@ func serveAsset(w http.ResponseWriter, name, contentType string) {
 	w.Header().Set("Content-Type", contentType)
 	_, _ = w.Write(b)
 }
-
