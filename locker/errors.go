@@ -59,7 +59,21 @@ var (
 	ErrWriteInRead = errors.New("locker: write lock requested inside a read lock of the same key")
 	// ErrEmptyKey: Obtain was called with an empty key.
 	ErrEmptyKey = errors.New("locker: empty key")
+	// ErrForceReleased: the lock was freed by Locker.ForceRelease while
+	// held. A force-released lease's context is cancelled with a cause
+	// that matches it and ErrLockLost, and whose message names the reason
+	// ("locker: lock lost: force-released: <reason>").
+	ErrForceReleased = errors.New("locker: force-released")
 )
+
+// forcedError is the cause a force-released lease ends with.
+type forcedError struct{ reason string }
+
+func (e *forcedError) Error() string {
+	return ErrLockLost.Error() + ": force-released: " + e.reason
+}
+
+func (e *forcedError) Unwrap() []error { return []error{ErrLockLost, ErrForceReleased} }
 
 // unavailable wraps a Redis failure so it matches ErrUnavailable.
 func unavailable(err error) error {

@@ -108,7 +108,8 @@ func commandCalls(info, cmd string) int {
 }
 
 // warmListener makes lk open its shared subscriber connection (a wait that
-// times out), so goroutine baselines taken afterwards include it.
+// times out) and subscribe its control channel (its first lease does, in
+// the background), so goroutine baselines taken afterwards include them.
 func warmListener(t *testing.T, lk *locker.Locker) {
 	t.Helper()
 	ctx := context.Background()
@@ -119,6 +120,7 @@ func warmListener(t *testing.T, lk *locker.Locker) {
 	if err := le.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
+	eventually(t, 5*time.Second, "control channel subscribed", func() bool { return locker.ControlReady(lk) })
 }
 
 // lockState reads the owner token and hold count stored for key.

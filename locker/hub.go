@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
@@ -41,6 +42,16 @@ type hub struct {
 	closed  bool
 	chans   map[string]*subscription
 	waiters map[string]*waiter
+
+	// The control channel (see control.go): "" when the hub has none.
+	// ctlOn is set while the channel is subscribed, or being subscribed,
+	// on the current listener; a broken listener clears it, and the next
+	// lease (or renewal) subscribes again. ctlFn handles its messages.
+	ctl   string
+	ctlFn func(payload string)
+	ctlOn atomic.Bool
+	// ctlLis is the listener the control channel was subscribed on; mu.
+	ctlLis driver.Listener
 }
 
 // subscription is one channel's state on the current listener. A
@@ -132,6 +143,9 @@ func (h *hub) unregister(w *waiter) {
 // deliver runs on the listener's goroutine.
 func (h *hub) deliver(channel, payload string) {
 	switch {
+	case channel == h.ctl && h.ctl != "":
+		h.ctlFn(payload)
+		return
 	case payload == "-":
 		h.mu.Lock()
 		if s := h.chans[channel]; s != nil {
@@ -261,6 +275,12 @@ func (h *hub) broken(lis driver.Listener) func(error) {
 		}
 		for _, w := range h.waiters {
 			notify(w.kick)
+		}
+		if h.ctlLis == lis {
+			// Notices published until the next subscription are missed:
+			// their leases learn it at their next renewal (refused).
+			h.ctlLis = nil
+			h.ctlOn.Store(false)
 		}
 	}
 }

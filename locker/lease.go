@@ -96,6 +96,7 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 		every = l.o.renewEvery
 	}
 	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery), true)
+	l.track(le)
 	return le
 }
 
@@ -307,6 +308,7 @@ func (root *Lease) finish(cause error, why lossCause, lastErr error) {
 	cancel := root.cancel
 	root.cancel = nil
 	root.mu.Unlock()
+	root.l.untrack(root)
 	if why > 0 {
 		root.l.logLost(root, why, lastErr)
 	}
@@ -340,4 +342,9 @@ func (root *Lease) validUntil(sent time.Time, ttl time.Duration) time.Time {
 
 func (root *Lease) renewed(ok bool, err error) {
 	root.l.tel.renewed(root.span, root.t.params, ok, err)
+	if h := root.l.ctl; h != nil {
+		// The control channel is subscribed again after its listener
+		// broke on the next lease, or here, while leases are held.
+		h.watchControl()
+	}
 }

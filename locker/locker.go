@@ -16,6 +16,11 @@ type Locker struct {
 	shared
 	opts options
 	be   backend
+	// ctl is the hub whose listener carries force-release notices (see
+	// control.go); nil on a Redlock Locker. leases are the live root
+	// leases it matches them against.
+	ctl    *hub
+	leases leaseTable
 }
 
 // New returns a Locker on one Redis deployment reached through d: a single
@@ -40,7 +45,10 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	l := newLocker(o)
-	l.be = newSingle(&l.shared, newNode(d, &l.shared))
+	nd := newNode(d, &l.shared)
+	nd.hub.ctl, nd.hub.ctlFn = controlChannel(l.o.prefix), l.controlled
+	l.ctl = nd.hub
+	l.be = newSingle(&l.shared, nd)
 	return l, nil
 }
 

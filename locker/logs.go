@@ -20,6 +20,9 @@ const (
 	// lossExpired: the local deadline passed with no confirmed renewal:
 	// renewals failed (Redis unavailable), or a fixed lease overran.
 	lossExpired
+	// lossForced: Locker.ForceRelease freed the lock; lastErr is the
+	// *forcedError with the reason.
+	lossForced
 )
 
 // Log record messages and attribute keys (beside the Attr* keys).
@@ -40,7 +43,10 @@ func (l *Locker) logger() *slog.Logger {
 
 // lossText says why root was lost in words an on-call engineer can act on.
 func lossText(root *Lease, why lossCause, lastErr error) string {
+	var fe *forcedError
 	switch {
+	case why == lossForced && errors.As(lastErr, &fe):
+		return "force-released: " + fe.reason
 	case why == lossRefused:
 		return "renewal refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)"
 	case why == lossExtendRefused:
@@ -77,7 +83,7 @@ func (l *Locker) logLost(root *Lease, why lossCause, lastErr error) {
 	}
 	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String(logKeyCause, lossText(root, why, lastErr)))
-	if lastErr != nil {
+	if lastErr != nil && why != lossForced {
 		attrs = append(attrs, slog.String(logKeyError, lastErr.Error()))
 	}
 	attrs = l.lockAttrs(root, attrs)

@@ -21,6 +21,7 @@ func TestWatchdogOutlivesLease(t *testing.T) {
 	lk := newLocker(t, srv, locker.WithWatchdog(time.Second, 100*time.Millisecond))
 	other := newLocker(t, srv)
 	ctx := context.Background()
+	warmListener(t, lk) // its first lease subscribes the control channel, for good
 	base := runtime.NumGoroutine()
 
 	le := mustObtain(t, lk, ctx, "wd", locker.Params{})

@@ -1,0 +1,124 @@
+package locker
+
+import (
+	"context"
+	"strings"
+	"sync"
+)
+
+// The control channel tells a Locker that one of its leases was
+// force-released, so the holder's context is cancelled at once rather
+// than at its next renewal. Every Locker on one deployment subscribes to
+// the same channel, prefix + "ctl", on its hub's listener: lazily, when its
+// first lease is made, so a Locker that never holds a lock opens no
+// subscriber connection and no call of the hot path pays a round trip for
+// it. The lock value does not record which Locker holds it, and need not:
+// a force-release publishes "token[,token...] reason" to all, and each
+// Locker looks the tokens up among its own leases. Force-releases are
+// rare operator actions, so the fan-out costs nothing worth a write per
+// acquire.
+//
+// A notice missed (the listener broke, or the lease was made in the
+// instant before it was registered) costs the holder the prompt
+// cancellation only: its next renewal is refused and loses the lease as
+// before.
+
+// controlChannel is the control channel's name for prefix.
+func controlChannel(prefix string) string { return prefix + "ctl" }
+
+// leaseTable is a Locker's live root leases by owner token: what a
+// force-release notice is matched against.
+type leaseTable struct {
+	mu sync.Mutex
+	m  map[string]*Lease
+}
+
+func (t *leaseTable) add(le *Lease) {
+	t.mu.Lock()
+	if t.m == nil {
+		t.m = make(map[string]*Lease)
+	}
+	t.m[le.token] = le
+	t.mu.Unlock()
+}
+
+func (t *leaseTable) remove(le *Lease) {
+	t.mu.Lock()
+	if t.m[le.token] == le {
+		delete(t.m, le.token)
+	}
+	t.mu.Unlock()
+}
+
+func (t *leaseTable) get(token string) *Lease {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[token]
+}
+
+// track registers a new root lease for force-release notices and makes
+// sure the control channel is subscribed.
+func (l *Locker) track(le *Lease) {
+	if l.ctl == nil {
+		return
+	}
+	l.leases.add(le)
+	l.ctl.watchControl()
+}
+
+// untrack forgets an ended root lease.
+func (l *Locker) untrack(le *Lease) {
+	if l.ctl != nil {
+		l.leases.remove(le)
+	}
+}
+
+// controlled handles a control message: "token[,token...] reason". It
+// runs on the listener's goroutine.
+func (l *Locker) controlled(payload string) {
+	tokens, reason, ok := strings.Cut(payload, " ")
+	if !ok {
+		return
+	}
+	for tok := range strings.SplitSeq(tokens, ",") {
+		l.forced(tok, reason)
+	}
+}
+
+// forced ends the local lease with owner token, if any, as force-released
+// for reason.
+func (l *Locker) forced(token, reason string) {
+	if le := l.leases.get(token); le != nil {
+		cause := &forcedError{reason: reason}
+		le.finish(cause, lossForced, cause)
+	}
+}
+
+// watchControl subscribes the hub's control channel unless it is
+// subscribed or being subscribed: one atomic load when it is.
+func (h *hub) watchControl() {
+	if h.ctl == "" || h.ctlOn.Load() || !h.ctlOn.CompareAndSwap(false, true) {
+		return
+	}
+	go h.subscribeControl()
+}
+
+// subscribeControl subscribes the control channel on the hub's listener,
+// opening it if needed. On failure the next lease or renewal tries again.
+func (h *hub) subscribeControl() {
+	ctx, cancel := context.WithTimeout(context.Background(), h.o.callTimeout)
+	defer cancel()
+	lis, err := h.listener(ctx)
+	if err == nil {
+		err = lis.Subscribe(ctx, h.ctl)
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if err == nil && h.lis == lis && !h.closed {
+		h.ctlLis = lis
+		return
+	}
+	// Failed, or the listener broke (or closed) since: broken saw no
+	// ctlLis of its own to clear.
+	h.ctlOn.Store(false)
+}

@@ -1,0 +1,263 @@
+package locker
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+var (
+	//go:embed scripts/force.lua
+	luaForce string
+	//go:embed scripts/sem_force.lua
+	luaSemForce string
+)
+
+var (
+	scriptForce    = driver.NewScript(luaCommon + luaForce)
+	scriptSemForce = driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemForce)
+	scriptRWForce  = driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemForce)
+)
+
+// maxReason caps a force-release reason, in bytes (longer ones are cut).
+const maxReason = 200
+
+// noReason is the reason of a force-release that gave none.
+const noReason = "no reason given"
+
+// Span and log vocabulary of a force-release.
+const (
+	spanForceRelease  = "locktag.force_release"
+	eventForceRelease = "locktag.force_released"
+	logForceRelease   = "locktag: lock force-released"
+	logKeyReason      = "reason"
+	logKeyActor       = "actor"
+	logKeyHolders     = "holders"
+
+	// AttrReason is the reason of a force-release (span attribute).
+	AttrReason = attribute.Key("locktag.force_release.reason")
+	// AttrActor is who asked for a force-release (WithActor).
+	AttrActor = attribute.Key("locktag.force_release.actor")
+	// AttrOwners are the owner tokens a force-release freed.
+	AttrOwners = attribute.Key("locktag.force_release.owners")
+)
+
+type actorKey struct{}
+
+// WithActor returns a context that names who acts through it: the
+// operator or service behind a ForceRelease, recorded in its audit log
+// record and span. An ops page puts the authenticated user there.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// ActorFromContext returns the actor WithActor put in ctx, or "".
+func ActorFromContext(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
+
+// freed is one holder a force-release freed.
+type freed struct {
+	kind  string
+	owner string
+	fence int64
+	holds int
+}
+
+// ForceRelease frees the lock named name whoever holds it, as if its holder
+// had released it: the lock goes to the first waiter in the queue (which
+// is told at once, as on a release), and the fencing counter is left
+// alone, so the next holder's fencing token is larger than the freed
+// holder's and storage checked with Fence refuses the freed holder's late
+// writes. A semaphore or read/write lock of that name has every holder
+// freed: all permits, every reader and the writer. Locks of different kinds
+// that share the name are all freed.
+//
+// The holder's Locker is told on a control channel that every Locker
+// subscribes to with its first lease: the holder's lease context is
+// cancelled at once with a cause matching ErrLockLost and
+// ErrForceReleased whose message reads "locker: lock lost: force-released:
+// <reason>", its renewals stop, its loss is logged, and its Release
+// returns ErrNotHeld. A notice the holder misses (its subscriber connection
+// was down) is made up for by its next renewal, which is refused.
+//
+// Every force-release is audited: a log record at Warn on the Locker's
+// logger (WithLogger) with the name, the reason, the actor (WithActor on
+// ctx, if any) and the freed holders' owner tokens; a span
+// locktag.force_release when the Locker has a tracer, else an event on
+// ctx's span. reason should say why ("" reads "no reason given"); it is
+// cut to 200 bytes.
+//
+// ForceRelease returns an error matching ErrNotHeld when nothing was held
+// (nothing is changed), ErrEmptyKey for an empty name, one matching
+// ErrUnavailable when Redis failed, and one matching errors.ErrUnsupported
+// on a Redlock Locker.
+func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
+	if name == "" {
+		return ErrEmptyKey
+	}
+	s, ok := l.be.(*single)
+	if !ok {
+		return fmt.Errorf("locker: ForceRelease on a Redlock Locker: %w", errors.ErrUnsupported)
+	}
+	reason = cleanReason(reason)
+	actor := ActorFromContext(ctx)
+	sctx, span := l.tel.start(ctx, spanForceRelease)
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(AttrReason.String(reason), AttrActor.String(actor))
+		if l.o.keyAttribute {
+			span.SetAttributes(AttrKey.String(name))
+		}
+	}
+	var all []freed
+	var err error
+	for _, kind := range []string{kindMutex, kindSemaphore, kindRW} {
+		var got []freed
+		got, err = s.force(sctx, l, name, kind, reason)
+		all = append(all, got...)
+		if err != nil {
+			break
+		}
+	}
+	for _, f := range all {
+		// The holder may be this Locker: end it here, notice or not.
+		l.forced(f.owner, reason)
+	}
+	l.auditForce(ctx, span, name, reason, actor, all, err)
+	switch {
+	case err != nil:
+		return err
+	case len(all) == 0:
+		return fmt.Errorf("locker: ForceRelease %q: %w", name, ErrNotHeld)
+	}
+	return nil
+}
+
+// Lock kinds as Inspect and the audit name them.
+const (
+	kindMutex     = "mutex"
+	kindSemaphore = "semaphore"
+	kindRW        = "read/write"
+)
+
+// force runs the force-release script of kind for name and returns the
+// holders it freed.
+func (b *single) force(ctx context.Context, l *Locker, name, kind, reason string) ([]freed, error) {
+	var n names
+	var sc *driver.Script
+	switch kind {
+	case kindMutex:
+		n, _ = l.holder(name)
+		sc = scriptForce
+	case kindSemaphore:
+		n, _ = l.kindHolder(name, ":s", semScripts, nil)
+		sc = scriptSemForce
+	default:
+		n, _ = l.kindHolder(name, ":rw", rwScripts, nil)
+		sc = scriptRWForce
+	}
+	cctx, cancel := b.o.callCtx(ctx)
+	defer cancel()
+	v, err := b.nd.drv.Eval(cctx, sc, n.keys, controlChannel(b.o.prefix), reason, handoffGrant, b.windowArg)
+	if err != nil {
+		return nil, unavailable(err)
+	}
+	a, _ := v.([]any)
+	if kind == kindMutex {
+		if len(a) == 0 {
+			return nil, nil
+		}
+		if len(a) != 7 {
+			return nil, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
+		}
+		fence, _ := a[1].(int64)
+		holds, _ := a[2].(int64)
+		if g := str(a[3]); g != "" {
+			// Handed to a waiter: wake it here if it is ours.
+			gf, _ := a[4].(int64)
+			server, _ := a[5].(int64)
+			pttl, _ := a[6].(int64)
+			b.nd.hub.handOver(g, grant{fence: gf, server: server, pttl: time.Duration(pttl) * time.Millisecond})
+		}
+		return []freed{{kind: kind, owner: str(a[0]), fence: fence, holds: int(holds)}}, nil
+	}
+	if len(a)%3 != 0 {
+		return nil, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
+	}
+	out := make([]freed, 0, len(a)/3)
+	for i := 0; i < len(a); i += 3 {
+		fence, _ := a[i+1].(int64)
+		holds, _ := a[i+2].(int64)
+		out = append(out, freed{kind: kind, owner: str(a[i]), fence: fence, holds: int(holds)})
+	}
+	return out, nil
+}
+
+// cleanReason returns reason as recorded: "no reason given" for "", cut
+// to maxReason bytes of valid UTF-8.
+func cleanReason(reason string) string {
+	reason = strings.TrimSpace(reason)
+	if reason == "" {
+		return noReason
+	}
+	if len(reason) > maxReason {
+		reason = reason[:maxReason]
+		for !utf8.ValidString(reason) {
+			reason = reason[:len(reason)-1]
+		}
+	}
+	return reason
+}
+
+// auditForce records a force-release: a Warn log record and a span event.
+func (l *Locker) auditForce(ctx context.Context, span trace.Span, name, reason, actor string, all []freed, err error) {
+	owners := make([]string, len(all))
+	holders := make([]any, len(all))
+	for i, f := range all {
+		owners[i] = f.owner
+		holders[i] = slog.Group(fmt.Sprint(i),
+			slog.String("kind", f.kind), slog.String("owner", f.owner),
+			slog.Int64("fence", f.fence), slog.Int("holds", f.holds))
+	}
+	ev := span
+	if !ev.IsRecording() {
+		ev = trace.SpanFromContext(ctx)
+	}
+	if ev.IsRecording() {
+		ev.AddEvent(eventForceRelease, trace.WithAttributes(
+			AttrReason.String(reason), AttrActor.String(actor), AttrOwners.StringSlice(owners)))
+	}
+	lg := l.logger()
+	level := slog.LevelWarn
+	msg := logForceRelease
+	if err != nil {
+		msg = logForceRelease + " (failed)"
+	} else if len(all) == 0 {
+		level, msg = slog.LevelInfo, logForceRelease+" (nothing held)"
+	}
+	if !lg.Enabled(ctx, level) {
+		return
+	}
+	attrs := []slog.Attr{
+		slog.String(string(AttrKey), name),
+		slog.String(logKeyReason, reason),
+		slog.String(logKeyActor, actor),
+		slog.Group(logKeyHolders, holders...),
+	}
+	if err != nil {
+		attrs = append(attrs, slog.String(logKeyError, err.Error()))
+	}
+	lg.LogAttrs(ctx, level, msg, attrs...)
+}
