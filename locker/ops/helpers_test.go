@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -28,7 +29,7 @@ func TestMain(m *testing.M) {
 func newLocker(t *testing.T) (*locker.Locker, *redistest.Server) {
 	t.Helper()
 	srv := redistest.Start(t)
-	lk, err := locker.New(redigo.New(srv.Pool(t)))
+	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,8 +64,9 @@ const (
 // csrfHeader must be on every POST (see the package doc).
 const csrfHeader = "X-Locktag-Ops"
 
-// maxReasonBytes bounds a force-release's reason.
-const maxReasonBytes = 1024
+// maxReasonBytes bounds a force-release's reason (the Locker keeps 200
+// bytes of it; a longer one is refused rather than cut).
+const maxReasonBytes = 200
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
@@ -251,7 +252,7 @@ func (h *handler) release(w http.ResponseWriter, r *http.Request) {
 	if !h.allowed(w, r, Release, name) {
 		return
 	}
-	err := h.forceRelease(r.Context(), name, reason)
+	err := h.forceRelease(r, name, reason)
 	h.audit(r, name, reason, err)
 	if err != nil {
 		writeLockerError(w, err)
@@ -343,19 +344,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-// forceReleaser is the Locker's force-release, where the Locker has one.
-type forceReleaser interface {
-	ForceRelease(ctx context.Context, name, reason string) error
-}
-
-// forceRelease force-releases name on a fresh, bounded context: the
-// operator's click should not be undone by a closed tab.
-func (h *handler) forceRelease(ctx context.Context, name, reason string) error {
-	fr, ok := any(h.lk).(forceReleaser)
-	if !ok {
-		return errors.ErrUnsupported
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+// forceRelease force-releases name on a fresh, bounded context (the
+// operator's click should not be undone by a closed tab) that names the
+// operator as the actor, for the Locker's own audit record and span.
+func (h *handler) forceRelease(r *http.Request, name, reason string) error {
+	ctx := locker.WithActor(context.WithoutCancel(r.Context()), h.o.identity(r))
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	return fr.ForceRelease(ctx, name, reason)
+	return h.lk.ForceRelease(ctx, name, reason)
 }
