@@ -139,7 +139,9 @@ func TestForceReleaseRacesRelease(t *testing.T) {
 			}
 			relErr = le.Release(context.Background())
 		})
-		wg.Go(func() { status = post(t, ts.URL+"/debug/locktag/api/release", `{"name":"race:1","reason":"race"}`).status })
+		wg.Go(func() {
+			status = post(t, ts.URL+"/debug/locktag/api/release", `{"name":"race:1","reason":"race"}`).status
+		})
 		wg.Wait()
 		seen[status]++
 		switch {
