@@ -139,3 +139,5 @@ func testwaitRecv(t *testing.T, ch <-chan error) error {
 	t.Helper()
 	return testwait.Recv(t, ch, "the waiter to end")
 }
+
+func jsonDecode(s string, v any) error { return json.Unmarshal([]byte(s), v) }
