@@ -94,6 +94,7 @@ func printBanner(out io.Writer, redisDesc, httpAddr, grpcAddr string) {
 Try:
   curl -s %[2]s/items
   curl -s %[2]s/healthz                                                # 200 while Redis answers, else 503
+  open   %[2]s/debug/locktag/                                          # who holds which lock (force-release from this machine)
   curl -s -X POST -H 'X-User: alice' %[2]s/items/apple/buy
   curl -s -X POST -H 'X-User: alice' %[2]s/std/items/apple/buy          # net/http, the same lock
   curl -s -X POST -H 'Content-Type: application/json' \
