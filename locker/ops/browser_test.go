@@ -110,7 +110,7 @@ func TestBrowser(t *testing.T) {
 	}
 	row := `tr.lock[data-name="job:7"]`
 	run("open the page",
-		chromedp.EmulateViewport(1200, 520),
+		chromedp.EmulateViewport(1200, 300),
 		chromedp.Navigate(ts.URL+"/debug/locktag/"),
 		chromedp.WaitVisible(chromedp.CSS(row)))
 
