@@ -167,6 +167,7 @@ func TestBadInput(t *testing.T) {
 		{"encrypted handle on a plain handler", "GET", "api/lock?handle=e.AAAAAAAAAAAAAAAAAAAAAAAAAAAA", "", nil, 400, "bad handle"},
 		{"name too long", "GET", "api/lock?name=" + strings.Repeat("x", 5000), "", nil, 400, "too long"},
 		{"bad cursor", "GET", "api/locks?cursor=nope", "", nil, 400, "bad cursor"},
+		{"prefix too long", "GET", "api/locks?prefix=" + strings.Repeat("x", 5000), "", nil, 400, "prefix too long"},
 		{"release without the CSRF header", "POST", "api/release", `{"name":"order:1","reason":"r"}`, []string{"X-Locktag-Ops", ""}, 403, "X-Locktag-Ops"},
 		{"release from another origin", "POST", "api/release", `{"name":"order:1","reason":"r"}`, []string{"Origin", "https://evil.example"}, 403, "another origin"},
 		{"release cross-site", "POST", "api/release", `{"name":"order:1","reason":"r"}`, []string{"Sec-Fetch-Site", "cross-site"}, 403, "cross-site"},

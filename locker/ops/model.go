@@ -94,6 +94,9 @@ type Waiter struct {
 	WaitLeftMs int64 `json:"waitLeftMs"`
 }
 
+// errPrefixTooLong: a prefix over maxNameBytes.
+var errPrefixTooLong = errors.New("ops: prefix too long")
+
 // errNotFound: the lock is neither held nor waited for.
 var errNotFound = errors.New("ops: no such lock (not held, nobody waiting)")
 
@@ -150,6 +153,9 @@ func kindOf(st *locker.State) (kind string, limit int) {
 // page lists up to pageSize locks under prefix from cursor and inspects
 // each. Errors are the Locker's.
 func (h *handler) page(ctx context.Context, prefix, cursor string) (*Page, error) {
+	if len(prefix) > maxNameBytes {
+		return nil, errPrefixTooLong
+	}
 	p := &Page{Prefix: prefix, Locks: []Lock{}, Redacted: h.o.redact != nil}
 	var names []string
 	seen := map[string]bool{}

@@ -320,6 +320,8 @@ func lockerStatus(err error) (int, string) {
 	switch {
 	case errors.Is(err, errNotFound):
 		return http.StatusNotFound, errNotFound.Error()
+	case errors.Is(err, errPrefixTooLong):
+		return http.StatusBadRequest, "prefix too long"
 	case errors.Is(err, locker.ErrNotHeld):
 		return http.StatusConflict, "not held: the lock was released (or expired) before the force-release; nothing was changed"
 	case errors.Is(err, locker.ErrBadOption):
