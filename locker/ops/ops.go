@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
-	"time"
 
 	"github.com/locktag/locktag/locker"
 )
@@ -52,53 +48,55 @@ func NewHandler(lk *locker.Locker, opts ...Option) http.Handler {
 	return &handler{lk: lk, o: o, handles: hs}
 }
 
-// The routes, matched on the end of the path.
+// The routes, matched on the end of the path; any other path ending in
+// "/" is the page.
 const (
 	routeList    = "/api/locks"
 	routeLock    = "/api/lock"
 	routeRelease = "/api/release"
 	routeCSS     = "/assets/ops.css"
 	routeJS      = "/assets/ops.js"
+	routePage    = "/"
 )
 
-// csrfHeader must be on every POST (see the package doc).
-const csrfHeader = "X-Locktag-Ops"
-
-// maxReasonBytes bounds a force-release's reason (the Locker keeps 200
-// bytes of it; a longer one is refused rather than cut).
-const maxReasonBytes = 200
+// routeOf returns the route path ends with, or "".
+func routeOf(path string) string {
+	for _, r := range []string{routeList, routeLock, routeRelease, routeCSS, routeJS, routePage} {
+		if strings.HasSuffix(path, r) {
+			return r
+		}
+	}
+	return ""
+}
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
-	p := r.URL.Path
+	route := routeOf(r.URL.Path)
 	switch {
-	case strings.HasSuffix(p, routeRelease):
-		if !method(w, r, http.MethodPost) {
-			return
-		}
-		h.release(w, r)
-		return
-	case strings.HasSuffix(p, routeList), strings.HasSuffix(p, routeLock), strings.HasSuffix(p, routeCSS), strings.HasSuffix(p, routeJS), strings.HasSuffix(p, "/"):
-		if !method(w, r, http.MethodGet, http.MethodHead) {
-			return
-		}
-	default:
+	case route == "":
 		writeError(w, http.StatusNotFound, "no such page")
 		return
+	case route == routeRelease:
+		if method(w, r, http.MethodPost) {
+			h.release(w, r)
+		}
+		return
+	case !method(w, r, http.MethodGet, http.MethodHead):
+		return
 	}
-	switch {
-	case strings.HasSuffix(p, routeCSS):
+	switch route {
+	case routeCSS:
 		serveAsset(w, "ops.css", "text/css; charset=utf-8")
-	case strings.HasSuffix(p, routeJS):
+	case routeJS:
 		serveAsset(w, "ops.js", "text/javascript; charset=utf-8")
-	case strings.HasSuffix(p, routeList):
+	case routeList:
 		if h.allowed(w, r, View, "") {
 			h.list(w, r)
 		}
-	case strings.HasSuffix(p, routeLock):
-		h.lock(w, r)
-	default:
+	case routeLock:
+		h.lock(w, r) // asks for View with the lock's name
+	case routePage:
 		if h.allowed(w, r, View, "") {
 			h.servePage(w, r)
 		}
@@ -207,104 +205,6 @@ func (h *handler) lock(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, l)
 }
 
-// releaseRequest is the body of POST api/release.
-type releaseRequest struct {
-	Handle string `json:"handle"`
-	Name   string `json:"name"`
-	Reason string `json:"reason"`
-}
-
-// releaseAnswer is its answer.
-type releaseAnswer struct {
-	Released bool   `json:"released"`
-	Name     string `json:"name"`
-}
-
-func (h *handler) release(w http.ResponseWriter, r *http.Request) {
-	if msg := crossSite(r); msg != "" {
-		writeError(w, http.StatusForbidden, msg)
-		return
-	}
-	if h.o.authorize == nil {
-		h.allowed(w, r, Release, "") // 403, read-only
-		return
-	}
-	var req releaseRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, 16<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "body: want JSON {\"handle\" or \"name\", \"reason\"}: "+err.Error())
-		return
-	}
-	name, ok := h.nameOf(w, req.Handle, req.Name)
-	if !ok {
-		return
-	}
-	reason := strings.TrimSpace(req.Reason)
-	switch {
-	case reason == "":
-		writeError(w, http.StatusBadRequest, "missing reason: say why the lock is force-released (it is logged)")
-		return
-	case len(reason) > maxReasonBytes:
-		writeError(w, http.StatusBadRequest, "reason too long")
-		return
-	}
-	if !h.allowed(w, r, Release, name) {
-		return
-	}
-	err := h.forceRelease(r, name, reason)
-	h.audit(r, name, reason, err)
-	if err != nil {
-		writeLockerError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, releaseAnswer{Released: true, Name: h.display(name)})
-}
-
-// crossSite returns why r may come from another site, or "".
-func crossSite(r *http.Request) string {
-	if r.Header.Get(csrfHeader) != "1" {
-		return "missing header " + csrfHeader + ": 1 (required on every POST, against cross-site requests)"
-	}
-	if r.Header.Get("Sec-Fetch-Site") == "cross-site" {
-		return "cross-site request refused"
-	}
-	if o := r.Header.Get("Origin"); o != "" {
-		u, err := url.Parse(o)
-		if err != nil || u.Host != r.Host {
-			return "request from another origin refused"
-		}
-	}
-	return ""
-}
-
-// audit logs one force-release: who, which lock (as displayed), why, and
-// what happened.
-func (h *handler) audit(r *http.Request, name, reason string, err error) {
-	lg := h.o.logger
-	if lg == nil {
-		lg = slog.Default()
-	}
-	level, result := slog.LevelWarn, "released"
-	switch {
-	case errors.Is(err, locker.ErrNotHeld):
-		level, result = slog.LevelInfo, "not held"
-	case err != nil:
-		level, result = slog.LevelError, "failed"
-	}
-	attrs := []slog.Attr{
-		slog.String("who", h.o.identity(r)),
-		slog.String("lock", h.display(name)),
-		slog.String("reason", reason),
-		slog.String("result", result),
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String("error", err.Error()))
-	}
-	// A fresh context: the record is wanted even if the client went away.
-	lg.LogAttrs(context.WithoutCancel(r.Context()), level, "locktag: force-release", attrs...)
-}
-
 // writeLockerError answers a Locker error with lockerStatus's status.
 func writeLockerError(w http.ResponseWriter, err error) {
 	status, msg := lockerStatus(err)
@@ -344,14 +244,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// forceRelease force-releases name on a fresh, bounded context (the
-// operator's click should not be undone by a closed tab) that names the
-// operator as the actor, for the Locker's own audit record and span.
-func (h *handler) forceRelease(r *http.Request, name, reason string) error {
-	ctx := locker.WithActor(context.WithoutCancel(r.Context()), h.o.identity(r))
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	return h.lk.ForceRelease(ctx, name, reason)
 }
