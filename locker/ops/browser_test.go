@@ -52,6 +52,8 @@ func TestBrowser(t *testing.T) {
 		ops.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))),
 		ops.WithIdentity(func(r *http.Request) string { return "operator@" + r.RemoteAddr }),
 		ops.WithRefresh(time.Second)))
+	redact := ops.HashNames([]byte("browser test"))
+	mux.Handle("/readonly/", ops.NewHandler(lk, ops.WithRedaction(redact)))
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 
@@ -165,6 +167,17 @@ func TestBrowser(t *testing.T) {
 	}
 	// The page refreshed: the row is gone, the other lock is still held.
 	run("the row goes", chromedp.WaitNotPresent(chromedp.CSS(row)), chromedp.WaitVisible(chromedp.CSS(`tr.lock[data-name="report:daily"]`)))
+	// The read-only, redacted mount: the row under its hashed name, no
+	// name anywhere in the page, no release button.
+	hashed := `tr.lock[data-name="` + redact("report:daily") + `"]`
+	run("open the read-only page", chromedp.Navigate(ts.URL+"/readonly/"), chromedp.WaitVisible(chromedp.CSS(hashed)))
+	sctx, cancel = context.WithTimeout(ctx, 2*testwait.Timeout)
+	html, err := chromedp.Run(sctx, chromedp.Evaluate[string]("document.documentElement.outerHTML"))
+	cancel()
+	if err != nil || strings.Contains(html, "report:daily") || strings.Contains(html, "release-button") ||
+		!strings.Contains(html, "read-only") || !strings.Contains(html, "names redacted") {
+		t.Fatalf("read-only redacted page (%v):\n%s", err, html)
+	}
 	// Audited: who, which lock, why, what happened.
 	eventually(t, "the audit record", func() bool { return strings.Contains(logs.String(), "force-release") })
 	rec := logs.String()
