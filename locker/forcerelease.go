@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -69,10 +68,8 @@ func ActorFromContext(ctx context.Context) string {
 
 // freed is one holder a force-release freed.
 type freed struct {
-	kind  string
-	owner string
-	fence int64
-	holds int
+	kind string
+	Holder
 }
 
 // ForceRelease frees the lock named name whoever holds it, as if its holder
@@ -123,7 +120,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	}
 	var all []freed
 	var err error
-	for _, kind := range []string{kindMutex, kindSemaphore, kindRW} {
+	for _, kind := range []string{KindMutex, KindSemaphore, KindRW} {
 		var got []freed
 		got, err = s.force(sctx, l, name, kind, reason)
 		all = append(all, got...)
@@ -133,7 +130,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	}
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
-		l.forced(f.owner, reason)
+		l.forced(f.Owner, reason)
 	}
 	l.auditForce(ctx, span, name, reason, actor, all, err)
 	switch {
@@ -145,23 +142,16 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	return nil
 }
 
-// Lock kinds as Inspect and the audit name them.
-const (
-	kindMutex     = "mutex"
-	kindSemaphore = "semaphore"
-	kindRW        = "read/write"
-)
-
 // force runs the force-release script of kind for name and returns the
 // holders it freed.
 func (b *single) force(ctx context.Context, l *Locker, name, kind, reason string) ([]freed, error) {
 	var n names
 	var sc *driver.Script
 	switch kind {
-	case kindMutex:
+	case KindMutex:
 		n, _ = l.holder(name)
 		sc = scriptForce
-	case kindSemaphore:
+	case KindSemaphore:
 		n, _ = l.kindHolder(name, ":s", semScripts, nil)
 		sc = scriptSemForce
 	default:
@@ -175,32 +165,44 @@ func (b *single) force(ctx context.Context, l *Locker, name, kind, reason string
 		return nil, unavailable(err)
 	}
 	a, _ := v.([]any)
-	if kind == kindMutex {
-		if len(a) == 0 {
-			return nil, nil
-		}
-		if len(a) != 7 {
-			return nil, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
-		}
-		fence, _ := a[1].(int64)
-		holds, _ := a[2].(int64)
-		if g := str(a[3]); g != "" {
-			// Handed to a waiter: wake it here if it is ours.
-			gf, _ := a[4].(int64)
-			server, _ := a[5].(int64)
-			pttl, _ := a[6].(int64)
-			b.nd.hub.handOver(g, grant{fence: gf, server: server, pttl: time.Duration(pttl) * time.Millisecond})
-		}
-		return []freed{{kind: kind, owner: str(a[0]), fence: fence, holds: int(holds)}}, nil
-	}
-	if len(a)%3 != 0 {
+	bad := func() ([]freed, error) {
 		return nil, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
 	}
-	out := make([]freed, 0, len(a)/3)
-	for i := 0; i < len(a); i += 3 {
-		fence, _ := a[i+1].(int64)
-		holds, _ := a[i+2].(int64)
-		out = append(out, freed{kind: kind, owner: str(a[i]), fence: fence, holds: int(holds)})
+	var out []freed
+	if kind == KindMutex && len(a) > 0 {
+		if len(a) != 6 {
+			return bad()
+		}
+		if g := str(a[2]); g != "" {
+			// Handed to a waiter: wake it here if it is ours.
+			gf, _ := a[3].(int64)
+			server, _ := a[4].(int64)
+			pttl, _ := a[5].(int64)
+			b.nd.hub.handOver(g, grant{fence: gf, server: server, pttl: time.Duration(pttl) * time.Millisecond})
+		}
+		a = a[:2]
+	}
+	writer := ""
+	if kind != KindMutex && len(a) > 0 {
+		writer, a = str(a[0]), a[1:]
+	}
+	if len(a)%2 != 0 {
+		return bad()
+	}
+	for i := 0; i < len(a); i += 2 {
+		h, err := parseHolder(str(a[i]), str(a[i+1]), nil, "", 0)
+		if err != nil {
+			return bad()
+		}
+		h.Held = 0 // not measured here
+		switch {
+		case kind != KindRW:
+		case h.Owner == writer:
+			h.Mode = "write"
+		default:
+			h.Mode = "read"
+		}
+		out = append(out, freed{kind: kind, Holder: h})
 	}
 	return out, nil
 }
@@ -212,13 +214,7 @@ func cleanReason(reason string) string {
 	if reason == "" {
 		return noReason
 	}
-	if len(reason) > maxReason {
-		reason = reason[:maxReason]
-		for !utf8.ValidString(reason) {
-			reason = reason[:len(reason)-1]
-		}
-	}
-	return reason
+	return cutText(reason, maxReason)
 }
 
 // auditForce records a force-release: a Warn log record and a span event.
@@ -226,10 +222,13 @@ func (l *Locker) auditForce(ctx context.Context, span trace.Span, name, reason, 
 	owners := make([]string, len(all))
 	holders := make([]any, len(all))
 	for i, f := range all {
-		owners[i] = f.owner
-		holders[i] = slog.Group(fmt.Sprint(i),
-			slog.String("kind", f.kind), slog.String("owner", f.owner),
-			slog.Int64("fence", f.fence), slog.Int("holds", f.holds))
+		owners[i] = f.Owner
+		attrs := []any{slog.String("kind", f.kind), slog.String("owner", f.Owner),
+			slog.String("label", f.Label), slog.Int64("fence", f.Fence), slog.Int("holds", f.Holds)}
+		if f.Mode != "" {
+			attrs = append(attrs, slog.String("mode", f.Mode))
+		}
+		holders[i] = slog.Group(fmt.Sprint(i), attrs...)
 	}
 	ev := span
 	if !ev.IsRecording() {

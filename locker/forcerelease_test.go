@@ -60,13 +60,13 @@ func checkForced(t *testing.T, le *locker.Lease, reason string) {
 func TestForceRelease(t *testing.T) {
 	srv := redistest.Start(t)
 	var holderLog, opLog bytes.Buffer
-	holderLk := newLocker(t, srv, longLease, locker.WithLogger(slog.New(slog.NewTextHandler(&holderLog, nil))))
+	holderLk := newLocker(t, srv, longLease, locker.WithLabel("holder@test"), locker.WithLogger(slog.New(slog.NewTextHandler(&holderLog, nil))))
 	waiterLk := newLocker(t, srv, longLease)
 	var mu sync.Mutex
 	opLk := newLocker(t, srv, locker.WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &opLog}, nil))))
 	ctx := context.Background()
 
-	old := mustObtain(t, holderLk, ctx, "job:7", locker.Params{})
+	old := mustObtain(t, holderLk, ctx, "job:7", locker.Params{Label: "job runner"})
 	holderCtx := old.Context() // made before: the loss is logged before it ends
 	fence := &locker.Fence{}
 	if err := fence.Claim("job:7", old.Token()); err != nil {
@@ -85,6 +85,7 @@ func TestForceRelease(t *testing.T) {
 	// its first lease; a notice published before it is missed.
 	eventually(t, promptly, "holder subscribed", func() bool { return numsub(t, srv, "locktag:ctl") >= 1 })
 
+	oldOwner, _ := lockState(t, srv, "job:7")
 	err := opLk.ForceRelease(locker.WithActor(ctx, "alice"), "job:7", "stuck job")
 	if err != nil {
 		t.Fatal(err)
@@ -120,7 +121,7 @@ func TestForceRelease(t *testing.T) {
 	mu.Lock()
 	audit := opLog.String()
 	mu.Unlock()
-	for _, want := range []string{"level=WARN", "lock force-released", "job:7", "reason=\"stuck job\"", "actor=alice", "owner="} {
+	for _, want := range []string{"level=WARN", "lock force-released", "job:7", "reason=\"stuck job\"", "actor=alice", "owner=" + oldOwner, `label="holder@test; job runner"`} {
 		if !strings.Contains(audit, want) {
 			t.Errorf("audit record %q lacks %q", audit, want)
 		}

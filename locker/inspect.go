@@ -21,12 +21,24 @@ var scriptInspect = driver.NewScript(luaInspect)
 // says how many there are.
 const maxInspectWaiters = 1000
 
-// State is what Inspect found for one lock at one moment.
+// State is what Inspect found for one lock name at one moment.
 type State struct {
 	// Name is the lock's name, as given to Obtain.
 	Name string
-	// Holder is the lock's holder, or nil when the lock is free.
+	// Kind is the lock's kind: "mutex", "semaphore" or "read/write"
+	// (KindMutex ...), or "" when nothing exists for the name. A name
+	// used with several kinds (they are apart) shows the first that
+	// exists, in that order.
+	Kind string
+	// Holder is the exclusive holder (a mutex's, or a read/write lock's
+	// writer), or nil when there is none.
 	Holder *Holder
+	// Holders are every holder: the mutex's holder, each reader and the
+	// writer, each permit of a semaphore (in the order their leases end).
+	Holders []Holder
+	// Limit is a semaphore's number of permits, as its last holder or
+	// waiter asked for it; 0 for the other kinds.
+	Limit int
 	// Waiters are the queued Obtain calls in queue order (the first is
 	// granted the lock next), at most 1000 of them.
 	Waiters []Waiter
@@ -35,17 +47,33 @@ type State struct {
 	Queued int
 }
 
-// Holder is a lock's current holder.
+// The lock kinds of State.Kind.
+const (
+	KindMutex     = "mutex"
+	KindSemaphore = "semaphore"
+	KindRW        = "read/write"
+)
+
+// Holder is one holder of a lock.
 type Holder struct {
 	// Owner is the holder's owner token (random, one per Obtain).
 	Owner string
-	// Fence is the fencing token the lock was granted with.
+	// Fence is the fencing token the lock was granted with (a reader's
+	// is the last writer's).
 	Fence int64
 	// Holds is the hold count: above 1 when re-entered.
 	Holds int
 	// LeaseLeft is the lease left in Redis: the lock expires then unless
 	// renewed (the watchdog renews it every WithWatchdog interval).
 	LeaseLeft time.Duration
+	// Label describes the holder (WithLabel and Params.Label), or "".
+	Label string
+	// Held is how long ago the holder obtained the lock, by the Redis
+	// server's clock; 0 for a lock taken before grant times were kept.
+	Held time.Duration
+	// Mode is a read/write lock holder's: "read" or "write"; "" for the
+	// other kinds.
+	Mode string
 }
 
 // Waiter is one queued Obtain call.
@@ -58,13 +86,18 @@ type Waiter struct {
 	// context's deadline, as it told Redis); zero or less: it gave up
 	// and its entry is cleared by the next grant.
 	WaitLeft time.Duration
+	// Label describes the waiter as it will describe the holder, or "".
+	Label string
+	// Mode is a read/write lock waiter's: "read" or "write"; "" for the
+	// other kinds.
+	Mode string
 }
 
-// Inspect returns the state of the lock named name: its holder and its
-// waiters, read in one read-only script on the lock's node. It changes
-// nothing, so it is safe on a production lock; the state may change the
-// moment after. It returns an error matching ErrUnavailable when Redis
-// failed, ErrEmptyKey for an empty name, and one matching
+// Inspect returns the state of the lock named name, whatever its kind: its
+// holders and its waiters, read in one read-only script on the name's
+// node. It changes nothing, so it is safe on a production lock; the state
+// may change the moment after. It returns an error matching ErrUnavailable
+// when Redis failed, ErrEmptyKey for an empty name, and one matching
 // errors.ErrUnsupported on a Redlock Locker (each master has its own
 // view; inspect the masters one by one with a Locker from New).
 func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
@@ -75,10 +108,14 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	if !ok {
 		return nil, fmt.Errorf("locker: Inspect on a Redlock Locker: %w", errors.ErrUnsupported)
 	}
-	n, _ := l.holder(name)
+	m, _ := l.holder(name)
+	sem, _ := l.kindHolder(name, ":s", semScripts, nil)
+	rw, _ := l.kindHolder(name, ":rw", rwScripts, nil)
+	mk, sk, rk := m.keys.Names(), sem.keys.Names(), rw.keys.Names()
+	keys := driver.NewKeys(mk[0], mk[2], mk[3], sk[0], sk[2], sk[3], rk[0], rk[2], rk[3])
 	cctx, cancel := l.o.callCtx(ctx)
 	defer cancel()
-	v, err := s.nd.drv.Eval(cctx, scriptInspect, n.keys.First(4), maxInspectWaiters)
+	v, err := s.nd.drv.Eval(cctx, scriptInspect, keys, maxInspectWaiters)
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -91,40 +128,89 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 
 // parseState reads inspect.lua's reply.
 func parseState(name string, v any) (*State, error) {
-	a, ok := v.([]any)
-	if len(a) < 5 || (len(a)-5)%3 != 0 || !ok {
-		return nil, fmt.Errorf("locker: inspect: unexpected reply %v", v)
+	bad := func() (*State, error) { return nil, fmt.Errorf("locker: inspect: unexpected reply %v", v) }
+	a, _ := v.([]any)
+	if len(a) < 6 {
+		return bad()
 	}
-	st := &State{Name: name}
-	queued, _ := a[4].(int64)
-	st.Queued = int(queued)
-	sec, _ := strconv.ParseInt(str(a[2]), 10, 64)
-	usec, _ := strconv.ParseInt(str(a[3]), 10, 64)
+	sec, _ := strconv.ParseInt(str(a[0]), 10, 64)
+	usec, _ := strconv.ParseInt(str(a[1]), 10, 64)
 	nowUS := sec*1_000_000 + usec
-	if val := str(a[0]); val != "" {
-		f := strings.Fields(val) // "owner fence holds waiting"
-		if len(f) != 4 {
-			return nil, fmt.Errorf("locker: inspect: unexpected lock value of %d fields", len(f))
-		}
-		fence, _ := strconv.ParseInt(f[1], 10, 64)
-		holds, _ := strconv.Atoi(f[2])
-		pttl, _ := a[1].(int64)
-		st.Holder = &Holder{Owner: f[0], Fence: fence, Holds: holds, LeaseLeft: time.Duration(max(pttl, 0)) * time.Millisecond}
+	nowMS := nowUS / 1000
+	st := &State{Name: name, Kind: str(a[2])}
+	limit, _ := a[3].(int64)
+	st.Limit = int(limit)
+	nh, _ := a[4].(int64)
+	i := 5
+	if nh < 0 || len(a) < i+4*int(nh)+1 {
+		return bad()
 	}
-	for i := 5; i < len(a); i += 3 {
+	for range nh {
+		h, err := parseHolder(str(a[i]), str(a[i+1]), a[i+2], str(a[i+3]), nowMS)
+		if err != nil {
+			return nil, err
+		}
+		st.Holders = append(st.Holders, h)
+		i += 4
+	}
+	for j := range st.Holders {
+		if h := &st.Holders[j]; st.Kind == KindMutex || h.Mode == "write" {
+			st.Holder = h
+		}
+	}
+	queued, _ := a[i].(int64)
+	st.Queued = int(queued)
+	i++
+	if (len(a)-i)%4 != 0 {
+		return bad()
+	}
+	for ; i < len(a); i += 4 {
 		w := Waiter{Owner: str(a[i])}
 		if arrived, err := strconv.ParseFloat(str(a[i+1]), 64); err == nil {
 			w.Waited = time.Duration(nowUS-int64(arrived)) * time.Microsecond
 		}
-		// details: "deadline_ms ttl_ms sid"
-		if f := strings.Fields(str(a[i+2])); len(f) == 3 {
+		// details: "deadline_ms ttl_ms sid[ label]"
+		if f := strings.SplitN(str(a[i+2]), " ", 4); len(f) >= 3 {
 			if deadline, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				w.WaitLeft = time.Duration(deadline-nowUS/1000) * time.Millisecond
+				w.WaitLeft = time.Duration(deadline-nowMS) * time.Millisecond
 			}
+			if len(f) == 4 {
+				w.Label = f[3]
+			}
+		}
+		switch str(a[i+3]) {
+		case "r":
+			w.Mode = "read"
+		case "w":
+			w.Mode = "write"
 		}
 		st.Waiters = append(st.Waiters, w)
 	}
 	return st, nil
+}
+
+// parseHolder reads one holder of inspect.lua's reply: its record is
+// "fence holds[ granted[ label]]".
+func parseHolder(owner, record string, left any, mode string, nowMS int64) (Holder, error) {
+	f := strings.SplitN(record, " ", 4)
+	if len(f) < 2 {
+		return Holder{}, fmt.Errorf("locker: inspect: unexpected holder record of %d fields", len(f))
+	}
+	h := Holder{Owner: owner, Mode: mode}
+	h.Fence, _ = strconv.ParseInt(f[0], 10, 64)
+	h.Holds, _ = strconv.Atoi(f[1])
+	if ms, _ := left.(int64); ms > 0 {
+		h.LeaseLeft = time.Duration(ms) * time.Millisecond
+	}
+	if len(f) >= 3 {
+		if granted, err := strconv.ParseInt(f[2], 10, 64); err == nil {
+			h.Held = time.Duration(max(nowMS-granted, 0)) * time.Millisecond
+		}
+	}
+	if len(f) == 4 {
+		h.Label = f[3]
+	}
+	return h, nil
 }
 
 // str returns a reply element as a string ("" for anything else).

@@ -20,11 +20,12 @@ var scriptList = driver.NewScript(luaList)
 // at per List call on one master (it may return fewer or a few more).
 const listCount = 1000
 
-// List returns the names of the locks that exist now (held, or with
-// waiters queued behind a lapsed holder) whose name starts with prefix (""
-// for all), one page at a time. Start with cursor ""; pass the returned
-// next cursor to get the following page, until next is "". A page may be
-// empty while next is not. It never runs KEYS: each page is one SCAN step
+// List returns the names of the locks of every kind (mutex, semaphore,
+// read/write) that exist now (held, or with waiters queued behind a
+// lapsed holder) whose name starts with prefix ("" for all), one page at
+// a time. Start with cursor ""; pass the returned next cursor to get the
+// following page, until next is "". A page may be empty while next is
+// not. It never runs KEYS: each page is one SCAN step
 // (COUNT 1000) in a read-only script, so it is safe on a large keyspace;
 // like SCAN, a lock that exists for the whole listing is returned at least
 // once, one that comes or goes during it may or may not be, and a name may
@@ -64,7 +65,11 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 	if master >= len(masters) {
 		return nil, "", nil // the cluster shrank: nothing left to visit
 	}
-	pattern := globEscape(l.o.prefix) + "{" + globEscape(prefix) + "*}"
+	// Lock keys end in "}" (a mutex), "}:s" (a semaphore's permits) or
+	// "}:rw" (a read/write lock's holders); the last byte's class keeps
+	// the fencing counters (":f"), queues (":q") and channels out of the
+	// reply, and nameOf drops the details hashes (":w").
+	pattern := globEscape(l.o.prefix) + "{" + globEscape(prefix) + "*[}sw]"
 	v, err := masters[master].Eval(cctx, scriptList, driver.Keys{}, scan, pattern, listCount)
 	if err != nil {
 		return nil, "", unavailable(err)
@@ -73,12 +78,12 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 	if len(a) == 0 {
 		return nil, "", unavailable(fmt.Errorf("locker: list: unexpected reply %v", v))
 	}
+	seen := make(map[string]bool, len(a)-1)
 	for _, k := range a[1:] {
-		key := str(k)
-		// prefix + "{" + name + "}": the lock itself; the fencing counter
-		// and the queue end in ":f", ":q"... and do not match the pattern.
-		if len(key) >= len(l.o.prefix)+2 {
-			names = append(names, key[len(l.o.prefix)+1:len(key)-1])
+		if name, ok := nameOf(str(k), len(l.o.prefix)); ok && !seen[name] {
+			// A name held as two kinds at once is listed once a page.
+			seen[name] = true
+			names = append(names, name)
 		}
 	}
 	switch {
@@ -88,6 +93,18 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 		next = strconv.Itoa(master+1) + ":0"
 	}
 	return names, next, nil
+}
+
+// nameOf returns the lock name of key, the main key of a lock of any kind
+// under a prefix of prefixLen bytes: prefix + "{" + name + "}", then ""
+// (mutex), ":s" (semaphore) or ":rw" (read/write).
+func nameOf(key string, prefixLen int) (string, bool) {
+	for _, suffix := range [...]string{"}", "}:s", "}:rw"} {
+		if strings.HasSuffix(key, suffix) && len(key) >= prefixLen+1+len(suffix) {
+			return key[prefixLen+1 : len(key)-len(suffix)], true
+		}
+	}
+	return "", false
 }
 
 // parseCursor reads List's cursor: "" or "master:scan".

@@ -21,6 +21,8 @@ type Locker struct {
 	// leases it matches them against.
 	ctl    *hub
 	leases leaseTable
+	// lockerLabel is WithLabel's label as a script argument, nil for none.
+	lockerLabel any
 }
 
 // New returns a Locker on one Redis deployment reached through d: a single
@@ -105,6 +107,9 @@ func newLocker(o options) *Locker {
 	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
 	l.sidArg, l.windowArg = l.sid, ms(l.o.grantWindow)
 	l.tel = newTelemetry(l.o)
+	if l.o.label != "" {
+		l.lockerLabel = l.o.label
+	}
 	return l
 }
 
@@ -151,6 +156,12 @@ type Params struct {
 	// queued readers are admitted together). The zero value is a mutex.
 	// Not with Limit; not on a Redlock Locker.
 	Mode Mode
+	// Label describes the holder for operators: Inspect shows it as
+	// Holder.Label, after the Locker's own (WithLabel), and a
+	// force-release's audit record names it. The guard layer sets the route
+	// or method and the request's trace id. Optional: a lock with no label
+	// stores nothing for it. Cut to MaxLabel bytes.
+	Label string
 }
 
 // Mode is a hold of a read/write lock (Params.Mode).
@@ -239,6 +250,7 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	default:
 		n, token = l.rwHolder(key, p.Mode)
 	}
+	n.labelArg = l.labelArg(p)
 	h, err := l.be.obtain(ctx, key, n, token, t)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
@@ -30,6 +31,7 @@ type options struct {
 	meterProvider  metric.MeterProvider
 	keyAttribute   bool
 	logger         *slog.Logger // nil: slog.Default() when a record is logged
+	label          string       // WithLabel; "": none
 
 	errs        []error  // invalid values, one per option
 	redlockOnly []string // Redlock-only options given
@@ -234,6 +236,22 @@ func WithMeterProvider(mp metric.MeterProvider) Option {
 // unless you decide so. Metrics never carry it.
 func WithKeyAttribute(on bool) Option {
 	return func(o *options) { o.keyAttribute = on }
+}
+
+// WithLabel sets a human-readable description of this process that every
+// lock it holds carries, for operators (Inspect shows it as Holder.Label),
+// e.g. "shop@host-3 pid 412". A call's Params.Label is appended to it
+// ("shop@host-3 pid 412; POST /orders/:id/pay"). The default is none: a
+// lock without a label stores nothing for it. label must be at most
+// MaxLabel bytes of valid UTF-8.
+func WithLabel(label string) Option {
+	return func(o *options) {
+		if len(label) > MaxLabel || !utf8.ValidString(label) {
+			o.bad("WithLabel", fmt.Sprintf("%.40q", label), fmt.Sprintf("must be at most %d bytes of valid UTF-8", MaxLabel))
+			return
+		}
+		o.label = label
+	}
 }
 
 // WithLogger sets where the Locker logs a lock lost while held (at Error,

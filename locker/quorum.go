@@ -77,7 +77,12 @@ type quorumTry struct {
 // that does not win undoes what it took.
 func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, b.sidArg, b.windowArg)
+	var res []nodeReply
+	if n.labelArg != nil {
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, b.sidArg, b.windowArg, n.labelArg)
+	} else {
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, b.sidArg, b.windowArg)
+	}
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
 	same := true // every granting master minted the same token

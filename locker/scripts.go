@@ -174,6 +174,7 @@ type names struct {
 	tokenArg any         // the holder's owner token as a script argument
 	sc       *scriptSet  // the lock kind's scripts
 	limitArg any         // acquire's extra argument: a semaphore's limit, a read/write hold's kind; nil for a mutex
+	labelArg any         // acquire's last argument: the holder's label; nil for none (not sent)
 }
 
 // holder returns the names of key's lock and a new owner token for it.

@@ -54,9 +54,14 @@ func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, 
 	}
 	var v any
 	var err error
-	if n.limitArg != nil {
+	switch {
+	case n.limitArg != nil && n.labelArg != nil:
+		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg, n.labelArg)
+	case n.limitArg != nil:
 		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg)
-	} else {
+	case n.labelArg != nil:
+		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.labelArg)
+	default:
 		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
 	}
 	if err != nil {

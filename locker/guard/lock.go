@@ -104,6 +104,11 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // an error, ErrUnsuccessful, a panic, a lost lock — the lock is released at
 // once, so the client can retry.
 //
+// The lock's holder is labelled for operators (locker.Params.Label, shown
+// by Locker.Inspect and named by a force-release's audit record) with
+// name, the request's trace id when ctx carries a valid span context, and
+// its request id when the adapter put one there (WithRequestID).
+//
 // A `limit` tag's guard reports LimitFull where a mutex's reports Busy: all
 // the semaphore's permits stayed taken for the whole wait.
 //
@@ -117,6 +122,7 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 	if p.Name == "" {
 		p.Name = name
 	}
+	p.Label = requestLabel(ctx, p.Name)
 	o = Outcome{Kind: OK, Name: p.Name, Tag: g.spec.Tag}
 	key, err := g.key.Eval(r)
 	if err != nil {

@@ -77,12 +77,19 @@ func TestBrowser(t *testing.T) {
 		t.Fatalf("job:7 not held: %+v %v", st, err)
 	}
 	holder := *st.Holder
-	// Other locks, so the page (and its screenshot) show more than one row.
-	obtain(t, lk, "report:daily")
+	// Another lock, so the page (and its screenshot) show more than one
+	// row: a semaphore with two labelled holders and a waiter.
+	for _, who := range []string{"reports@host-2 pid 77; nightly", "reports@host-5 pid 12; backfill"} {
+		le, err := lk.Obtain(t.Context(), "report:daily", locker.Params{TTL: time.Minute, Limit: 2, Label: who})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = le.Release(context.Background()) })
+	}
 	waiter, stopWaiter := context.WithCancel(t.Context())
 	t.Cleanup(stopWaiter)
 	go func() {
-		if le, err := lk.Obtain(waiter, "report:daily", locker.Params{Wait: time.Minute}); err == nil {
+		if le, err := lk.Obtain(waiter, "report:daily", locker.Params{Wait: time.Minute, Limit: 2}); err == nil {
 			_ = le.Release(context.Background())
 		}
 	}()
@@ -112,7 +119,7 @@ func TestBrowser(t *testing.T) {
 	}
 	row := `tr.lock[data-name="job:7"]`
 	run("open the page",
-		chromedp.EmulateViewport(1200, 300),
+		chromedp.EmulateViewport(1600, 300),
 		chromedp.Navigate(ts.URL+"/debug/locktag/"),
 		chromedp.WaitVisible(chromedp.CSS(row)))
 
@@ -126,8 +133,24 @@ func TestBrowser(t *testing.T) {
 	if err != nil || !strings.Contains(owner.Value, holder.Owner) {
 		t.Fatalf("owner token shown %q (%v), want %q", owner.Value, err, holder.Owner)
 	}
-	if got := text(`tr.lock[data-name="report:daily"] .queued`); got != "1 queued" {
+	if got := text(row + " .label"); got != holder.Label || !strings.Contains(got, "GET /jobs/{id}") {
+		t.Fatalf("label shown %q, want %q (the guard's: the route)", got, holder.Label)
+	}
+	if got := text(row + " .kind"); got != "mutex" {
+		t.Fatalf("kind shown %q", got)
+	}
+	sem := `tr.lock[data-name="report:daily"]`
+	if got := text(sem + " .queued"); got != "1 queued" {
 		t.Fatalf("report:daily waiters shown %q", got)
+	}
+	if got := text(sem + " .kind"); got != "semaphore (limit 2)" {
+		t.Fatalf("report:daily kind shown %q", got)
+	}
+	sctx, cancel = context.WithTimeout(ctx, 2*testwait.Timeout)
+	n, err := chromedp.Run(sctx, chromedp.Evaluate[int](`document.querySelectorAll('tr.lock[data-name="report:daily"] .holder').length`))
+	cancel()
+	if err != nil || n != 2 {
+		t.Fatalf("report:daily holders shown: %d (%v)", n, err)
 	}
 
 	// The countdown moves: read it, then poll until it shows less.
@@ -265,7 +288,7 @@ func newBrowser(t *testing.T, path string) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1200, 520),
+		chromedp.WindowSize(1600, 520),
 	)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })

@@ -44,9 +44,8 @@ type Lock struct {
 	Handle string `json:"handle"`
 	// Name is the lock's name, or its redaction.
 	Name string `json:"name"`
-	// Kind is "mutex", "semaphore" or "read/write" when the Locker
-	// reports it, else "".
-	Kind string `json:"kind,omitempty"`
+	// Kind is "mutex", "semaphore" or "read/write" (locker.KindMutex...).
+	Kind string `json:"kind"`
 	// Limit is a semaphore's limit (0 otherwise).
 	Limit int `json:"limit,omitempty"`
 	// Holders hold the lock now (several for a semaphore or readers).
@@ -67,7 +66,8 @@ type Lock struct {
 
 // Holder is one holder of a lock.
 type Holder struct {
-	// Label is the holder's human-readable label, when the Locker reports one.
+	// Label describes the holder (locker.WithLabel, Params.Label; the
+	// adapters' lock guards set the route and the trace id), or "".
 	Label string `json:"label,omitempty"`
 	// Mode is "read" or "write" for a read/write lock's holder.
 	Mode string `json:"mode,omitempty"`
@@ -77,15 +77,19 @@ type Holder struct {
 	Fence int64 `json:"fence"`
 	// Holds is its hold count (above 1 when re-entered).
 	Holds int `json:"holds"`
-	// HeldMs is how long it has held the lock, in milliseconds, when the
-	// Locker reports it.
-	HeldMs int64 `json:"heldMs,omitempty"`
+	// HeldMs is how long it has held the lock, in milliseconds (0 for a
+	// lock taken before grant times were kept).
+	HeldMs int64 `json:"heldMs"`
 	// LeaseLeftMs is its lease left in Redis, in milliseconds, when read.
 	LeaseLeftMs int64 `json:"leaseLeftMs"`
 }
 
 // Waiter is one queued Obtain call.
 type Waiter struct {
+	// Label describes the waiter as it will describe the holder, or "".
+	Label string `json:"label,omitempty"`
+	// Mode is "read" or "write" for a read/write lock's waiter.
+	Mode string `json:"mode,omitempty"`
 	// Owner is the owner token it will hold the lock with.
 	Owner string `json:"owner"`
 	// WaitedMs is how long it has waited, in milliseconds.
@@ -113,7 +117,7 @@ func (h *handler) lockOf(st *locker.State, detail bool) (Lock, bool) {
 		Holders: holders,
 		Queued:  st.Queued,
 	}
-	l.Kind, l.Limit = kindOf(st)
+	l.Kind, l.Limit = st.Kind, st.Limit
 	for i, w := range st.Waiters {
 		if i == 0 {
 			l.LongestWaitMs = w.Waited.Milliseconds()
@@ -122,7 +126,8 @@ func (h *handler) lockOf(st *locker.State, detail bool) (Lock, bool) {
 			l.GaveUp++
 		}
 		if detail {
-			l.Waiters = append(l.Waiters, Waiter{Owner: w.Owner, WaitedMs: w.Waited.Milliseconds(), WaitLeftMs: w.WaitLeft.Milliseconds()})
+			l.Waiters = append(l.Waiters, Waiter{Label: w.Label, Mode: w.Mode, Owner: w.Owner,
+				WaitedMs: w.Waited.Milliseconds(), WaitLeftMs: w.WaitLeft.Milliseconds()})
 		}
 	}
 	return l, true
@@ -138,16 +143,19 @@ func (h *handler) display(name string) string {
 
 // holdersOf reads the holders out of Inspect's state.
 func holdersOf(st *locker.State) []Holder {
-	if st.Holder == nil {
-		return []Holder{}
+	out := make([]Holder, 0, len(st.Holders))
+	for _, hd := range st.Holders {
+		out = append(out, Holder{
+			Label:       hd.Label,
+			Mode:        hd.Mode,
+			Owner:       hd.Owner,
+			Fence:       hd.Fence,
+			Holds:       hd.Holds,
+			HeldMs:      hd.Held.Milliseconds(),
+			LeaseLeftMs: hd.LeaseLeft.Milliseconds(),
+		})
 	}
-	hd := st.Holder
-	return []Holder{{Owner: hd.Owner, Fence: hd.Fence, Holds: hd.Holds, LeaseLeftMs: hd.LeaseLeft.Milliseconds()}}
-}
-
-// kindOf reads the lock's kind out of Inspect's state.
-func kindOf(st *locker.State) (kind string, limit int) {
-	return "", 0
+	return out
 }
 
 // page lists up to pageSize locks under prefix from cursor and inspects

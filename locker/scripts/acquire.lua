@@ -7,26 +7,27 @@
 -- hand a free lock to the head of the queue | 'n' Redlock's waiters: never
 -- handed the lock, but registered in the queue so that releases publish a
 -- free notice while they wait), sid (the caller's subscriber),
--- window_ms (see grant in common.lua).
+-- window_ms (see grant in common.lua), and optionally label (the holder's
+-- description; absent: none).
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
 -- The common case, a free lock taken with a new token and the whole ttl,
 -- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}.
-local token, ttl, wait, mode, sid, window = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6])
+local token, ttl, wait, mode, sid, window, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
 if mode == 'a' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
   -- The common case: free, nobody queued. One call tells, where GET and
   -- then EXISTS on the queue took two; a busy first try pays one more.
-  return take(token, ttl, '0')
+  return take(token, ttl, '0', nil, label)
 end
 local v = redis.call('GET', KEYS[1])
 if v then
-  local o, f, n, w = parse(v)
+  local o, f, n, w, rest = parse(v)
   if o == token then
     if mode ~= 'e' then
       return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
     n = n + 1
-    redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' ' .. w, 'KEEPTTL')
+    redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' ' .. w .. rest, 'KEEPTTL')
     local pttl = redis.call('PTTL', KEYS[1])
     if pttl < ttl then
       redis.call('PEXPIRE', KEYS[1], ttl)
@@ -37,9 +38,9 @@ if v then
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
   end
-  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl, sid, mode == 'a')
+  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl, sid, mode == 'a', label)
   if w ~= '1' then
-    redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1', 'KEEPTTL')
+    redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1' .. rest, 'KEEPTTL')
   end
   return {0, 0, 0, redis.call('PTTL', KEYS[1]), nowms}
 end
@@ -53,7 +54,7 @@ if mode == 'n' then
   redis.call('HDEL', KEYS[4], token)
   local waiting = '0'
   if redis.call('EXISTS', KEYS[3]) == 1 then waiting = '1' end
-  return {1, take(token, ttl, waiting), 1, ttl, 0}
+  return {1, take(token, ttl, waiting, nil, label), 1, ttl, 0}
 end
 -- Here a new token ('a') found waiters queued (see the first check).
 -- Free while waiters are queued (a grant lapsed, a holder's lease ran out,
@@ -64,7 +65,7 @@ local channel = chan()
 lapse(channel, now_us(t))
 local nowms = now_ms(t)
 if wait > 0 or mode == 'r' then
-  nowms = enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a')
+  nowms = enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
 end
 local w, f, px = grant(channel, token, nowms, window)
 if w == token then
@@ -72,6 +73,6 @@ if w == token then
 end
 if not w then
   -- Nobody in the queue was alive: a caller that does not wait takes it.
-  return {1, take(token, ttl, '0'), 1, ttl, 0}
+  return {1, take(token, ttl, '0', nowms, label), 1, ttl, 0}
 end
 return {0, 0, 0, px, nowms}

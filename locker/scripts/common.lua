@@ -1,13 +1,17 @@
 -- Shared by the scripts that take or hand over a lock.
--- KEYS[1] lock: string "owner fence holds waiting" with the lease as expiry;
---         waiting is 1 when the lock came from the queue or waiters joined
---         while it was held (its release then goes through free).
+-- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
+--         lease as expiry; waiting is 1 when the lock came from the queue or
+--         waiters joined while it was held (its release then goes through
+--         free); granted is when the owner got it (server ms), label the
+--         owner's description (Params.Label), only when it has one. What
+--         follows waiting is kept as it is by every rewrite of the value.
 -- KEYS[2] fencing counter (expires FENCE_TTL after it was seeded)
 -- KEYS[3] waiter queue: zset of waiter tokens scored by arrival in server
 --         microseconds (first come, first served). A token's entry is found
 --         by ZSCORE and removed by ZREM: no queue operation reads the queue.
--- KEYS[4] waiter details: hash. token -> "deadline_ms ttl_ms sid" (sid: the
---         waiter's subscriber, one per Locker); "!"..sid -> a cut-off in
+-- KEYS[4] waiter details: hash. token -> "deadline_ms ttl_ms sid[ label]"
+--         (sid: the waiter's subscriber, one per Locker; label as the
+--         lock's, which a grant copies there); "!"..sid -> a cut-off in
 --         server microseconds: that subscriber's entries that arrived before
 --         it are gone (a grant to one of them lapsed); "?" -> "token sid
 --         fence" of the last grant from the queue, until it is released.
@@ -27,9 +31,11 @@ local function now_us(t)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
+-- parse reads the lock value; rest is what follows waiting (" granted[
+-- label]", or "" for a value written before grant times were kept).
 local function parse(v)
-  local o, f, n, w = string.match(v, '^(%S+) (%d+) (%d+) (%d)$')
-  return o, f, tonumber(n), w
+  local o, f, n, w, rest = string.match(v, '^(%S+) (%d+) (%d+) (%d)(.*)$')
+  return o, f, tonumber(n), w, rest
 end
 
 local function fmt(x) return string.format('%.0f', x) end
@@ -55,9 +61,14 @@ local function mint()
   return f
 end
 
-local function take(owner, ttl, waiting)
+-- take makes owner the holder for ttl ms, granted at nowms (nil: now),
+-- with label (nil or '': none).
+local function take(owner, ttl, waiting, nowms, label)
   local f = mint()
-  redis.call('SET', KEYS[1], owner .. ' ' .. fmt(f) .. ' 1 ' .. waiting, 'PX', ttl)
+  nowms = nowms or now_ms(redis.call('TIME'))
+  local v = owner .. ' ' .. fmt(f) .. ' 1 ' .. waiting .. ' ' .. fmt(nowms)
+  if label and label ~= '' then v = v .. ' ' .. label end
+  redis.call('SET', KEYS[1], v, 'PX', ttl)
   return f
 end
 
@@ -69,8 +80,9 @@ local function cut(sid, arrival)
 end
 
 -- pop removes waiters from the head of the queue until a live one (its wait
--- not over, not cut off), and returns its token, ttl and sid, or nil. Each
--- entry is popped once, so the loop costs O(log N) per entry it removes.
+-- not over, not cut off), and returns its token, ttl, sid and label ('':
+-- none), or nil. Each entry is popped once, so the loop costs O(log N) per
+-- entry it removes.
 local function pop(nowms)
   while true do
     local h = redis.call('ZPOPMIN', KEYS[3])
@@ -79,9 +91,9 @@ local function pop(nowms)
     local info = redis.call('HGET', KEYS[4], w)
     if info then
       redis.call('HDEL', KEYS[4], w)
-      local dl, ttl, sid = string.match(info, '^(%d+) (%d+) (%S+)$')
+      local dl, ttl, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
       if tonumber(dl) >= nowms and not cut(sid, tonumber(h[2])) then
-        return w, tonumber(ttl), sid
+        return w, tonumber(ttl), sid, label
       end
     end
   end
@@ -111,14 +123,14 @@ end
 -- re-check when that lease ends. Returns the new owner, fence and pttl, or
 -- nil.
 local function grant(channel, self, nowms, window)
-  local w, ttl, sid = pop(nowms)
+  local w, ttl, sid, label = pop(nowms)
   if not w then
     redis.call('HDEL', KEYS[4], '?')
     return nil
   end
   local px = ttl
   if w ~= self then px = math.min(ttl, window) end
-  local f = take(w, px, '1')
+  local f = take(w, px, '1', nowms, label)
   redis.call('HSET', KEYS[4], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
   keep(KEYS[4], px + 1000)
   if w ~= self or redis.call('EXISTS', KEYS[3]) == 1 then
@@ -144,8 +156,9 @@ local function lapse(channel, nowus)
 end
 
 -- enqueue adds token to the queue; fresh says it cannot be there yet.
--- Otherwise an entry it has keeps its place, unless it was cut off.
-local function enqueue(token, t, wait, ttl, sid, fresh)
+-- Otherwise an entry it has keeps its place, unless it was cut off. label
+-- (nil or '': none) is what the lock will say about token once granted.
+local function enqueue(token, t, wait, ttl, sid, fresh, label)
   local nowus = now_us(t)
   local nowms = math.floor(nowus / 1000)
   local add = fresh
@@ -155,7 +168,9 @@ local function enqueue(token, t, wait, ttl, sid, fresh)
   end
   if add then
     redis.call('ZADD', KEYS[3], fmt(nowus), token)
-    redis.call('HSET', KEYS[4], token, fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid)
+    local info = fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid
+    if label and label ~= '' then info = info .. ' ' .. label end
+    redis.call('HSET', KEYS[4], token, info)
     local life = wait + 1000
     if redis.call('PTTL', KEYS[3]) < life then
       redis.call('PEXPIRE', KEYS[3], life)

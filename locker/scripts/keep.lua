@@ -7,13 +7,13 @@
 local token, keepms = ARGV[1], tonumber(ARGV[2])
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
-local o, f, n, w = parse(v)
+local o, f, n, w, rest = parse(v)
 if o ~= token then return -1 end
 if n > 1 then
-  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w, 'KEEPTTL')
+  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w .. rest, 'KEEPTTL')
   return n - 1
 end
-redis.call('SET', KEYS[1], o .. ' ' .. f .. ' 1 ' .. w, 'PX', keepms)
+redis.call('SET', KEYS[1], o .. ' ' .. f .. ' 1 ' .. w .. rest, 'PX', keepms)
 if w == '1' then
   -- Released as far as the queue is concerned: the grant record goes (or
   -- the lock's end would read as a lapsed grant), and waiters learn when

@@ -8,10 +8,10 @@
 local token, handoff, window = ARGV[1], ARGV[2], tonumber(ARGV[3])
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
-local o, f, n, w = parse(v)
+local o, f, n, w, rest = parse(v)
 if o ~= token then return -1 end
 if n > 1 then
-  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w, 'KEEPTTL')
+  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w .. rest, 'KEEPTTL')
   return n - 1
 end
 redis.call('DEL', KEYS[1])

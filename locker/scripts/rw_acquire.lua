@@ -1,8 +1,9 @@
 -- rw_acquire: take a read or write hold, re-enter one, or join the queue.
 -- ARGV as acquire.lua's (token, ttl_ms, wait_ms, mode 'a' | 'e' | 'r', sid,
--- window_ms) and kind ('r' read | 'w' write). Reply as sem_acquire.lua's;
+-- window_ms), kind ('r' read | 'w' write) and optionally label (as
+-- acquire.lua's). Reply as sem_acquire.lua's;
 -- a busy reply's pttl is the lease left of the holder that ends first.
-local token, ttl, wait, mode, sid, window, kind = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
+local token, ttl, wait, mode, sid, window, kind, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local t = redis.call('TIME')
 local nowms = now_ms(t)
 sem_purge(nowms)
@@ -11,7 +12,7 @@ if held then return held end
 if redis.call('EXISTS', KEYS[3]) == 0 then
   -- Nobody queued: enter now if the kind allows, in this one call.
   if rw_free(kind) then
-    return {1, rw_take(token, kind, ttl, nowms), 1, ttl, 0}
+    return {1, rw_take(token, kind, ttl, nowms, label), 1, ttl, 0}
   end
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, sem_left(nowms), 0}
@@ -19,7 +20,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
 end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
-  enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a')
+  enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
   redis.call('HSET', KEYS[4], '~' .. token, kind)
 end
 local mf, mpx = rw_grant(token, nowms, window)
@@ -28,6 +29,6 @@ if mf then
 end
 if wait <= 0 and mode ~= 'r' and redis.call('EXISTS', KEYS[3]) == 0 and rw_free(kind) then
   -- Nobody in the queue was alive: a caller that does not wait enters.
-  return {1, rw_take(token, kind, ttl, nowms), 1, ttl, 0}
+  return {1, rw_take(token, kind, ttl, nowms, label), 1, ttl, 0}
 end
 return {0, 0, 0, sem_left(nowms), nowms}

@@ -17,9 +17,10 @@ local function rw_free(kind)
   return rw_writer() == nil
 end
 
--- rw_take makes token a holder of kind for px ms. A writer mints a fencing
--- token; a reader gets the current one (the last writer's, or 0).
-local function rw_take(token, kind, px, nowms)
+-- rw_take makes token (described by label) a holder of kind for px ms. A
+-- writer mints a fencing token; a reader gets the current one (the last
+-- writer's, or 0).
+local function rw_take(token, kind, px, nowms, label)
   local f
   if kind == 'w' then
     f = mint()
@@ -28,7 +29,7 @@ local function rw_take(token, kind, px, nowms)
     f = tonumber(redis.call('GET', KEYS[2]) or '0')
   end
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
-  redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
+  redis.call('HSET', KEYS[4], '=' .. token, holder_info(f, nowms, label))
   keep(KEYS[1], px + 1000)
   keep(KEYS[4], px + 1000)
   return f
@@ -48,9 +49,10 @@ local function rw_grant(self, nowms, window)
     local w = h[1]
     local info = redis.call('HGET', KEYS[4], w)
     local kind = redis.call('HGET', KEYS[4], '~' .. w) or 'r'
-    local ttl, live = 0, false
+    local ttl, live, label = 0, false, nil
     if info then
-      local dl, t, sid = string.match(info, '^(%d+) (%d+) (%S+)$')
+      local dl, t, sid
+      dl, t, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
       ttl = tonumber(t)
       live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]))
     end
@@ -60,7 +62,7 @@ local function rw_grant(self, nowms, window)
     if live then
       local px = ttl
       if w ~= self then px = math.min(ttl, window) end
-      local f = rw_take(w, kind, px, nowms)
+      local f = rw_take(w, kind, px, nowms, label)
       if w == self then
         mf, mpx = f, px
       else

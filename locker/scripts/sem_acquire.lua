@@ -1,10 +1,10 @@
 -- sem_acquire: take a permit, re-enter a held one, or join the queue.
 -- ARGV as acquire.lua's (token, ttl_ms, wait_ms, mode 'a' | 'e' | 'r', sid,
--- window_ms) and limit. Reply as acquire.lua's: the fence alone for a free
+-- window_ms), limit and optionally label (as acquire.lua's). Reply as acquire.lua's: the fence alone for a free
 -- permit taken with the whole ttl, else {status, fence, holds, pttl_ms,
 -- server_ms}; a busy reply's pttl is the lease left of the permit that ends
 -- first.
-local token, ttl, wait, mode, sid, window, limit = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7])
+local token, ttl, wait, mode, sid, window, limit, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local t = redis.call('TIME')
 local nowms = now_ms(t)
 sem_purge(nowms)
@@ -13,7 +13,7 @@ if held then return held end
 if redis.call('EXISTS', KEYS[3]) == 0 then
   -- Nobody queued: a free permit is the caller's, in this one call.
   if redis.call('ZCARD', KEYS[1]) < limit then
-    return sem_take(token, ttl, nowms)
+    return sem_take(token, ttl, nowms, label, limit)
   end
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, sem_left(nowms), 0}
@@ -21,7 +21,7 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
 end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
-  enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a')
+  enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
   redis.call('HSET', KEYS[4], '#', limit)
 end
 local mf, mpx = sem_grant(token, nowms, window, limit)
@@ -30,6 +30,6 @@ if mf then
 end
 if wait <= 0 and mode ~= 'r' and redis.call('ZCARD', KEYS[1]) < limit then
   -- Nobody in the queue was alive: a caller that does not wait takes it.
-  return {1, sem_take(token, ttl, nowms), 1, ttl, 0}
+  return {1, sem_take(token, ttl, nowms, label, limit), 1, ttl, 0}
 end
 return {0, 0, 0, sem_left(nowms), nowms}

@@ -4,9 +4,10 @@
 --         crashed frees its permit when its lease ends.
 -- KEYS[2] fencing counter, as for a mutex (every permit mints a token)
 -- KEYS[3] waiter queue and KEYS[4] waiter details, as in common.lua; the
---         details hash also holds "=" .. token -> "fence holds" for each
---         permit holder and "#" -> the limit the last waiter queued with,
---         which releases use to hand permits on.
+--         details hash also holds "=" .. token -> "fence holds granted[
+--         label]" for each permit holder (granted: server ms; label: as a
+--         mutex's) and "#" -> the limit the last holder or waiter came
+--         with, which releases use to hand permits on (and Inspect shows).
 
 -- sem_purge drops the permits whose lease has ended.
 local function sem_purge(nowms)
@@ -17,24 +18,33 @@ local function sem_purge(nowms)
   end
 end
 
--- sem_take gives token a permit for px ms and returns its fencing token.
-local function sem_take(token, px, nowms)
+-- holder_info is a permit holder's record: "fence holds granted[ label]".
+local function holder_info(f, nowms, label)
+  local h = fmt(f) .. ' 1 ' .. fmt(nowms)
+  if label and label ~= '' then h = h .. ' ' .. label end
+  return h
+end
+
+-- sem_take gives token (described by label) a permit for px ms of limit,
+-- and returns its fencing token.
+local function sem_take(token, px, nowms, label, limit)
   local f = mint()
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
-  redis.call('HSET', KEYS[4], '=' .. token, fmt(f) .. ' 1')
+  redis.call('HSET', KEYS[4], '=' .. token, holder_info(f, nowms, label), '#', limit)
   keep(KEYS[1], px + 1000)
   keep(KEYS[4], px + 1000)
   return f
 end
 
--- sem_held returns token's fence, holds and lease left, or nil.
+-- sem_held returns token's fence, holds, lease left and the rest of its
+-- record (" granted[ label]"), or nil.
 local function sem_held(token, nowms)
   local s = redis.call('ZSCORE', KEYS[1], token)
   if not s or tonumber(s) <= nowms then return nil end
   local h = redis.call('HGET', KEYS[4], '=' .. token)
   if not h then return nil end
-  local f, n = string.match(h, '^(%d+) (%d+)$')
-  return f, tonumber(n), tonumber(s) - nowms
+  local f, n, rest = string.match(h, '^(%d+) (%d+)(.*)$')
+  return f, tonumber(n), tonumber(s) - nowms, rest
 end
 
 -- sem_left is the lease left of the permit that ends first (when a busy
@@ -53,11 +63,11 @@ end
 local function sem_grant(self, nowms, window, limit)
   local mf, mpx
   while redis.call('ZCARD', KEYS[1]) < limit do
-    local w, ttl = pop(nowms)
+    local w, ttl, _, label = pop(nowms)
     if not w then break end
     local px = ttl
     if w ~= self then px = math.min(ttl, window) end
-    local f = sem_take(w, px, nowms)
+    local f = sem_take(w, px, nowms, label, limit)
     if w == self then
       mf, mpx = f, px
     else
@@ -83,7 +93,7 @@ end
 -- hold and stretches the lease to ttl. A re-entry whose hold is gone is
 -- refused (it must not take afresh). nil: go on with a take.
 local function sem_reenter(token, ttl, mode, nowms)
-  local f, n, left = sem_held(token, nowms)
+  local f, n, left, rest = sem_held(token, nowms)
   if not f then
     if mode == 'e' then return {0, 0, 0, -2, 0} end
     return nil
@@ -92,7 +102,7 @@ local function sem_reenter(token, ttl, mode, nowms)
     return {1, tonumber(f), n, left, 0}
   end
   n = n + 1
-  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n)
+  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n .. rest)
   if left < ttl then
     redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
     keep(KEYS[1], ttl + 1000)

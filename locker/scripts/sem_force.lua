@@ -2,20 +2,18 @@
 -- the kind's file: hand_on), as if each had released: free permits go to
 -- the queue's head, the fencing counter is left alone. ARGV as force.lua's.
 -- The holders' Lockers are told "token,token... reason" on the control
--- channel. Reply: {} when nobody holds (nothing is touched), else per
--- holder: token, fence, holds.
+-- channel. Reply: {} when nobody holds (nothing is touched), else the
+-- writer's token ('' none), then per holder: token, "fence holds[ granted[
+-- label]]".
 local window = tonumber(ARGV[4])
 local nowms = now_ms(redis.call('TIME'))
 sem_purge(nowms)
 local hs = redis.call('ZRANGE', KEYS[1], 0, -1)
 if #hs == 0 then return {} end
-local out = {}
+local out = {redis.call('HGET', KEYS[4], 'W') or ''}
 for _, t in ipairs(hs) do
-  local h = redis.call('HGET', KEYS[4], '=' .. t) or ''
-  local f, n = string.match(h, '^(%d+) (%d+)')
   out[#out + 1] = t
-  out[#out + 1] = tonumber(f or '0')
-  out[#out + 1] = tonumber(n or '0')
+  out[#out + 1] = redis.call('HGET', KEYS[4], '=' .. t) or '0 0'
   redis.call('HDEL', KEYS[4], '=' .. t)
 end
 redis.call('DEL', KEYS[1])

@@ -4,10 +4,10 @@
 -- permit (its lease ended; nothing is touched).
 local token, window = ARGV[1], tonumber(ARGV[3])
 local nowms = now_ms(redis.call('TIME'))
-local f, n = sem_held(token, nowms)
+local f, n, _, rest = sem_held(token, nowms)
 if not f then return -1 end
 if n > 1 then
-  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. (n - 1))
+  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. (n - 1) .. rest)
   return n - 1
 end
 sem_drop(token, nowms, window, hand_on)
