@@ -346,3 +346,71 @@ func TestRedisDown(t *testing.T) {
 		t.Fatalf("page: %d %s", a.status, a.body)
 	}
 }
+
+// Every kind is listed with its holders: a semaphore's permits, a
+// read/write lock's readers, with labels and modes; the detail lists the
+// waiters with theirs.
+func TestKinds(t *testing.T) {
+	lk, _ := newLocker(t)
+	ts := serve(t, lk)
+	hold := func(name string, p locker.Params) {
+		t.Helper()
+		p.TTL = time.Minute
+		le, err := lk.Obtain(t.Context(), name, p)
+		if err != nil {
+			t.Fatalf("Obtain(%q): %v", name, err)
+		}
+		t.Cleanup(func() { _ = le.Release(context.Background()) })
+	}
+	hold("k:sem", locker.Params{Limit: 3, Label: "a"})
+	hold("k:sem", locker.Params{Limit: 3, Label: "b"})
+	hold("k:rw", locker.Params{Mode: locker.Read, Label: "r1"})
+	hold("k:rw", locker.Params{Mode: locker.Read, Label: "r2"})
+	hold("k:mutex", locker.Params{Label: "m"})
+	wctx, stop := context.WithCancel(t.Context())
+	defer stop()
+	go func() {
+		if le, err := lk.Obtain(wctx, "k:rw", locker.Params{Mode: locker.Write, Wait: time.Minute, Label: "w"}); err == nil {
+			_ = le.Release(context.Background())
+		}
+	}()
+	eventually(t, "a writer queued", func() bool {
+		st, err := lk.Inspect(t.Context(), "k:rw")
+		return err == nil && st.Queued == 1
+	})
+
+	var p ops.Page
+	do(t, "GET", ts.URL+"/debug/locktag/api/locks?prefix=k:", "").decode(t, &p)
+	got := map[string]ops.Lock{}
+	for _, l := range p.Locks {
+		got[l.Name] = l
+	}
+	labels := func(l ops.Lock) (out []string) {
+		for _, h := range l.Holders {
+			out = append(out, h.Label+"/"+h.Mode)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if l := got["k:sem"]; l.Kind != locker.KindSemaphore || l.Limit != 3 || !slices.Equal(labels(l), []string{"a/", "b/"}) {
+		t.Errorf("semaphore: %+v", l)
+	}
+	if l := got["k:rw"]; l.Kind != locker.KindRW || l.Queued != 1 || !slices.Equal(labels(l), []string{"r1/read", "r2/read"}) {
+		t.Errorf("read/write: %+v", l)
+	}
+	if l := got["k:mutex"]; l.Kind != locker.KindMutex || !slices.Equal(labels(l), []string{"m/"}) {
+		t.Errorf("mutex: %+v", l)
+	}
+	var d ops.Lock
+	do(t, "GET", ts.URL+"/debug/locktag/api/lock?name=k:rw", "").decode(t, &d)
+	if len(d.Waiters) != 1 || d.Waiters[0].Label != "w" || d.Waiters[0].Mode != "write" {
+		t.Errorf("read/write detail: %+v", d)
+	}
+	page := do(t, "GET", ts.URL+"/debug/locktag/?prefix=k:", "")
+	for _, want := range []string{"semaphore (limit 3)", "read/write", `<span class="mode">read</span>`, `<span class="label">r1</span>`} {
+		if !strings.Contains(page.body, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	stop()
+}
