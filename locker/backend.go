@@ -55,6 +55,13 @@ type backend interface {
 	healthy(ctx context.Context) error
 	// close closes the subscriber connections and the drivers.
 	close() error
+
+	// The operator calls (admin.go): force frees name's lock whoever
+	// holds it and returns the holders freed; inspect reads its state;
+	// masters lists the nodes List scans.
+	force(ctx context.Context, l *Locker, name, reason string) ([]freed, error)
+	inspect(ctx context.Context, l *Locker, name string) (*State, error)
+	masters(ctx context.Context) ([]driver.Driver, error)
 }
 
 // held is a grant: a lock obtained with fencing token fence for granted,

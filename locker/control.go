@@ -27,7 +27,10 @@ import (
 func controlChannel(prefix string) string { return prefix + "ctl" }
 
 // leaseTable is a Locker's live root leases by owner token: what a
-// force-release notice is matched against.
+// force-release notice is matched against. A lease is in it from when it
+// has something a notice must stop — renewals, or a context to cancel —
+// until it ends: a fixed lease whose context nobody asked for costs the
+// table nothing (and a leaked one is not kept alive by it).
 type leaseTable struct {
 	mu sync.Mutex
 	m  map[string]*Lease
@@ -56,20 +59,26 @@ func (t *leaseTable) get(token string) *Lease {
 	return t.m[token]
 }
 
+// control makes nd's hub carry force-release notices to l.
+func (l *Locker) control(nd *node) {
+	nd.hub.ctl, nd.hub.ctlFn = controlChannel(l.o.prefix), l.controlled
+	l.ctl = append(l.ctl, nd.hub)
+}
+
 // track registers a new root lease for force-release notices and makes
 // sure the control channel is subscribed.
 func (l *Locker) track(le *Lease) {
-	if l.ctl == nil {
-		return
-	}
 	l.leases.add(le)
-	l.ctl.watchControl()
+	l.watchControl()
 }
 
 // untrack forgets an ended root lease.
-func (l *Locker) untrack(le *Lease) {
-	if l.ctl != nil {
-		l.leases.remove(le)
+func (l *Locker) untrack(le *Lease) { l.leases.remove(le) }
+
+// watchControl makes sure every hub's control channel is subscribed.
+func (l *Locker) watchControl() {
+	for _, h := range l.ctl {
+		h.watchControl()
 	}
 }
 

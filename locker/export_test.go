@@ -3,12 +3,22 @@ package locker
 // DisableForceNotices makes l deaf to force-release notices (the control
 // runs of the force-release tests): its leases learn of a force-release
 // only when a renewal or Extend is refused. Call it before l's first lease.
-func DisableForceNotices(l *Locker) { l.ctl.ctl = "" }
+func DisableForceNotices(l *Locker) {
+	for _, h := range l.ctl {
+		h.ctl = ""
+	}
+}
 
-// ControlReady reports whether l's control channel is subscribed.
+// ControlReady reports whether l's control channel is subscribed on every
+// node.
 func ControlReady(l *Locker) bool {
-	h := l.ctl
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.ctlLis != nil
+	for _, h := range l.ctl {
+		h.mu.Lock()
+		ok := h.ctlLis != nil
+		h.mu.Unlock()
+		if !ok {
+			return false
+		}
+	}
+	return true
 }

@@ -3,7 +3,6 @@ package locker
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -97,16 +96,17 @@ type freed struct {
 // cut to 200 bytes.
 //
 // ForceRelease returns an error matching ErrNotHeld when nothing was held
-// (nothing is changed), ErrEmptyKey for an empty name, one matching
-// ErrUnavailable when Redis failed, and one matching errors.ErrUnsupported
-// on a Redlock Locker.
+// (nothing is changed), ErrEmptyKey for an empty name, and one matching
+// ErrUnavailable when Redis failed.
+//
+// On a Redlock Locker the lock is freed on every master (its waiters are
+// sent the free notice and try again, as on a release): done when a
+// majority held it. Held on fewer (not held, by Redlock's rule) the
+// remnants are freed and the error matches ErrNotHeld; a *QuorumError
+// when too many masters failed to tell.
 func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	if name == "" {
 		return ErrEmptyKey
-	}
-	s, ok := l.be.(*single)
-	if !ok {
-		return fmt.Errorf("locker: ForceRelease on a Redlock Locker: %w", errors.ErrUnsupported)
 	}
 	reason = cleanReason(reason)
 	actor := ActorFromContext(ctx)
@@ -118,16 +118,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 			span.SetAttributes(AttrKey.String(name))
 		}
 	}
-	var all []freed
-	var err error
-	for _, kind := range []string{KindMutex, KindSemaphore, KindRW} {
-		var got []freed
-		got, err = s.force(sctx, l, name, kind, reason)
-		all = append(all, got...)
-		if err != nil {
-			break
-		}
-	}
+	all, err := l.be.force(sctx, l, name, reason)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)
@@ -142,9 +133,22 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	return nil
 }
 
-// force runs the force-release script of kind for name and returns the
-// holders it freed.
-func (b *single) force(ctx context.Context, l *Locker, name, kind, reason string) ([]freed, error) {
+// force frees name's locks of every kind, one script per kind.
+func (b *single) force(ctx context.Context, l *Locker, name, reason string) ([]freed, error) {
+	var all []freed
+	for _, kind := range []string{KindMutex, KindSemaphore, KindRW} {
+		got, err := b.forceKind(ctx, l, name, kind, reason)
+		all = append(all, got...)
+		if err != nil {
+			return all, err
+		}
+	}
+	return all, nil
+}
+
+// forceKind runs the force-release script of kind for name and returns
+// the holders it freed.
+func (b *single) forceKind(ctx context.Context, l *Locker, name, kind, reason string) ([]freed, error) {
 	var n names
 	var sc *driver.Script
 	switch kind {
@@ -164,21 +168,37 @@ func (b *single) force(ctx context.Context, l *Locker, name, kind, reason string
 	if err != nil {
 		return nil, unavailable(err)
 	}
+	out, g, err := parseForced(kind, v)
+	if g.token != "" {
+		// Handed to a waiter: wake it here if it is ours.
+		b.nd.hub.handOver(g.token, g.grant)
+	}
+	return out, err
+}
+
+// handedTo is a force-release's hand-over: the waiter token and its grant.
+type handedTo struct {
+	token string
+	grant grant
+}
+
+// parseForced reads force.lua's (mutex) or sem_force.lua's reply.
+func parseForced(kind string, v any) ([]freed, handedTo, error) {
+	var g handedTo
 	a, _ := v.([]any)
-	bad := func() ([]freed, error) {
-		return nil, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
+	bad := func() ([]freed, handedTo, error) {
+		return nil, g, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
 	}
 	var out []freed
 	if kind == KindMutex && len(a) > 0 {
 		if len(a) != 6 {
 			return bad()
 		}
-		if g := str(a[2]); g != "" {
-			// Handed to a waiter: wake it here if it is ours.
-			gf, _ := a[3].(int64)
-			server, _ := a[4].(int64)
+		if g.token = str(a[2]); g.token != "" {
+			g.grant.fence, _ = a[3].(int64)
+			g.grant.server, _ = a[4].(int64)
 			pttl, _ := a[5].(int64)
-			b.nd.hub.handOver(g, grant{fence: gf, server: server, pttl: time.Duration(pttl) * time.Millisecond})
+			g.grant.pttl = time.Duration(pttl) * time.Millisecond
 		}
 		a = a[:2]
 	}
@@ -204,7 +224,7 @@ func (b *single) force(ctx context.Context, l *Locker, name, kind, reason string
 		}
 		out = append(out, freed{kind: kind, Holder: h})
 	}
-	return out, nil
+	return out, g, nil
 }
 
 // cleanReason returns reason as recorded: "no reason given" for "", cut

@@ -356,3 +356,32 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestForceReleaseAfterReconnect: the control subscription dies with the
+// subscriber connection; the next lease subscribes again, and notices are
+// prompt again, for the leases held across the break too.
+func TestForceReleaseAfterReconnect(t *testing.T) {
+	srv := redistest.Start(t)
+	holderLk := newLocker(t, srv, longLease)
+	opLk := newLocker(t, srv)
+	ctx := context.Background()
+
+	before := mustObtain(t, holderLk, ctx, "before", locker.Params{})
+	eventually(t, promptly, "holder subscribed", func() bool { return locker.ControlReady(holderLk) })
+	if _, err := srv.Do("CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, promptly, "subscription gone", func() bool {
+		return numsub(t, srv, "locktag:ctl") == 0 && !locker.ControlReady(holderLk)
+	})
+	after := mustObtain(t, holderLk, ctx, "after", locker.Params{})
+	eventually(t, promptly, "holder subscribed again", func() bool {
+		return numsub(t, srv, "locktag:ctl") == 1 && locker.ControlReady(holderLk)
+	})
+	for _, le := range []*locker.Lease{before, after} {
+		if err := opLk.ForceRelease(ctx, le.Key(), "after reconnect"); err != nil {
+			t.Fatal(err)
+		}
+		checkForced(t, le, "after reconnect")
+	}
+}

@@ -3,7 +3,6 @@ package locker
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -97,25 +96,34 @@ type Waiter struct {
 // holders and its waiters, read in one read-only script on the name's
 // node. It changes nothing, so it is safe on a production lock; the state
 // may change the moment after. It returns an error matching ErrUnavailable
-// when Redis failed, ErrEmptyKey for an empty name, and one matching
-// errors.ErrUnsupported on a Redlock Locker (each master has its own
-// view; inspect the masters one by one with a Locker from New).
+// when Redis failed and ErrEmptyKey for an empty name.
+//
+// On a Redlock Locker the script runs on every master at once and the
+// views are merged: the holder is the owner a majority of masters agree on
+// (with the largest fence and hold count and the shortest lease left any
+// of them reports), the waiters are those queued on a majority, in arrival
+// order. Without a majority of answers it returns a *QuorumError.
 func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	if name == "" {
 		return nil, ErrEmptyKey
 	}
-	s, ok := l.be.(*single)
-	if !ok {
-		return nil, fmt.Errorf("locker: Inspect on a Redlock Locker: %w", errors.ErrUnsupported)
-	}
+	return l.be.inspect(ctx, l, name)
+}
+
+// inspectKeys are inspect.lua's keys for name: each kind's lock, queue
+// and details.
+func (l *Locker) inspectKeys(name string) driver.Keys {
 	m, _ := l.holder(name)
 	sem, _ := l.kindHolder(name, ":s", semScripts, nil)
 	rw, _ := l.kindHolder(name, ":rw", rwScripts, nil)
 	mk, sk, rk := m.keys.Names(), sem.keys.Names(), rw.keys.Names()
-	keys := driver.NewKeys(mk[0], mk[2], mk[3], sk[0], sk[2], sk[3], rk[0], rk[2], rk[3])
-	cctx, cancel := l.o.callCtx(ctx)
+	return driver.NewKeys(mk[0], mk[2], mk[3], sk[0], sk[2], sk[3], rk[0], rk[2], rk[3])
+}
+
+func (b *single) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
+	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := s.nd.drv.Eval(cctx, scriptInspect, keys, maxInspectWaiters)
+	v, err := b.nd.drv.Eval(cctx, scriptInspect, l.inspectKeys(name), maxInspectWaiters)
 	if err != nil {
 		return nil, unavailable(err)
 	}

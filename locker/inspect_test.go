@@ -9,8 +9,6 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/redigo"
 )
 
 // Inspect shows the holder (token, fence, holds, lease left) and the
@@ -113,21 +111,5 @@ func TestInspect(t *testing.T) {
 	}
 	if _, err := lk.Inspect(ctx, ""); !errors.Is(err, locker.ErrEmptyKey) {
 		t.Fatalf("empty name: %v", err)
-	}
-}
-
-func TestInspectRedlockUnsupported(t *testing.T) {
-	srvs := redistest.StartN(t, 3)
-	ds := make([]driver.Driver, len(srvs))
-	for i, s := range srvs {
-		ds[i] = redigo.New(s.Pool(t))
-	}
-	lk, err := locker.NewRedlock(ds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lk.Close() })
-	if _, err := lk.Inspect(context.Background(), "x"); !errors.Is(err, errors.ErrUnsupported) {
-		t.Fatalf("Inspect on Redlock: %v", err)
 	}
 }

@@ -96,7 +96,11 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 		every = l.o.renewEvery
 	}
 	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery), true)
-	l.track(le)
+	if first > 0 {
+		// Renewed: a force-release notice stops the renewals (a lease
+		// never renewed is tracked once it has a context to cancel).
+		l.track(le)
+	}
 	return le
 }
 
@@ -177,6 +181,7 @@ func (le *Lease) Context() context.Context {
 		cancel(le.cause)
 	} else {
 		le.cancel = cancel
+		le.l.track(le) // a force-release notice cancels it
 	}
 	return le.ctx
 }
@@ -342,9 +347,7 @@ func (root *Lease) validUntil(sent time.Time, ttl time.Duration) time.Time {
 
 func (root *Lease) renewed(ok bool, err error) {
 	root.l.tel.renewed(root.span, root.t.params, ok, err)
-	if h := root.l.ctl; h != nil {
-		// The control channel is subscribed again after its listener
-		// broke on the next lease, or here, while leases are held.
-		h.watchControl()
-	}
+	// The control channel is subscribed again after its listener broke
+	// on the next lease, or here, while leases are held.
+	root.l.watchControl()
 }

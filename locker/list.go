@@ -3,7 +3,6 @@ package locker
 import (
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -38,29 +37,22 @@ const listCount = 1000
 // Sentinel set-up's master, and List scans that one. Use Inspect for a
 // name's holder and waiters.
 //
-// It returns an error matching ErrUnavailable when Redis failed, ErrBadOption
-// for a cursor it did not make, and one matching errors.ErrUnsupported on
-// a Redlock Locker.
+// On a Redlock Locker it visits the masters in turn, so a lock held on a
+// majority is listed once per master that has it.
+//
+// It returns an error matching ErrUnavailable when Redis failed (a master
+// that fails fails the page: retry with the same cursor) and ErrBadOption
+// for a cursor it did not make.
 func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []string, next string, err error) {
-	s, ok := l.be.(*single)
-	if !ok {
-		return nil, "", fmt.Errorf("locker: List on a Redlock Locker: %w", errors.ErrUnsupported)
-	}
 	master, scan, err := parseCursor(cursor)
 	if err != nil {
 		return nil, "", err
 	}
 	cctx, cancel := l.o.callCtx(ctx)
 	defer cancel()
-	masters := []driver.Driver{s.nd.drv}
-	d := s.nd.drv
-	if b, ok := d.(*boundedDriver); ok {
-		d = b.Driver // WithMaxConcurrentCalls's wrapper hides the driver's Masters
-	}
-	if m, ok := d.(driver.Masters); ok {
-		if masters, err = m.Masters(cctx); err != nil {
-			return nil, "", unavailable(err)
-		}
+	masters, err := l.be.masters(cctx)
+	if err != nil {
+		return nil, "", err
 	}
 	if master >= len(masters) {
 		return nil, "", nil // the cluster shrank: nothing left to visit
@@ -105,6 +97,32 @@ func nameOf(key string, prefixLen int) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// masters: the deployment's masters, when the driver exposes them
+// (driver.Masters), else the one node.
+func (b *single) masters(ctx context.Context) ([]driver.Driver, error) {
+	d := b.nd.drv
+	if bd, ok := d.(*boundedDriver); ok {
+		d = bd.Driver // WithMaxConcurrentCalls's wrapper hides the driver's Masters
+	}
+	if m, ok := d.(driver.Masters); ok {
+		ms, err := m.Masters(ctx)
+		if err != nil {
+			return nil, unavailable(err)
+		}
+		return ms, nil
+	}
+	return []driver.Driver{b.nd.drv}, nil
+}
+
+// masters: every Redlock master, in the order given to NewRedlock.
+func (b *quorum) masters(context.Context) ([]driver.Driver, error) {
+	ds := make([]driver.Driver, len(b.nodes))
+	for i, nd := range b.nodes {
+		ds[i] = nd.drv
+	}
+	return ds, nil
 }
 
 // parseCursor reads List's cursor: "" or "master:scan".

@@ -16,10 +16,10 @@ type Locker struct {
 	shared
 	opts options
 	be   backend
-	// ctl is the hub whose listener carries force-release notices (see
-	// control.go); nil on a Redlock Locker. leases are the live root
-	// leases it matches them against.
-	ctl    *hub
+	// ctl are the hubs whose listeners carry force-release notices (see
+	// control.go): the one node's, or every Redlock master's. leases are
+	// the live root leases they are matched against.
+	ctl    []*hub
 	leases leaseTable
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
@@ -48,8 +48,7 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 	}
 	l := newLocker(o)
 	nd := newNode(d, &l.shared)
-	nd.hub.ctl, nd.hub.ctlFn = controlChannel(l.o.prefix), l.controlled
-	l.ctl = nd.hub
+	l.control(nd)
 	l.be = newSingle(&l.shared, nd)
 	return l, nil
 }
@@ -84,6 +83,7 @@ func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 	nodes := make([]*node, len(ds))
 	for i, d := range ds {
 		nodes[i] = newNode(d, &l.shared)
+		l.control(nodes[i])
 	}
 	l.be = newQuorum(&l.shared, nodes)
 	return l, nil

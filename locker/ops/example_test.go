@@ -66,6 +66,7 @@ func ExampleWithAuthorizer() {
 	if err != nil {
 		log.Fatal(err)
 	}
+	work := le.Context() // the job's context, cancelled if the lock is lost
 
 	loopbackOnly := func(r *http.Request, a ops.Action, name string) error {
 		if a == ops.View {
@@ -96,8 +97,8 @@ func ExampleWithAuthorizer() {
 		h.ServeHTTP(w, r)
 		fmt.Print(from, " ", w.Code, " ", w.Body)
 	}
-	<-le.Context().Done()
-	fmt.Println(context.Cause(le.Context()))
+	<-work.Done()
+	fmt.Println(context.Cause(work))
 	// Output:
 	// 192.0.2.7:4000 403 {"error":"forbidden: release"}
 	// level=WARN msg="locktag: force-release" who=oncall lock=export:daily reason="hung on NFS" result=released

@@ -32,8 +32,9 @@ type handler struct {
 // for every release without WithAuthorizer, and for a POST without the
 // X-Locktag-Ops header or from another origin); 404 for a lock that is
 // neither held nor waited for, or an unknown path; 405 for a wrong method;
-// 409 when a force-release finds the lock not held; 501 on a Redlock
-// Locker (it cannot list or inspect); 503 when Redis is unavailable.
+// 409 when a force-release finds the lock not held; 501 when the Locker
+// does not support a call (errors.ErrUnsupported); 503 when Redis is
+// unavailable, or a Redlock Locker's masters gave no quorum.
 //
 // It panics if lk is nil.
 func NewHandler(lk *locker.Locker, opts ...Option) http.Handler {
@@ -229,7 +230,7 @@ func lockerStatus(err error) (int, string) {
 	case errors.Is(err, locker.ErrEmptyKey):
 		return http.StatusBadRequest, "empty lock name"
 	case errors.Is(err, errors.ErrUnsupported):
-		return http.StatusNotImplemented, "not supported by this Locker (Redlock): inspect each master with its own Locker"
+		return http.StatusNotImplemented, "not supported by this Locker"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "request ended before Redis answered"
 	}

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/ops"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // A force-release frees the lock, ends the holder's context with the
@@ -25,6 +28,7 @@ func TestForceRelease(t *testing.T) {
 		ops.WithIdentity(func(r *http.Request) string { return r.Header.Get("X-User") }))
 	url := ts.URL + "/debug/locktag/api/release"
 	held := obtain(t, lk, "order:1")
+	heldCtx := held.Context() // as a handler would have it
 	other := obtain(t, lk, "order:2")
 	got := make(chan *locker.Lease, 1)
 	go func() {
@@ -43,8 +47,8 @@ func TestForceRelease(t *testing.T) {
 	if a.status != http.StatusOK || a.body != `{"released":true,"name":"order:1"}`+"\n" {
 		t.Fatalf("release: %d %q", a.status, a.body)
 	}
-	<-held.Context().Done()
-	if cause := context.Cause(held.Context()); !errors.Is(cause, locker.ErrLockLost) || !strings.Contains(cause.Error(), "stuck in test") {
+	testwait.Recv(t, heldCtx.Done(), "the holder's context to end")
+	if cause := context.Cause(heldCtx); !errors.Is(cause, locker.ErrLockLost) || !strings.Contains(cause.Error(), "stuck in test") {
 		t.Fatalf("holder's cause: %v", cause)
 	}
 	next := testwait.Recv(t, got, "the waiter to get the lock")
@@ -86,6 +90,7 @@ func TestForceReleaseRedacted(t *testing.T) {
 	ts := serve(t, lk, ops.WithAuthorizer(allowAll), ops.WithRedaction(ops.HashNames([]byte("s"))),
 		ops.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	held := obtain(t, lk, "user:bob@example.com")
+	heldCtx := held.Context()
 	var p ops.Page
 	do(t, http.MethodGet, ts.URL+"/debug/locktag/api/locks", "").decode(t, &p)
 	if len(p.Locks) != 1 || !p.Locks[0].CanRelease {
@@ -95,7 +100,7 @@ func TestForceReleaseRedacted(t *testing.T) {
 	if a.status != http.StatusOK || strings.Contains(a.body, "bob") || !strings.Contains(a.body, p.Locks[0].Name) {
 		t.Fatalf("release by handle: %d %q", a.status, a.body)
 	}
-	<-held.Context().Done()
+	testwait.Recv(t, heldCtx.Done(), "the holder's context to end")
 	if rec := logs.String(); strings.Contains(rec, "bob") || !strings.Contains(rec, p.Locks[0].Name) {
 		t.Fatalf("audit record: %s", rec)
 	}
@@ -162,4 +167,36 @@ func TestForceReleaseRacesRelease(t *testing.T) {
 		t.Fatalf("keep:1 changed: %+v %v", st, err)
 	}
 	t.Logf("answers: %v", seen)
+}
+
+// On a Redlock Locker the page lists the lock once per page (each master
+// lists it), shows the majority's holder, and force-releases it.
+func TestRedlock(t *testing.T) {
+	srvs := redistest.StartN(t, 3)
+	var drivers []driver.Driver
+	for _, s := range srvs {
+		drivers = append(drivers, redigo.New(s.Pool(t)))
+	}
+	lk, err := locker.NewRedlock(drivers, locker.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	ts := serve(t, lk, ops.WithAuthorizer(allowAll), ops.WithLogger(slog.New(slog.DiscardHandler)))
+	held := obtain(t, lk, "order:7")
+	heldCtx := held.Context() // as a handler would have it
+
+	var p ops.Page
+	a := do(t, http.MethodGet, ts.URL+"/debug/locktag/api/locks?prefix=order:", "")
+	a.decode(t, &p)
+	if a.status != http.StatusOK || len(p.Locks) != 1 || len(p.Locks[0].Holders) != 1 || p.Locks[0].Holders[0].Fence != held.Token() {
+		t.Fatalf("redlock list: %d %s", a.status, a.body)
+	}
+	if a := post(t, ts.URL+"/debug/locktag/api/release", `{"name":"order:7","reason":"redlock test"}`); a.status != http.StatusOK {
+		t.Fatalf("redlock release: %d %s", a.status, a.body)
+	}
+	testwait.Recv(t, heldCtx.Done(), "the holder's context to end")
+	if a := do(t, http.MethodGet, ts.URL+"/debug/locktag/api/lock?name=order:7", ""); a.status != http.StatusNotFound {
+		t.Fatalf("after release: %d %s", a.status, a.body)
+	}
 }
