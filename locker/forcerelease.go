@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locktag/locktag/locker/driver"
@@ -90,9 +91,10 @@ type freed struct {
 //
 // Every force-release is audited: a log record at Warn on the Locker's
 // logger (WithLogger) with the name, the reason, the actor (WithActor on
-// ctx, if any) and the freed holders' owner tokens; a span
-// locktag.force_release when the Locker has a tracer, else an event on
-// ctx's span. reason should say why ("" reads "no reason given"); it is
+// ctx, if any) and each freed holder's owner token, label, fence and hold
+// count (Info when nothing was held); a span locktag.force_release with an
+// event locktag.force_released when the Locker has a tracer, else the
+// event on ctx's span. reason should say why ("" reads "no reason given"); it is
 // cut to 200 bytes.
 //
 // ForceRelease returns an error matching ErrNotHeld when nothing was held
@@ -257,6 +259,9 @@ func (l *Locker) auditForce(ctx context.Context, span trace.Span, name, reason, 
 	if ev.IsRecording() {
 		ev.AddEvent(eventForceRelease, trace.WithAttributes(
 			AttrReason.String(reason), AttrActor.String(actor), AttrOwners.StringSlice(owners)))
+	}
+	if err != nil {
+		span.SetStatus(codes.Error, err.Error())
 	}
 	lg := l.logger()
 	level := slog.LevelWarn
