@@ -88,8 +88,12 @@ func WithHandleKey(key []byte) Option {
 	return func(o *options) { o.handleKey = key }
 }
 
-// WithPageSize sets how many locks one page or api/locks call returns at
-// most (n > 0). The default is 100.
+// WithPageSize sets how many lock names a page (the HTML page or one
+// api/locks call) collects before it stops listing (n > 0); the page then
+// ends and its next cursor goes on. Each List step is one SCAN step that
+// may bring more names than that (up to about 1000 per step): all of them
+// are shown, since the next cursor would not list them again. The default
+// is 100.
 func WithPageSize(n int) Option {
 	return func(o *options) {
 		if n > 0 {
