@@ -67,7 +67,8 @@ func (b *quorum) inspect(ctx context.Context, l *Locker, name string) (*State, e
 // majority (need) agree on, with the largest fence, hold count and time
 // held and the shortest lease left any reports; the waiters queued on a
 // majority, earliest first, with the longest wait and the shortest wait
-// left any reports.
+// left any reports. Kind is KindMutex when the merged view has either,
+// else "": what a minority of masters keeps is not a Redlock lock.
 func mergeViews(name string, views []*State, need int) *State {
 	st := &State{Name: name}
 	type tally[T any] struct {
@@ -76,11 +77,8 @@ func mergeViews(name string, views []*State, need int) *State {
 	}
 	var holders []tally[Holder]
 	var waiters []tally[Waiter]
-	kinds, cut := 0, false
+	cut := false
 	for _, v := range views {
-		if v.Kind != "" {
-			kinds++
-		}
 		cut = cut || v.Queued > len(v.Waiters)
 		if h := v.Holder; h != nil {
 			i := slices.IndexFunc(holders, func(t tally[Holder]) bool { return t.v.Owner == h.Owner })
@@ -124,7 +122,7 @@ func mergeViews(name string, views []*State, need int) *State {
 			st.Queued = max(st.Queued, v.Queued)
 		}
 	}
-	if st.Holder != nil || len(st.Waiters) > 0 || kinds >= need {
+	if st.Holder != nil || len(st.Waiters) > 0 {
 		st.Kind = KindMutex
 	}
 	return st
