@@ -77,6 +77,7 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 		}
 		c.JSON(http.StatusCreated, s.Pay(c.GetHeader("X-User"), in.OrderID, in.AmountCents))
 	})
+	addTransferRoutes(r, s.lk, newAccounts()) // transfer.go: a multi-key lock
 	return r
 }
 

@@ -53,6 +53,23 @@ func BindSpec[R any](s *Spec, src Sources[R], opts ...BindOption) (*Key[R], erro
 	return k, nil
 }
 
+// BindKeys binds every key template of a parsed tag (Spec.Templates: the
+// one of `key`, or each of `keys`), like BindSpec; an error's position
+// points into the template concerned.
+func BindKeys[R any](s *Spec, src Sources[R], opts ...BindOption) ([]*Key[R], error) {
+	all := append([]BindOption{WithHashLong(s.HashLong)}, opts...)
+	ts := s.Templates()
+	keys := make([]*Key[R], len(ts))
+	for i, t := range ts {
+		k, err := bind(t, src, all)
+		if err != nil {
+			return nil, s.KeyErrorAt(i, err)
+		}
+		keys[i] = k
+	}
+	return keys, nil
+}
+
 func bind[R any](t *Template, src Sources[R], opts []BindOption) (*Key[R], error) {
 	if t == nil {
 		return nil, errors.New("keyexpr: Bind: nil template")

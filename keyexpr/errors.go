@@ -16,7 +16,8 @@ var (
 	// adjacent placeholders, or a literal between placeholders that does not
 	// start with a separator character.
 	ErrSyntax = errors.New("keyexpr: syntax error")
-	// ErrUnknownField reports a tag field other than key, expire, wait, name and long.
+	// ErrUnknownField reports a tag field other than key, keys, expire, wait,
+	// name, long, limit, keep and mode.
 	ErrUnknownField = errors.New("keyexpr: unknown field")
 	// ErrDuplicateField reports a tag field given twice.
 	ErrDuplicateField = errors.New("keyexpr: duplicate field")
@@ -26,7 +27,8 @@ var (
 	// ErrBadValue reports a tag field whose value is not one of the allowed
 	// values: long other than "hash" or "reject", or an empty name.
 	ErrBadValue = errors.New("keyexpr: bad value")
-	// ErrMissingKey reports a tag without a key field, or with an empty one.
+	// ErrMissingKey reports a tag with neither a key nor a keys field, an
+	// empty one, or an empty template in a keys list ("a,,b", "a,").
 	ErrMissingKey = errors.New("keyexpr: missing key")
 	// ErrUnknownSource reports, from Bind, a placeholder whose source is not in
 	// the Sources given.

@@ -25,7 +25,7 @@ func ExampleParseTag() {
 	// order:{path.id} 30s 2s false
 	// {path.id}: source "path", path "id" at byte 6
 	// true
-	// keyexpr: tag `key:"order:{path.id}" expiry:"30s"`: field expiry at byte 22: unknown field "expiry" (known: key, expire, wait, name, long, limit, keep, mode)
+	// keyexpr: tag `key:"order:{path.id}" expiry:"30s"`: field expiry at byte 22: unknown field "expiry" (known: key, keys, expire, wait, name, long, limit, keep, mode)
 }
 
 // request stands in for a transport's request type (*gin.Context, a gRPC

@@ -1,6 +1,7 @@
 package keyexpr
 
 import (
+	"errors"
 	"slices"
 	"strconv"
 )
@@ -10,7 +11,8 @@ import (
 // field holds what the tag's quoted value would hold; an empty field is
 // absent (Key is required).
 type Fields struct {
-	Key    string // key template; required
+	Key    string // key template; required unless Keys is set
+	Keys   string // key templates separated by commas (a multi-key lock); not with Key
 	Expire string // Go duration of at least 1ms; "" = watchdog mode
 	Wait   string // non-negative Go duration; "" = fail at once
 	Name   string // metrics/span name; "" = the adapter's default
@@ -23,16 +25,17 @@ type Fields struct {
 // NewSpec builds the *Spec the equivalent tag would parse to, with the same
 // validation as ParseTag and without writing and re-reading tag text. Errors
 // are *TagError values, as from ParseTag, naming the field; Spec.Tag (and
-// TagError.Tag) is the equivalent tag, in the field order key, expire,
-// wait, name, long, limit, keep, mode, so that messages and logs can quote it.
+// TagError.Tag) is the equivalent tag, in the field order key, keys,
+// expire, wait, name, long, limit, keep, mode, so that messages and logs
+// can quote it.
 func NewSpec(f Fields) (*Spec, error) {
 	s := &Spec{}
 	type field struct{ name, value string }
-	all := [...]field{{"key", f.Key}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}, {"keep", f.Keep}, {"mode", f.Mode}}
+	all := [...]field{{"key", f.Key}, {"keys", f.Keys}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}, {"keep", f.Keep}, {"mode", f.Mode}}
 	var tag []byte
 	starts := make([]int, len(all))
 	for i, fl := range all {
-		if fl.value == "" && fl.name != "key" {
+		if fl.value == "" && (fl.name != "key" || f.Keys != "") {
 			starts[i] = -1
 			continue
 		}
@@ -45,8 +48,14 @@ func NewSpec(f Fields) (*Spec, error) {
 		tag = strconv.AppendQuote(tag, fl.value)
 	}
 	s.Tag = string(tag)
-	s.keyQuote = starts[0]
-	s.keyExact = strconv.Quote(f.Key) == `"`+f.Key+`"`
+	if starts[0] >= 0 {
+		s.keyQuote = starts[0]
+		s.keyExact = strconv.Quote(f.Key) == `"`+f.Key+`"`
+	}
+	if starts[1] >= 0 {
+		s.keysQuote = starts[1]
+		s.keysExact = strconv.Quote(f.Keys) == `"`+f.Keys+`"`
+	}
 	for i, fl := range all {
 		if starts[i] < 0 {
 			continue
@@ -55,6 +64,13 @@ func NewSpec(f Fields) (*Spec, error) {
 			pos := starts[i]
 			if fl.name == "key" {
 				pos = s.keyErrPos(err)
+			}
+			if fl.name == "keys" {
+				pos = s.keysErrPos(err)
+				var ie *itemError
+				if errors.As(err, &ie) {
+					err = ie.err
+				}
 			}
 			return nil, &TagError{Tag: s.Tag, Field: fl.name, Pos: pos, Err: err}
 		}

@@ -17,6 +17,7 @@ func FuzzParseTag(f *testing.F) {
 		`key:"a" name:"n" long:"hash"`,
 		`key:"\u00e9{path.}"`, `key:"a"wait:"1s"`, `key:"a\"`, `key:"a" key:"b"`,
 		`key:"{x.a}{x.b}"`, `expire:"-1s"`, "", " ",
+		`keys:"acct:{body.from}, acct:{body.to}" wait:"1s"`, `keys:"a,,b"`, `keys:"a,b:{p.}"`, `key:"a" keys:"b"`,
 	} {
 		f.Add(s)
 	}
@@ -41,13 +42,16 @@ func FuzzParseTag(f *testing.F) {
 			}
 			return
 		}
-		if s.Key == nil || s.Tag != tag || s.Expire < 0 || s.Wait < 0 {
+		if (s.Key == nil) == (s.Keys == nil) || len(s.Keys) > MaxKeys || s.Tag != tag || s.Expire < 0 || s.Wait < 0 {
 			t.Fatalf("bad Spec %+v", s)
 		}
 		// What we accept, reflect.StructTag reads the same way.
 		st := reflect.StructTag(tag)
-		if v, _ := st.Lookup("key"); v != s.Key.String() {
+		if v, _ := st.Lookup("key"); s.Key != nil && v != s.Key.String() {
 			t.Fatalf("key %q, reflect reads %q", s.Key, v)
+		}
+		if v, _ := st.Lookup("keys"); s.Keys != nil && !strings.Contains(v, s.Keys[len(s.Keys)-1].String()) {
+			t.Fatalf("keys %q, reflect reads %q", s.Keys, v)
 		}
 		for field, d := range map[string]time.Duration{"expire": s.Expire, "wait": s.Wait} {
 			if v, ok := st.Lookup(field); ok {

@@ -10,7 +10,8 @@ import (
 // Spec is a parsed lock tag.
 type Spec struct {
 	Tag      string        // the tag text as given
-	Key      *Template     // compiled key template (field `key`, required)
+	Key      *Template     // compiled key template (field `key`); nil for a multi-key tag
+	Keys     []*Template   // field `keys`: the templates of a multi-key lock, in the order written; nil for `key`
 	Expire   time.Duration // field `expire`; 0 = not set (watchdog mode)
 	Wait     time.Duration // field `wait`; 0 = fail at once
 	Name     string        // field `name`; "" = adapter default (route / full method)
@@ -21,6 +22,10 @@ type Spec struct {
 
 	keyQuote int  // offset of the key value's opening quote in Tag
 	keyExact bool // the quoted key value has no escapes: offsets inside it match the template's
+
+	keysQuote int   // offset of the keys value's opening quote in Tag
+	keysExact bool  // as keyExact, for keys
+	keysOffs  []int // offset of each Keys template in the unquoted keys value
 }
 
 // ParseTag parses a lock tag such as
@@ -33,7 +38,9 @@ type Spec struct {
 // malformed quoting, a missing space between pairs, unknown fields and
 // duplicate fields.
 //
-// Fields: key (a template, see Compile; required), expire (a positive
+// Fields: key (a template, see Compile) or keys (several templates
+// separated by commas, at most MaxKeys: a multi-key lock, all keys or
+// none; not with limit or mode) — one of the two is required —, expire (a positive
 // time.Duration of at least 1ms; omitted = watchdog mode), wait (a
 // non-negative time.Duration; default 0 = fail at once), name (a non-empty
 // metrics/span name; default: the adapter's route or method), long ("hash"
@@ -105,7 +112,10 @@ func ParseTag(tag string) (*Spec, error) {
 		if name == "key" {
 			s.keyQuote, s.keyExact = valStart, quoted[1:len(quoted)-1] == value
 		}
-		if name == "keep" || name == "limit" || name == "mode" {
+		if name == "keys" {
+			s.keysQuote, s.keysExact = valStart, quoted[1:len(quoted)-1] == value
+		}
+		if name == "keep" || name == "limit" || name == "mode" || name == "key" || name == "keys" {
 			kindPos[name] = nameStart
 		}
 		if err := s.setField(name, value); err != nil {
@@ -113,13 +123,20 @@ func ParseTag(tag string) (*Spec, error) {
 			if name == "key" {
 				errPos = s.keyErrPos(err)
 			}
+			if name == "keys" {
+				errPos = s.keysErrPos(err)
+				var ie *itemError
+				if errors.As(err, &ie) {
+					err = ie.err
+				}
+			}
 			if errors.Is(err, ErrUnknownField) {
 				errPos = nameStart
 			}
 			return fail(name, errPos, err)
 		}
 	}
-	if s.Key == nil {
+	if s.Key == nil && s.Keys == nil {
 		return fail("key", 0, ErrMissingKey)
 	}
 	if a, b, err := s.conflict(); err != nil {
@@ -135,6 +152,12 @@ func ParseTag(tag string) (*Spec, error) {
 // caller reports it at the later of them.
 func (s *Spec) conflict() (a, b string, err error) {
 	switch {
+	case s.Key != nil && s.Keys != nil:
+		return "key", "keys", fmt.Errorf("%w: key with keys: a tag names one key or a list of keys, not both", ErrBadValue)
+	case s.Keys != nil && s.Limit > 0:
+		return "keys", "limit", fmt.Errorf("%w: keys with limit: a multi-key lock is a set of mutexes, not a concurrency limit", ErrBadValue)
+	case s.Keys != nil && s.Mode != "":
+		return "keys", "mode", fmt.Errorf("%w: keys with mode: a multi-key lock is a set of mutexes, not a read/write lock", ErrBadValue)
 	case s.Keep > 0 && s.Limit > 0:
 		return "keep", "limit", fmt.Errorf("%w: keep with limit: a concurrency limit's permits cannot be kept after the call", ErrBadValue)
 	case s.Mode != "" && s.Limit > 0:
@@ -172,6 +195,11 @@ func (s *Spec) setField(name, value string) error {
 			return err
 		}
 		s.Key = t
+	case "keys":
+		if value == "" {
+			return fmt.Errorf("%w: empty keys", ErrMissingKey)
+		}
+		return s.setKeys(value)
 	case "expire":
 		d, err := parseDuration(value)
 		if err != nil {
@@ -222,7 +250,7 @@ func (s *Spec) setField(name, value string) error {
 		}
 		s.Limit = n
 	default:
-		return fmt.Errorf("%w %q (known: key, expire, wait, name, long, limit, keep, mode)", ErrUnknownField, name)
+		return fmt.Errorf("%w %q (known: key, keys, expire, wait, name, long, limit, keep, mode)", ErrUnknownField, name)
 	}
 	return nil
 }

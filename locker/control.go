@@ -68,6 +68,9 @@ func (l *Locker) control(nd *node) {
 // track registers a new root lease for force-release notices and makes
 // sure the control channel is subscribed.
 func (l *Locker) track(le *Lease) {
+	if le.token == "" {
+		return // a multi-key root: its parts are tracked
+	}
 	l.leases.add(le)
 	l.watchControl()
 }

@@ -424,3 +424,33 @@ func TestForceReleaseSpan(t *testing.T) {
 		t.Errorf("hold span events %v, want locktag.lock_lost", ev)
 	}
 }
+
+// TestForceReleaseMultiKey: a multi-key lease (both paths: one script, and
+// key by key behind a queued key) is labelled on every key, and
+// force-releasing one of its keys ends the whole lease with the reason.
+func TestForceReleaseMultiKey(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv, longLease, locker.WithLabel("m"))
+	opLk := newLocker(t, srv)
+	ctx := context.Background()
+	le, err := lk.ObtainMany(ctx, []string{"acct:1", "acct:2"}, locker.Params{Label: "transfer"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"acct:1", "acct:2"} {
+		if h := mustInspect(t, opLk, k).Holder; h == nil || h.Label != "m; transfer" || h.Held < 0 {
+			t.Fatalf("%s: holder %+v", k, h)
+		}
+	}
+	eventually(t, promptly, "holder subscribed", func() bool { return locker.ControlReady(lk) })
+	if err := opLk.ForceRelease(ctx, "acct:2", "multi"); err != nil {
+		t.Fatal(err)
+	}
+	checkForced(t, le, "multi")
+	if err := le.Release(ctx); err == nil {
+		t.Error("Release of a force-released multi-key lease succeeded")
+	}
+	if owner, _ := lockState(t, srv, "acct:1"); owner != "" {
+		t.Error("the other key stayed held after the lease's Release")
+	}
+}

@@ -3,8 +3,14 @@ package locker_test
 import (
 	"context"
 	"errors"
+	"net"
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
@@ -42,5 +48,40 @@ func TestHealthyRedlockQuorum(t *testing.T) {
 		if err != nil && !errors.Is(err, locker.ErrUnavailable) {
 			t.Errorf("Healthy's error %v does not match ErrUnavailable", err)
 		}
+	}
+}
+
+// getting-started.md quotes the error Ping returns with nothing listening
+// on the pool's address; it is what Ping really says (with the address of
+// the page's example replaced by the one used here).
+func TestPingErrorAsGettingStartedSays(t *testing.T) {
+	page, err := os.ReadFile("../docs/getting-started.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	quoted := regexp.MustCompile(`(?m)^\s*(locker: redis unavailable: .*127\.0\.0\.1:6379.*)$`).FindSubmatch(page)
+	if quoted == nil {
+		t.Fatal("getting-started.md quotes no Ping error")
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens there now
+	pool := &redis.Pool{DialContext: func(ctx context.Context) (redis.Conn, error) {
+		return redis.DialContext(ctx, "tcp", addr, redis.DialConnectTimeout(2*time.Second))
+	}}
+	lk, err := locker.New(redigo.New(pool))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	err = lk.Ping(context.Background())
+	if !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("Ping = %v, want ErrUnavailable", err)
+	}
+	if want := strings.ReplaceAll(string(quoted[1]), "127.0.0.1:6379", addr); err.Error() != want {
+		t.Fatalf("Ping error\n%q\ngetting-started.md says\n%q", err.Error(), want)
 	}
 }

@@ -213,7 +213,7 @@ func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token st
 		if ttl <= 0 {
 			ttl = DefaultIdemTTL
 		}
-		return l.newClaim(ctx, nd, k, token, ttl, lease, every, sent), 0, nil
+		return l.newClaim(ctx, nd, k, idemName(p.Name), token, ttl, lease, every, sent), 0, nil
 	case status == 2 && len(a) == 2:
 		pttl, _ := a[1].(int64)
 		return nil, time.Duration(pttl) * time.Millisecond, nil

@@ -15,6 +15,8 @@ type Claim struct {
 	l       *Locker
 	nd      *node // where the record lives
 	k       idemKeys
+	name    string    // IdemParams.Name, for logs
+	since   time.Time // when the claim was sent
 	token   string
 	ttl     time.Duration
 	outcome []byte
@@ -28,8 +30,8 @@ type Claim struct {
 	lost   bool
 }
 
-func (l *Locker) newClaim(ctx context.Context, nd *node, k idemKeys, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
-	c := &Claim{l: l, nd: nd, k: k, token: token, ttl: ttl, lease: lease}
+func (l *Locker) newClaim(ctx context.Context, nd *node, k idemKeys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
+	c := &Claim{l: l, nd: nd, k: k, name: name, since: sent, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	c.start(c, sent.Add(lease), every, every, retryAfter(every), false)
 	return c
@@ -94,18 +96,23 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 	defer cancel()
 	v, err := c.nd.drv.Eval(cctx, scriptIdemEnd, c.k.keys, c.token, mode, outcome, ms(c.ttl), c.k.channel)
 	if err != nil {
-		return unavailable(err)
+		err = unavailable(err)
+	} else if n, _ := v.(int64); n != 1 {
+		err = ErrNotHeld
 	}
-	if n, _ := v.(int64); n != 1 {
-		return ErrNotHeld
+	if err != nil {
+		c.mu.Lock()
+		lost := c.lost
+		c.mu.Unlock()
+		c.l.logClaimEnd(ctx, c, mode, lost, err)
 	}
-	return nil
+	return err
 }
 
 // The Claim's side of its keeper (keptLease).
 
-// lose marks the marker lost and cancels the Claim's context.
-func (c *Claim) lose(lossCause, error) {
+// lose marks the marker lost, logs why and cancels the Claim's context.
+func (c *Claim) lose(why lossCause, lastErr error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.ended || c.lost {
@@ -113,6 +120,9 @@ func (c *Claim) lose(lossCause, error) {
 	}
 	c.lost = true
 	c.stopLocked()
+	// Logged before the cancellation, so whoever sees the context end finds
+	// the record written (as for a lock).
+	c.l.logClaimLost(c, why, lastErr)
 	// Cancelled before Lost can report true, so a caller that saw Lost
 	// finds the context's cause set.
 	c.cancel(ErrLockLost)
@@ -123,7 +133,7 @@ func (c *Claim) renewTTL() time.Duration { return c.lease }
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
 	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys.First(1), c.token, ms(ttl))
 	if err != nil {
-		return false, err
+		return false, unavailable(err) // as a lock's renewal: the loss's log says so
 	}
 	n, _ := v.(int64)
 	return n == 1, nil

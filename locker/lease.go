@@ -43,8 +43,13 @@ type Lease struct {
 	live   int                     // holds of this chain not yet released; mu
 	done   bool                    // lost or fully released; mu
 	cap    time.Time               // a fixed lease's end (TTL after it was granted); mu
-	span   trace.Span              // locktag.hold
+	span   trace.Span              // locktag.hold; nil on a multi-key root (its parts have theirs)
 	since  time.Time               // obtained
+
+	// A multi-key root (ObtainMany): one lease per key, in the order
+	// taken, and the stops of the watches that end it when one is lost.
+	parts   []*Lease
+	unwatch []func() bool
 }
 
 type ctxKey struct{}
@@ -59,17 +64,35 @@ func FromContext(ctx context.Context) *Lease {
 // (familyMutex ...) carried by ctx, or nil.
 func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 	for le := FromContext(ctx); le != nil; le = le.parent {
-		if le.l == l && le.key == key && le.n.sc.family == family {
-			root := le.root
-			root.mu.Lock()
-			done := root.done
-			root.mu.Unlock()
-			if !done {
-				return root
+		if le.parts != nil {
+			// A multi-key lease is re-entered key by key, through its parts.
+			for _, pt := range le.parts {
+				if root := pt.holding(l, key, family); root != nil {
+					return root
+				}
 			}
+			continue
+		}
+		if root := le.holding(l, key, family); root != nil {
+			return root
 		}
 	}
 	return nil
+}
+
+// holding returns le's live root if le is l's lease of key in family.
+func (le *Lease) holding(l *Locker, key string, family int) *Lease {
+	if le.l != l || le.key != key || le.n.sc.family != family {
+		return nil
+	}
+	root := le.root
+	root.mu.Lock()
+	done := root.done
+	root.mu.Unlock()
+	if done {
+		return nil
+	}
+	return root
 }
 
 // newLease builds a root lease for grant h. A grant shorter than the
@@ -127,7 +150,8 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 	return le, nil
 }
 
-// Key is the lock's name as passed to Obtain ("" for a nil Lease).
+// Key is the lock's name as passed to Obtain ("" for a nil Lease); for a
+// lease of ObtainMany, its keys joined with commas (see Keys).
 func (le *Lease) Key() string {
 	if le == nil {
 		return ""
@@ -189,6 +213,9 @@ func (le *Lease) Context() context.Context {
 // Lost reports whether the lock was lost before it was released.
 func (le *Lease) Lost() bool {
 	root := le.root
+	if root.parts != nil && root.multiLost() {
+		return true
+	}
 	root.mu.Lock()
 	defer root.mu.Unlock()
 	return errors.Is(root.cause, ErrLockLost) || root.pastDeadlineLocked()
@@ -196,6 +223,9 @@ func (le *Lease) Lost() bool {
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
 func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
+	if le.root.parts != nil {
+		return le.root.multiTTL(ctx)
+	}
 	return le.l.be.pttl(ctx, le.n, le.token)
 }
 
@@ -203,6 +233,9 @@ func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 // deadline with it. A watchdog lease keeps being renewed afterwards.
 func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	root := le.root
+	if root.parts != nil {
+		return root.multiExtend(ctx, ttl)
+	}
 	sent := time.Now()
 	ok, err := root.extendLease(ctx, ttl)
 	if err != nil {
@@ -252,12 +285,15 @@ func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return le.Release(ctx)
 	}
-	if le.n.sc.keep == nil {
+	if le.n.sc.keep == nil && le.parts == nil {
 		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
 	}
 	span := le.l.tel.startRelease(ctx)
 	err := le.release(ctx, d)
 	le.l.tel.endRelease(span, le, err)
+	if err != nil {
+		le.l.logRelease(ctx, le, err)
+	}
 	return err
 }
 
@@ -265,6 +301,9 @@ func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 // last (ReleaseAfter).
 func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	root := le.root
+	if root.parts != nil {
+		return root.multiRelease(ctx, keep)
+	}
 	root.mu.Lock()
 	if le.released {
 		root.mu.Unlock()
@@ -320,7 +359,9 @@ func (root *Lease) finish(cause error, why lossCause, lastErr error) {
 	if cancel != nil {
 		cancel(cause)
 	}
-	root.l.tel.endHold(root.span, root.since, root.t.params, cause)
+	if root.span != nil {
+		root.l.tel.endHold(root.span, root.since, root.t.params, cause)
+	}
 }
 
 // The root's side of its keeper (keptLease).

@@ -49,7 +49,12 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 	l := newLocker(o)
 	nd := newNode(d, &l.shared)
 	l.control(nd)
-	l.be = newSingle(&l.shared, nd)
+	b := newSingle(&l.shared, nd)
+	// A driver that spreads keys over masters (Cluster) refuses scripts
+	// whose keys are in several slots: ObtainMany goes key by key there.
+	_, spread := d.(driver.Masters)
+	b.multi.on.Store(!spread)
+	l.be = b
 	return l, nil
 }
 
@@ -162,6 +167,8 @@ type Params struct {
 	// or method and the request's trace id. Optional: a lock with no label
 	// stores nothing for it. Cut to MaxLabel bytes.
 	Label string
+
+	keys int // distinct keys of an ObtainMany call (telemetry's kind "multi"); 0 for Obtain
 }
 
 // Mode is a hold of a read/write lock (Params.Mode).

@@ -29,9 +29,12 @@ const (
 const (
 	logLost        = "locktag: lock lost"
 	logReleaseFail = "locktag: release failed"
+	logClaimLost   = "locktag: idempotency claim lost"
+	logClaimEnd    = "locktag: idempotency release failed"
 	logKeyCause    = "cause"
 	logKeyError    = "error"
 	logKeyHeld     = "held_for"
+	logKeyOp       = "op"
 )
 
 func (l *Locker) logger() *slog.Logger {
@@ -105,4 +108,68 @@ func (l *Locker) logRelease(ctx context.Context, le *Lease, err error) {
 	attrs := make([]slog.Attr, 0, 6)
 	attrs = append(attrs, slog.String(logKeyCause, cause), slog.String(logKeyError, err.Error()))
 	lg.LogAttrs(ctx, level, logReleaseFail, l.lockAttrs(le, attrs)...)
+}
+
+// claimLossText says why an idempotency claim's in-flight marker was lost.
+func claimLossText(why lossCause, lastErr error) string {
+	switch {
+	case why == lossRefused:
+		return "renewal refused: the in-flight record was deleted or taken over (a DEL, eviction, or a Redis restart without persistence); another request with the key may execute"
+	case lastErr != nil && errors.Is(lastErr, ErrUnavailable):
+		return "redis unavailable: renewals failed until the in-flight lease ran out; another request with the key may execute"
+	case lastErr != nil:
+		return "renewals failed until the in-flight lease ran out; another request with the key may execute"
+	}
+	return "the in-flight lease ran out before a renewal was confirmed; another request with the key may execute"
+}
+
+// claimAttrs are the attributes every record about c carries: its name
+// (the route or full method), and its record name only with
+// WithKeyAttribute (it is derived from the client's key).
+func (l *Locker) claimAttrs(c *Claim, attrs []slog.Attr) []slog.Attr {
+	attrs = append(attrs, slog.String(string(AttrLockName), c.name))
+	if l.o.keyAttribute {
+		attrs = append(attrs, slog.String(string(AttrKey), c.k.keys.Names()[0]))
+	}
+	return attrs
+}
+
+// logClaimLost logs that c's in-flight marker was lost, and why.
+func (l *Locker) logClaimLost(c *Claim, why lossCause, lastErr error) {
+	lg := l.logger()
+	ctx := context.Background()
+	if !lg.Enabled(ctx, slog.LevelError) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 5)
+	attrs = append(attrs, slog.String(logKeyCause, claimLossText(why, lastErr)))
+	if lastErr != nil {
+		attrs = append(attrs, slog.String(logKeyError, lastErr.Error()))
+	}
+	attrs = l.claimAttrs(c, attrs)
+	attrs = append(attrs, slog.Duration(logKeyHeld, time.Since(c.since)))
+	lg.LogAttrs(ctx, slog.LevelError, logClaimLost, attrs...)
+}
+
+// logClaimEnd logs a Complete (mode "c") or Abandon ("a") whose script
+// failed or found the record no longer the claim's. A claim already
+// logged as lost is logged at Debug: the record is not its own any more.
+func (l *Locker) logClaimEnd(ctx context.Context, c *Claim, mode string, lost bool, err error) {
+	op, level, cause := "complete", slog.LevelWarn, "storing the outcome failed: the record stays in flight until its lease runs out, and a retry after that executes again"
+	if mode == "a" {
+		op, cause = "abandon", "freeing the key failed: the record stays in flight until its lease runs out, and retries meanwhile are refused as in flight"
+	}
+	switch {
+	case lost:
+		level, cause = slog.LevelDebug, "release of a claim already lost (logged when it was lost)"
+	case errors.Is(err, ErrNotHeld):
+		cause = "the in-flight record was no longer this claim's (its lease ran out, or it was deleted or taken over): nothing was stored, and another request with the key may have executed"
+	}
+	lg := l.logger()
+	if !lg.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 5)
+	attrs = append(attrs, slog.String(logKeyOp, op), slog.String(logKeyCause, cause), slog.String(logKeyError, err.Error()))
+	lg.LogAttrs(ctx, level, logClaimEnd, l.claimAttrs(c, attrs)...)
 }

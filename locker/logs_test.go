@@ -1,6 +1,7 @@
 package locker_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -69,6 +70,7 @@ func TestLogLostCause(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		keys    bool
+		lease   time.Duration // 0: 400ms
 		params  func(locker.Params) locker.Params
 		lose    func(t *testing.T, srv *redistest.Server, lk *locker.Locker, le *locker.Lease)
 		cause   string
@@ -82,6 +84,13 @@ func TestLogLostCause(t *testing.T) {
 		},
 		cause: "renewal refused: the key was deleted or taken over",
 	}, {
+		// Restarted without persistence: the key is gone, and the first
+		// renewal after the restart is refused. The lease outlasts the
+		// restart, so the loss is not the lease running out.
+		name: "redis restarted", lease: 10 * time.Second,
+		lose:  func(_ *testing.T, srv *redistest.Server, _ *locker.Locker, _ *locker.Lease) { srv.Restart() },
+		cause: "renewal refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)",
+	}, {
 		name: "redis down", keys: true,
 		lose:  func(_ *testing.T, srv *redistest.Server, _ *locker.Locker, _ *locker.Lease) { srv.Stop() },
 		cause: "redis unavailable: renewals failed until the lease ran out", wantErr: true,
@@ -94,8 +103,9 @@ func TestLogLostCause(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			rec := &recorder{}
+			lease := cmp.Or(tc.lease, 400*time.Millisecond)
 			lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithKeyAttribute(tc.keys),
-				locker.WithWatchdog(400*time.Millisecond, 50*time.Millisecond), locker.WithCallTimeout(100*time.Millisecond))
+				locker.WithWatchdog(lease, 50*time.Millisecond), locker.WithCallTimeout(100*time.Millisecond))
 			pp := p
 			if tc.params != nil {
 				pp = tc.params(p)
@@ -126,8 +136,21 @@ func TestLogLostCause(t *testing.T) {
 	}
 }
 
-// A Release that fails says it was the release, with the lock's name.
+// A Release or ReleaseAfter that fails says it was the release, with the
+// lock's name.
 func TestLogReleaseFailed(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		release func(le *locker.Lease) error
+	}{
+		{"Release", func(le *locker.Lease) error { return le.Release(context.Background()) }},
+		{"ReleaseAfter", func(le *locker.Lease) error { return le.ReleaseAfter(context.Background(), time.Minute) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testLogReleaseFailed(t, tc.release) })
+	}
+}
+
+func testLogReleaseFailed(t *testing.T, release func(le *locker.Lease) error) {
 	srv := redistest.Start(t)
 	rec := &recorder{}
 	lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithCallTimeout(200*time.Millisecond))
@@ -136,8 +159,8 @@ func TestLogReleaseFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Stop()
-	if err := le.Release(context.Background()); !errors.Is(err, locker.ErrUnavailable) {
-		t.Fatalf("Release = %v, want ErrUnavailable", err)
+	if err := release(le); !errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("release = %v, want ErrUnavailable", err)
 	}
 	level, a := rec.only(t, "locktag: release failed")
 	if level != slog.LevelWarn || !strings.HasPrefix(a["cause"], "release failed") || a["error"] == "" {
@@ -150,5 +173,112 @@ func TestLogReleaseFailed(t *testing.T) {
 		if strings.Contains(v, "secret-7") {
 			t.Errorf("attribute %s carries the key: %q", k, v)
 		}
+	}
+}
+
+// A lost idempotency claim logs one Error record with its cause and name,
+// never the record's key unless WithKeyAttribute(true).
+func TestLogClaimLostCause(t *testing.T) {
+	const name = "POST /payments"
+	record := locker.IdempotencyName(name, "alice", "secret-key-9")
+	for _, tc := range []struct {
+		name    string
+		keys    bool
+		lose    func(t *testing.T, srv *redistest.Server)
+		cause   string
+		wantErr bool
+	}{{
+		name: "record deleted",
+		lose: func(t *testing.T, srv *redistest.Server) {
+			if n, err := srv.Do("DEL", "locktag:{"+record+"}:r"); err != nil || n != int64(1) {
+				t.Fatalf("DEL the record: %v %v", n, err)
+			}
+		},
+		cause: "renewal refused: the in-flight record was deleted or taken over",
+	}, {
+		name: "redis down", keys: true,
+		lose:  func(_ *testing.T, srv *redistest.Server) { srv.Stop() },
+		cause: "redis unavailable: renewals failed until the in-flight lease ran out", wantErr: true,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rec := &recorder{}
+			lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithKeyAttribute(tc.keys),
+				locker.WithCallTimeout(100*time.Millisecond))
+			c, err := lk.Idempotent(context.Background(), record, "fp", locker.IdemParams{Name: name, Lease: 400 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.lose(t, srv)
+			select {
+			case <-c.Context().Done():
+			case <-time.After(10 * time.Second):
+				t.Fatal("claim not lost within 10s")
+			}
+			if !c.Lost() || !errors.Is(context.Cause(c.Context()), locker.ErrLockLost) {
+				t.Fatalf("Lost %v, cause %v", c.Lost(), context.Cause(c.Context()))
+			}
+			level, a := rec.only(t, "locktag: idempotency claim lost")
+			if level != slog.LevelError || !strings.HasPrefix(a["cause"], tc.cause) {
+				t.Errorf("level %v, cause %q, want Error and %q", level, a["cause"], tc.cause)
+			}
+			if (a["error"] != "") != tc.wantErr {
+				t.Errorf("error attribute %q, want one: %v", a["error"], tc.wantErr)
+			}
+			if a["locktag.lock.name"] != name || a["held_for"] == "" {
+				t.Errorf("attributes %v lack the name or held_for", a)
+			}
+			if got, has := a["locktag.key"]; has != tc.keys || (has && got != "locktag:{"+record+"}:r") {
+				t.Errorf("locktag.key = %q (present %v), want present only with WithKeyAttribute", got, has)
+			}
+			// Freeing a lost claim is expected to fail: not a second warning.
+			_ = c.Abandon(context.Background())
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			for _, r := range rec.recs {
+				if r.Message == "locktag: idempotency release failed" && r.Level > slog.LevelDebug {
+					t.Errorf("Abandon of the lost claim logged at %v", r.Level)
+				}
+			}
+		})
+	}
+}
+
+// A Complete or Abandon that fails says it was the idempotency release,
+// which one, and the name; never the client's key.
+func TestLogClaimEndFailed(t *testing.T) {
+	for _, tc := range []struct {
+		op  string
+		end func(c *locker.Claim) error
+	}{
+		{"complete", func(c *locker.Claim) error { return c.Complete(context.Background(), []byte("201")) }},
+		{"abandon", func(c *locker.Claim) error { return c.Abandon(context.Background()) }},
+	} {
+		t.Run(tc.op, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rec := &recorder{}
+			lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithCallTimeout(200*time.Millisecond))
+			c, err := lk.Idempotent(context.Background(), locker.IdempotencyName("POST /payments", "bob", "secret-key-3"), "fp",
+				locker.IdemParams{Name: "POST /payments"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv.Stop()
+			if err := tc.end(c); !errors.Is(err, locker.ErrUnavailable) {
+				t.Fatalf("%s = %v, want ErrUnavailable", tc.op, err)
+			}
+			level, a := rec.only(t, "locktag: idempotency release failed")
+			if level != slog.LevelWarn || a["op"] != tc.op || a["error"] == "" || a["cause"] == "" {
+				t.Errorf("level %v, attributes %v", level, a)
+			}
+			if a["locktag.lock.name"] != "POST /payments" {
+				t.Errorf("name %q", a["locktag.lock.name"])
+			}
+			for k, v := range a {
+				if strings.Contains(v, "secret-key-3") || strings.Contains(v, "idem:") {
+					t.Errorf("attribute %s carries the key or record: %q", k, v)
+				}
+			}
+		})
 	}
 }

@@ -107,6 +107,7 @@ const (
 	familyMutex = iota
 	familySemaphore
 	familyRW
+	familyMulti // a multi-key root (multi.go), re-entered only through its parts
 )
 
 // Script modes (see the scripts' headers).

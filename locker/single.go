@@ -12,7 +12,8 @@ import (
 // publishes the grant (see wait).
 type single struct {
 	*shared
-	nd *node
+	nd    *node
+	multi oneNode // ObtainMany's one-script path (multi_fast.go)
 }
 
 func newSingle(sh *shared, nd *node) *single { return &single{shared: sh, nd: nd} }

@@ -30,8 +30,9 @@ const (
 	AttrFence       = attribute.Key("locktag.lock.fence")     // fencing token
 	AttrHolds       = attribute.Key("locktag.lock.holds")     // hold count reached
 	AttrRenewal     = attribute.Key("locktag.renewal.result") // "ok", "error" or "refused"
-	AttrKind        = attribute.Key("locktag.lock.kind")      // "mutex", "semaphore", "read" or "write"
+	AttrKind        = attribute.Key("locktag.lock.kind")      // "mutex", "semaphore", "read", "write" or "multi"
 	AttrLimit       = attribute.Key("locktag.lock.limit")     // a semaphore's permits (Params.Limit)
+	AttrKeys        = attribute.Key("locktag.lock.keys")      // a multi-key lock's distinct keys (ObtainMany)
 )
 
 // Outcomes of an idempotency check (attribute locktag.outcome on
@@ -208,6 +209,8 @@ func (t *telemetry) base(key string, p Params) []attribute.KeyValue {
 	}
 	kv := []attribute.KeyValue{AttrLockName.String(lockName(p)), AttrMode.String(mode)}
 	switch {
+	case p.keys > 0:
+		kv = append(kv, AttrKind.String("multi"), AttrKeys.Int(p.keys))
 	case p.Limit > 0:
 		kv = append(kv, AttrKind.String("semaphore"), AttrLimit.Int(p.Limit))
 	case p.Mode == Read:

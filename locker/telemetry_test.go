@@ -239,7 +239,17 @@ func TestTelemetryIdempotency(t *testing.T) {
 // tracer provider is set traces into it once it is (the untraced fast path
 // only runs while the global provider is OpenTelemetry's stand-in). It sets
 // the process's global provider, so it runs last in this file.
+// globalProviderSet records that TestTelemetryGlobalProviderSetLater set
+// the global tracer provider: OTel's global can go from its delegating
+// default to a real provider only once per process, so a repeated run
+// (-count > 1) has nothing left to test.
+var globalProviderSet bool
+
 func TestTelemetryGlobalProviderSetLater(t *testing.T) {
+	if globalProviderSet {
+		t.Skip("the global tracer provider was already set by an earlier run in this process (-count > 1)")
+	}
+	globalProviderSet = true
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
 	ctx := context.Background()

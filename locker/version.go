@@ -22,8 +22,12 @@ func versionOf(bi *debug.BuildInfo, ok bool) string {
 		if m == nil || m.Path != path {
 			continue
 		}
-		if m.Replace != nil && m.Replace.Version != "" {
-			return m.Replace.Version
+		if r := m.Replace; r != nil && r.Version == "(devel)" {
+			// Replaced by a directory: the code is whatever is there, not
+			// the required version (which go records as well).
+			return fallbackVersion
+		} else if r != nil && r.Version != "" {
+			return r.Version
 		}
 		if m.Version != "" && m.Version != "(devel)" {
 			return m.Version

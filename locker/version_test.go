@@ -20,6 +20,9 @@ func TestVersionOf(t *testing.T) {
 			Replace: &debug.Module{Path: "../locktag"}}}}, true, "v1.4.2"},
 		{"replaced by a version", &debug.BuildInfo{Deps: []*debug.Module{{Path: path, Version: "v1.4.2",
 			Replace: &debug.Module{Path: "fork", Version: "v1.4.3"}}}}, true, "v1.4.3"},
+		// What go build records for `replace github.com/locktag/locktag => ../locktag`.
+		{"replaced by a directory", &debug.BuildInfo{Deps: []*debug.Module{{Path: path, Version: "v0.0.0",
+			Replace: &debug.Module{Path: "../locktag", Version: "(devel)"}}}}, true, fallbackVersion},
 		{"built in this repository", &debug.BuildInfo{Main: debug.Module{Path: path, Version: "(devel)"}}, true, fallbackVersion},
 		{"not a dependency", &debug.BuildInfo{Main: debug.Module{Path: "x", Version: "v2"}}, true, fallbackVersion},
 	} {

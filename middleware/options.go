@@ -39,7 +39,8 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 // WithErrorHandler replaces the writer of refusal responses, for Lock,
 // LockRules and Idempotency. The default is WriteProblem, which writes an
 // RFC 9457 application/problem+json body. A Retry-After header is set
-// before h runs when the outcome has a retry hint; h may remove it.
+// before h runs when the outcome has a retry hint, and for every 503 (1s
+// when the outcome has none); h may remove it.
 func WithErrorHandler(h ErrorHandler) guard.Option {
 	return httpcore.WithErrorHandler[*gin.Context](h, h == nil)
 }

@@ -21,8 +21,7 @@ const ProblemContentType = httpcore.ProblemContentType
 //	LimitFull                                          429 + Retry-After
 //	Mismatch, NotStored                                422
 //	TagMistake, Internal                               500
-//	Unavailable                                        503 + Retry-After
-//	Deadline, Canceled, Lost                           503
+//	Unavailable, Deadline, Canceled, Lost              503 + Retry-After
 func Status(k guard.Kind) int { return httpcore.Status(k) }
 
 // refuse aborts the chain, attaches the cause and hands the outcome to the
@@ -32,7 +31,7 @@ func refuse(c *gin.Context, s *settings, o guard.Outcome) {
 		_ = c.Error(o.Err)
 	}
 	c.Abort()
-	httpcore.SetRetryAfter(c.Writer.Header(), o.RetryAfter)
+	httpcore.SetRetryAfter(c.Writer.Header(), o)
 	s.ErrorHandler(c, o, Status(o.Kind))
 }
 

@@ -43,7 +43,7 @@ const (
 type LockRule struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Key template, e.g. "sku:{req.sku}" or "user:{md.x-user-id}:cart".
-	// Required. Sources: req.<field path>, md.<metadata key>, method, and the
+	// Required unless keys is set. Sources: req.<field path>, md.<metadata key>, method, and the
 	// sources the application registers (interceptor.WithSource).
 	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
 	// Hard lease as a Go duration ("10s", "1m30s"). Empty: watchdog mode (a
@@ -68,7 +68,13 @@ type LockRule struct {
 	Keep string `protobuf:"bytes,7,opt,name=keep,proto3" json:"keep,omitempty"`
 	// "read" or "write": a read/write lock on the key, shared by readers,
 	// held alone by a writer. Empty: a mutex. Not with limit or keep.
-	Mode          string `protobuf:"bytes,8,opt,name=mode,proto3" json:"mode,omitempty"`
+	Mode string `protobuf:"bytes,8,opt,name=mode,proto3" json:"mode,omitempty"`
+	// Several key templates separated by commas, e.g.
+	// "acct:{req.from},acct:{req.to}": a multi-key lock, every key or none,
+	// taken in one global order so that calls naming the same keys in any
+	// order never deadlock; duplicates collapse into one lock. At most 16.
+	// Not with key, limit or mode.
+	Keys          string `protobuf:"bytes,9,opt,name=keys,proto3" json:"keys,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -159,6 +165,13 @@ func (x *LockRule) GetMode() string {
 	return ""
 }
 
+func (x *LockRule) GetKeys() string {
+	if x != nil {
+		return x.Keys
+	}
+	return ""
+}
+
 var file_locktag_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -184,7 +197,7 @@ var File_locktag_v1_options_proto protoreflect.FileDescriptor
 const file_locktag_v1_options_proto_rawDesc = "" +
 	"\n" +
 	"\x18locktag/v1/options.proto\x12\n" +
-	"locktag.v1\x1a google/protobuf/descriptor.proto\"\xae\x01\n" +
+	"locktag.v1\x1a google/protobuf/descriptor.proto\"\xc2\x01\n" +
 	"\bLockRule\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06expire\x18\x02 \x01(\tR\x06expire\x12\x12\n" +
@@ -193,7 +206,8 @@ const file_locktag_v1_options_proto_rawDesc = "" +
 	"\x04long\x18\x05 \x01(\tR\x04long\x12\x14\n" +
 	"\x05limit\x18\x06 \x01(\tR\x05limit\x12\x12\n" +
 	"\x04keep\x18\a \x01(\tR\x04keep\x12\x12\n" +
-	"\x04mode\x18\b \x01(\tR\x04mode:J\n" +
+	"\x04mode\x18\b \x01(\tR\x04mode\x12\x12\n" +
+	"\x04keys\x18\t \x01(\tR\x04keys:J\n" +
 	"\x04lock\x12\x1e.google.protobuf.MethodOptions\x18\xb3\xc7\x03 \x01(\v2\x14.locktag.v1.LockRuleR\x04lockB<Z:github.com/locktag/locktag/interceptor/locktagv1;locktagv1b\x06proto3"
 
 var (

@@ -9,10 +9,11 @@
 // after the wait is the transport's busy status with a retry hint; Redis
 // down is unavailable and the handler never runs; a missing, empty or
 // over-long key value is invalid before Redis is touched; a lock lost
-// mid-handler cancels the handler's context with locker.ErrLockLost; a
-// panic releases the lock; idempotency runs a handler exactly once under
-// 50 concurrent duplicates through 5 Lockers, replays byte-identically,
-// refuses a reused key and keeps scopes apart.
+// mid-handler cancels the handler's context with locker.ErrLockLost and is
+// answered with a retry hint; a panic releases the lock; idempotency runs
+// a handler exactly once under 50 concurrent duplicates through 5 Lockers,
+// replays byte-identically, refuses a reused key and keeps scopes apart;
+// Redis down under an idempotency guard is unavailable with a retry hint.
 //
 // Statuses are compared as transport-neutral classes (Status), read from
 // what a client sees: the HTTP status and problem type, or the RPC code and

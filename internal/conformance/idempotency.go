@@ -85,3 +85,17 @@ func idempotency(t *testing.T, tr Transport) {
 	}
 	t.Logf("%d in flight, 1 executed, %d replays", inFlight, lockers)
 }
+
+// idempotencyDown: Redis down under an idempotency guard is unavailable
+// with a retry hint; the handler never runs.
+func idempotencyDown(t *testing.T, tr Transport) {
+	srv := redistest.Start(t)
+	var ran atomic.Int64
+	c := tr.Idempotency(t, newLocker(t, srv), func(context.Context) (int64, error) { ran.Add(1); return 1, nil })
+	srv.Stop()
+	r := c(t.Context(), Request{IdemKey: "conf-down", Scope: "alice", Body: "order-1"})
+	expect(t, "redis down", r, Unavailable)
+	if !r.Retry || ran.Load() != 0 {
+		t.Fatalf("retry hint %v (want true), handler ran %d times (want 0)", r.Retry, ran.Load())
+	}
+}

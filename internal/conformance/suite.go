@@ -31,6 +31,9 @@ func Run(t *testing.T, tr Transport) {
 		{"limit-control", limitControl},
 		{"limit-full", limitFull},
 		{"read-write", readWrite},
+		{"multi-key", multiKey},
+		{"multi-key-control", multiKeyControl},
+		{"multi-key-busy", multiKeyBusy},
 		{"keep", keep},
 		{"keep-failure", keepFailure},
 		{"redis-down", redisDown},
@@ -38,6 +41,7 @@ func Run(t *testing.T, tr Transport) {
 		{"lock-lost", lockLost},
 		{"panic-releases", panicReleases},
 		{"idempotency", idempotency},
+		{"idempotency-down", idempotencyDown},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { c.run(t, tr) })
@@ -385,7 +389,7 @@ func invalidKey(t *testing.T, tr Transport) {
 
 // lockLost: the lock's key deleted under a running handler; the watchdog's
 // next renewal finds it gone and cancels the handler's context with
-// locker.ErrLockLost.
+// locker.ErrLockLost. The answer carries a retry hint.
 func lockLost(t *testing.T, tr Transport) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv, locker.WithWatchdog(300*time.Millisecond, 50*time.Millisecond))
@@ -410,7 +414,11 @@ func lockLost(t *testing.T, tr Transport) {
 	if err := testwait.Recv(t, cause, "the handler's context to end"); !errors.Is(err, locker.ErrLockLost) {
 		t.Fatalf("cause %v, want locker.ErrLockLost", err)
 	}
-	expect(t, "lost", testwait.Recv(t, res, "the answer"), Lost)
+	r := testwait.Recv(t, res, "the answer")
+	expect(t, "lost", r, Lost)
+	if !r.Retry {
+		t.Fatal("lost lock answered without a retry hint")
+	}
 }
 
 // panicReleases: a panicking handler's lock is released before the

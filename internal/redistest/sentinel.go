@@ -1,6 +1,7 @@
 package redistest
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -213,6 +214,44 @@ func (s *Sentinels) newMaster(old *Server) (*Server, error) {
 		return d, nil
 	}
 	return nil, fmt.Errorf("sentinels report unknown master %s", addr)
+}
+
+// WaitReplicated waits until every replica of the current master has
+// processed everything the master had written when it was called: each
+// replica's slave_repl_offset reaches the master's master_repl_offset.
+//
+// WAIT through Server.Do would not do: WAIT waits for the writes of its
+// own connection, and Do dials a fresh one that wrote nothing, so it
+// returns at once whatever the replicas have — on a loaded machine before
+// a write made a moment earlier has reached them.
+func (s *Sentinels) WaitReplicated(t testing.TB, within time.Duration) {
+	t.Helper()
+	m := s.Master(t)
+	info, err := redis.String(m.Do("INFO", "replication"))
+	if err != nil {
+		t.Fatalf("redistest: INFO replication on the master: %v", err)
+	}
+	want, err := strconv.ParseInt(infoFields(info)["master_repl_offset"], 10, 64)
+	if err != nil {
+		t.Fatalf("redistest: master_repl_offset: %v", err)
+	}
+	deadline := time.Now().Add(within)
+	for _, d := range s.Data {
+		if d == m || !d.Running() {
+			continue
+		}
+		for {
+			info, err := redis.String(d.Do("INFO", "replication"))
+			got, perr := strconv.ParseInt(infoFields(info)["slave_repl_offset"], 10, 64)
+			if err == nil && perr == nil && got >= want {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("redistest: replica %s not at the master's offset %d within %v: %d (%v)", d.Addr(), want, within, got, errors.Join(err, perr))
+			}
+			time.Sleep(10 * time.Millisecond) // polling a server, not synchronising goroutines
+		}
+	}
 }
 
 // waitSettled waits until every sentinel sees the replicas of the master and

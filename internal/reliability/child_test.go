@@ -32,6 +32,8 @@ func TestHelperProcess(t *testing.T) {
 		childIncrementer()
 	case "waiters":
 		childWaiters()
+	case "transfers":
+		childTransfers()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)

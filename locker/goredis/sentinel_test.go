@@ -56,9 +56,7 @@ func TestSentinelFailover(t *testing.T) {
 	waitHandOver(t, lk, other, rdb, "acct:2")
 
 	held := mustObtain(t, lk, ctx, "acct:1", locker.Params{})
-	if _, err := old.Do("WAIT", 1, 5000); err != nil { // the replica has it
-		t.Fatal(err)
-	}
+	s.WaitReplicated(t, 10*time.Second) // the replica has it
 
 	m := s.Failover(t, 30*time.Second)
 	if m == old {
@@ -124,8 +122,8 @@ func TestSentinelFailover(t *testing.T) {
 // TestSentinelMasterCrash kills the master (SIGKILL) while a lock is held.
 // The sentinels promote the replica after down-after-milliseconds; the
 // lease survives if the lock write had reached the replica (made sure here
-// with WAIT) and the failover took less than the lease, and the locker
-// works on the new master. A write that had not reached the replica is
+// with WaitReplicated) and the failover took less than the lease, and the
+// locker works on the new master. A write that had not reached the replica is
 // lost with the old master: see TestSentinelFailover for what the holder
 // then sees.
 func TestSentinelMasterCrash(t *testing.T) {
@@ -136,10 +134,20 @@ func TestSentinelMasterCrash(t *testing.T) {
 	ctx := context.Background()
 
 	held := mustObtain(t, lk, ctx, "acct:1", locker.Params{})
-	if _, err := s.Master(t).Do("WAIT", 1, 5000); err != nil {
-		t.Fatal(err)
-	}
+	// Not WAIT through a connection of its own: it would return at once
+	// (see WaitReplicated), and under load the master was killed before
+	// the lock write reached the replica — the promoted master refused the
+	// next renewal and the lease was lost, as it must be.
+	s.WaitReplicated(t, 10*time.Second)
 	crashed := time.Now()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("%v after the crash: lease lost %v (%v)", time.Since(crashed).Round(time.Millisecond), held.Lost(), context.Cause(held.Context()))
+			for _, sn := range s.Sentinels {
+				t.Logf("sentinel %s log:\n%s", sn.Addr(), sn.LogTail())
+			}
+		}
+	})
 	old := s.KillMaster(t)
 	m := s.WaitNewMaster(t, old, 30*time.Second)
 	t.Logf("new master %s after %v", m.Addr(), time.Since(crashed).Round(time.Millisecond))

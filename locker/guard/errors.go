@@ -37,4 +37,11 @@ var (
 	// ErrUnreadableRecord: a stored idempotency record is not in this
 	// guard's format (written by another adapter or a newer version).
 	ErrUnreadableRecord = errors.New("guard: unreadable idempotency record")
+	// ErrReleaseFailed is wrapped, with the guard's name and the cause, by
+	// Outcome.Err when the call answered and then the release failed: the
+	// lock's release (it stays held until its lease runs out), or an
+	// idempotency claim's storing or freeing of its record (it stays in
+	// flight until its lease runs out). The Outcome is still OK: the answer
+	// is out; adapters log the error.
+	ErrReleaseFailed = errors.New("guard: release failed")
 )

@@ -192,6 +192,7 @@ func (g *Idempotency[R]) execute(ctx context.Context, claim *locker.Claim, o Out
 	finished = true
 	oversize := a.Oversize || len(a.Payload) > g.s.maxRespBytes
 	var err error
+	stored := false // Complete rather than Abandon
 	switch {
 	case refused.Load():
 		err = claim.Abandon(bg)
@@ -210,10 +211,15 @@ func (g *Idempotency[R]) execute(ctx context.Context, claim *locker.Claim, o Out
 	default:
 		// A failure here leaves the key in flight until its lease ends; the
 		// client has its answer, a later retry may run the call again.
+		stored = true
 		err = claim.Complete(bg, encodeRecord(g.format, a.Status, a.Payload, oversize))
 	}
 	if err != nil {
-		o.Err = err
+		what := "freeing the key"
+		if stored {
+			what = "storing the answer"
+		}
+		o.Err = fmt.Errorf("%w: idempotency record of %s, %s: %w", ErrReleaseFailed, o.Name, what, err)
 	}
 	return o
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -16,7 +17,8 @@ import (
 type Lock[R any] struct {
 	l          *locker.Locker
 	spec       *keyexpr.Spec
-	key        *keyexpr.Key[R]
+	key        *keyexpr.Key[R]   // a `key` tag's
+	keys       []*keyexpr.Key[R] // a `keys` tag's (a multi-key lock); nil for `key`
 	params     locker.Params
 	retryAfter time.Duration
 	s          *settings
@@ -38,22 +40,35 @@ func CompileLock[R any](l *locker.Locker, tag string, src keyexpr.Sources[R], op
 // src lacks or rejects; an error matching locker.ErrKindUnsupported, quoting
 // the tag, when l cannot keep the tag's kind (a `limit` or `mode` tag on a
 // Redlock Locker). Nothing is checked against Redis.
+//
+// A `keys` tag (several templates) makes a multi-key lock: Run resolves
+// every key and takes them all or none with locker.ObtainMany, in one
+// global order, so requests that name the same keys in any order never
+// deadlock; they are the same mutex keys a `key` tag takes.
 func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R], opts ...Option) (*Lock[R], error) {
 	if l == nil {
 		return nil, ErrNilLocker
 	}
-	if spec == nil || spec.Key == nil {
+	if spec == nil || (spec.Key == nil && spec.Keys == nil) {
 		return nil, errors.Join(ErrBadOption, keyexpr.ErrMissingKey)
 	}
 	s, err := evaluate(forLock, opts)
 	if err != nil {
 		return nil, err
 	}
-	key, err := keyexpr.BindSpec(spec, src, keyexpr.WithMaxValueLen(s.maxValueLen))
+	keys, err := keyexpr.BindKeys(spec, src, keyexpr.WithMaxValueLen(s.maxValueLen))
 	if err != nil {
 		return nil, err
 	}
-	params := locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: spec.Name, Template: spec.Key.String(), Limit: spec.Limit}
+	var key *keyexpr.Key[R]
+	if spec.Keys == nil {
+		key, keys = keys[0], nil
+	}
+	templates := make([]string, 0, len(keys))
+	for _, t := range spec.Templates() {
+		templates = append(templates, t.String())
+	}
+	params := locker.Params{TTL: spec.Expire, Wait: spec.Wait, Name: spec.Name, Template: strings.Join(templates, ","), Limit: spec.Limit}
 	switch spec.Mode {
 	case "read":
 		params.Mode = locker.Read
@@ -71,6 +86,7 @@ func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R]
 		l:          l,
 		spec:       spec,
 		key:        key,
+		keys:       keys,
 		params:     params,
 		retryAfter: ra,
 		s:          s,
@@ -96,7 +112,8 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // means "no answer was given": if the lock was lost by then the Outcome is
 // Lost (Err joins locker.ErrLockLost and call's error); otherwise OK. When
 // call returns nil the Outcome is OK, with Err locker.ErrLockLost if the
-// lock was lost anyway, or the release's error.
+// lock was lost anyway, or the release's error wrapped in
+// ErrReleaseFailed.
 //
 // A `keep` tag keeps the lock for that long after a successful call (call
 // returned nil and the lock was not lost; locker.Lease.ReleaseAfter), so a
@@ -124,11 +141,7 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 	}
 	p.Label = requestLabel(ctx, p.Name)
 	o = Outcome{Kind: OK, Name: p.Name, Tag: g.spec.Tag}
-	key, err := g.key.Eval(r)
-	if err != nil {
-		return g.refuse(ctx, o, classify(err), err)
-	}
-	lease, err := g.l.Obtain(ctx, key, p)
+	lease, err := g.obtain(ctx, r, p)
 	if err != nil {
 		kind := classify(err)
 		if kind == Busy && g.params.Limit > 0 {
@@ -145,7 +158,10 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 	defer func() {
 		rerr := lease.ReleaseAfter(context.WithoutCancel(ctx), keep)
 		if rerr != nil && !lease.Lost() && o.Err == nil {
-			o.Err = rerr // the lease runs out in Redis on its own
+			// The lease runs out in Redis on its own. Say it was the
+			// release, and of which lock: the cause alone reads like a
+			// failure of the request.
+			o.Err = fmt.Errorf("%w: lock %s: %w", ErrReleaseFailed, p.Name, rerr)
 		}
 	}()
 	cerr := call(lease.Context())
@@ -163,6 +179,27 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 		}
 	}
 	return o
+}
+
+// obtain resolves the key (or every key of a `keys` tag) and takes the
+// lock. A key that cannot be resolved is reported before Redis is touched.
+func (g *Lock[R]) obtain(ctx context.Context, r R, p locker.Params) (*locker.Lease, error) {
+	if g.keys == nil {
+		key, err := g.key.Eval(r)
+		if err != nil {
+			return nil, err
+		}
+		return g.l.Obtain(ctx, key, p)
+	}
+	keys := make([]string, len(g.keys))
+	for i, k := range g.keys {
+		v, err := k.Eval(r)
+		if err != nil {
+			return nil, err
+		}
+		keys[i] = v
+	}
+	return g.l.ObtainMany(ctx, keys, p)
 }
 
 // refuse fills in a refusal, marks it for an enclosing idempotency guard

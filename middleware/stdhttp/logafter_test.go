@@ -86,3 +86,35 @@ func TestLockLostAfterAnswerIsLogged(t *testing.T) {
 		t.Fatalf("log: %q", got)
 	}
 }
+
+// A release that fails after the handler answered is logged as the
+// release, with the route, and without the key's value.
+func TestReleaseFailedAfterAnswerIsLogged(t *testing.T) {
+	srv := redistest.Start(t)
+	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithCallTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	var logs lockedBuffer
+	m, err := stdhttp.NewLock(lk, `key:"pay:{path.id}"`, guard.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	if err := m.Handle(mux, "POST /orders/{id}/pay", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		srv.Stop() // Redis dies while the handler runs: the release fails
+		_, _ = io.WriteString(w, "paid")
+	})); err != nil {
+		t.Fatal(err)
+	}
+	w := httptest.NewRecorder()
+	mux.ServeHTTP(w, httptest.NewRequest(http.MethodPost, "/orders/secret-77/pay", nil))
+	if w.Code != http.StatusOK || w.Body.String() != "paid" {
+		t.Fatalf("got %d %q, want the handler's 200", w.Code, w.Body.String())
+	}
+	got := logs.String()
+	if !strings.Contains(got, "guard: release failed: lock POST /orders/{id}/pay: locker: redis unavailable") || strings.Contains(got, "secret-77") {
+		t.Fatalf("log %q: want the release failure with the route, without the key", got)
+	}
+}

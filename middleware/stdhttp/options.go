@@ -30,7 +30,8 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 
 // WithErrorHandler replaces the writer of refusal responses, for NewLock
 // and NewIdempotency. The default is WriteProblem. A Retry-After header is
-// set before h runs when the outcome has a retry hint; h may remove it.
+// set before h runs when the outcome has a retry hint, and for every 503
+// (1s when the outcome has none); h may remove it.
 func WithErrorHandler(h ErrorHandler) guard.Option {
 	return httpcore.WithErrorHandler[*http.Request](h, h == nil)
 }
@@ -130,6 +131,6 @@ func WriteProblem(w http.ResponseWriter, _ *http.Request, o guard.Outcome, statu
 
 // refuse sets Retry-After and hands the outcome to the error handler.
 func refuse(w http.ResponseWriter, r *http.Request, s *settings, o guard.Outcome) {
-	httpcore.SetRetryAfter(w.Header(), o.RetryAfter)
+	httpcore.SetRetryAfter(w.Header(), o)
 	s.ErrorHandler(w, r, o, Status(o.Kind))
 }

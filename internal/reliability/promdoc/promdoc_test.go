@@ -56,7 +56,8 @@ func scrape(t *testing.T, h http.Handler) map[string]map[string]bool {
 }
 
 // traffic makes every metric the docs query record something: acquired,
-// busy, waited, renewed, lost, held now and waiting now.
+// busy, waited, renewed, lost, held now and waiting now, an idempotency
+// check.
 func traffic(t *testing.T, srv *redistest.Server, lk *locker.Locker) (stop func()) {
 	t.Helper()
 	ctx := context.Background()
@@ -76,6 +77,14 @@ func traffic(t *testing.T, srv *redistest.Server, lk *locker.Locker) (stop func(
 		defer close(done)
 		_, _ = lk.Obtain(wctx, "order:1", waiting) // waits until cancelled
 	}()
+	// An idempotency check, for locktag_idempotency_outcomes_total.
+	claim, err := lk.Idempotent(ctx, locker.IdempotencyName("POST /payments", "alice", "k1"), "fp", locker.IdemParams{Name: "POST /payments"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := claim.Complete(ctx, []byte("201")); err != nil {
+		t.Fatal(err)
+	}
 	lost, err := lk.Obtain(ctx, "order:2", p)
 	if err != nil {
 		t.Fatal(err)
@@ -144,12 +153,19 @@ func TestObservabilityQueriesMatchTheExporter(t *testing.T) {
 		}
 	}
 
-	queries := docQueries(t, "../../../docs/observability.md")
-	if len(queries) == 0 {
-		t.Fatal("docs/observability.md has no PromQL")
+	var queries []map[string]map[string]bool
+	for _, page := range docPages {
+		qs := docQueries(t, "../../../docs/"+page)
+		if len(qs) == 0 {
+			t.Fatalf("docs/%s has no PromQL", page)
+		}
+		queries = append(queries, qs...)
+		for _, q := range rangeless(t, "../../../docs/"+page) {
+			t.Errorf("docs/%s query %q: rate/increase without a [range]", page, q)
+		}
 	}
-	for _, q := range rangeless(t, "../../../docs/observability.md") {
-		t.Errorf("docs query %q: rate/increase without a [range]", q)
+	if n := len(alertRules(t, "../../../docs/operations.md")); n < 6 {
+		t.Errorf("docs/operations.md has %d alerting rules, want at least 6", n)
 	}
 	labelNames := map[string]bool{}
 	for _, ls := range series {
@@ -176,9 +192,39 @@ func TestObservabilityQueriesMatchTheExporter(t *testing.T) {
 	}
 }
 
+// docPages are the pages whose PromQL is checked: observability.md's
+// queries and operations.md's alerting rules.
+var docPages = []string{"observability.md", "operations.md"}
+
+// fence matches a fenced code block; its body is group 1.
+var fence = regexp.MustCompile("(?ms)^\\s*```[a-z]*\\n(.*?)^\\s*```")
+
+// alertRules returns the expressions of the alerting rules in the page's
+// fenced blocks (Prometheus rule files: one `- alert:` item per rule,
+// its `expr:` below it).
+func alertRules(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, blk := range fence.FindAllStringSubmatch(string(b), -1) {
+		for _, rule := range strings.Split(blk[1], "- alert:")[1:] {
+			if _, expr, ok := strings.Cut(rule, "expr:"); ok {
+				expr, _, _ = strings.Cut(expr, "labels:")
+				expr, _, _ = strings.Cut(expr, "for:")
+				out = append(out, expr)
+			}
+		}
+	}
+	return out
+}
+
 // docQueries returns, for each inline code span in the page that holds
-// PromQL (names locktag_…), the metric names it uses with the label names
-// in their selectors.
+// PromQL (names locktag_…) and each alerting rule's expression in its
+// fenced blocks, the metric names it uses with the label names in their
+// selectors.
 func docQueries(t *testing.T, path string) []map[string]map[string]bool {
 	t.Helper()
 	f, err := os.Open(path)
@@ -190,15 +236,21 @@ func docQueries(t *testing.T, path string) []map[string]map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	texts := alertRules(t, path)
 	code := regexp.MustCompile("`([^`]*locktag_[^`]*)`")
+	for _, c := range code.FindAllStringSubmatch(fence.ReplaceAllString(string(b), ""), -1) {
+		texts = append(texts, c[1])
+	}
 	metric := regexp.MustCompile(`(locktag_[a-z0-9_]+)(\{([^}]*)\})?`)
 	label := regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)`)
-	by := regexp.MustCompile(`\bby\s*\(([^)]*)\)`)
+	// Grouping and matching label lists: by (...), and the on (...) of a
+	// binary operation, whose labels both sides must have.
+	by := regexp.MustCompile(`\b(?:by|on|ignoring|without)\s*\(([^)]*)\)`)
 	var out []map[string]map[string]bool
-	for _, c := range code.FindAllStringSubmatch(string(b), -1) {
+	for _, src := range texts {
 		q := map[string]map[string]bool{}
 		var grouped []string
-		text := by.ReplaceAllStringFunc(c[1], func(g string) string {
+		text := by.ReplaceAllStringFunc(src, func(g string) string {
 			for _, l := range strings.Split(by.FindStringSubmatch(g)[1], ",") {
 				if l = strings.TrimSpace(l); l != "" && l != "le" {
 					grouped = append(grouped, l)
@@ -214,7 +266,7 @@ func docQueries(t *testing.T, path string) []map[string]map[string]bool {
 				q[m[1]][l[1]] = true
 			}
 		}
-		for _, l := range grouped { // by (...) labels apply to every metric in the query
+		for _, l := range grouped { // by/on (...) labels apply to every metric in the query
 			for name := range q {
 				q[name][l] = true
 			}

@@ -16,15 +16,16 @@ var ErrBadRule = errors.New("middleware: bad rule")
 // {path.X} in spec whose X is not one of params. mark is how the router
 // writes a parameter (":" for Gin, "{" and "}" for ServeMux).
 func CheckParams(spec *keyexpr.Spec, params []string, mark, end string) error {
-	t := spec.Key
-	for _, ph := range t.Placeholders() {
-		if ph.Source == "path" && !slices.Contains(params, ph.Path) {
-			has := "none"
-			if len(params) > 0 {
-				has = mark + strings.Join(params, end+", "+mark) + end
+	for i, t := range spec.Templates() { // one, or each of a `keys` tag's
+		for _, ph := range t.Placeholders() {
+			if ph.Source == "path" && !slices.Contains(params, ph.Path) {
+				has := "none"
+				if len(params) > 0 {
+					has = mark + strings.Join(params, end+", "+mark) + end
+				}
+				return spec.KeyErrorAt(i, &keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
+					Err: &detailError{ErrBadRule, fmt.Sprintf("the rule's route has no parameter %s%s%s (it has %s)", mark, ph.Path, end, has)}})
 			}
-			return spec.KeyError(&keyexpr.TemplateError{Template: t.String(), Placeholder: ph.String(), Pos: ph.Pos,
-				Err: &detailError{ErrBadRule, fmt.Sprintf("the rule's route has no parameter %s%s%s (it has %s)", mark, ph.Path, end, has)}})
 		}
 	}
 	return nil
