@@ -14,15 +14,21 @@ test: deps
 	$(GO) test -race -count=1 -timeout 15m ./...
 	cd internal/reliability && $(GO) test -race -count=1 -timeout 15m ./...
 
-## deps: install redis-server and redis-cli (for the Cluster tests) when missing
-## (Debian/Ubuntu, needs root or sudo).
+## deps: install redis-server and redis-cli (for the Cluster tests), and
+## chromium (for locker/ops's browser test), when missing (Debian/Ubuntu,
+## needs root or sudo).
 deps:
 	@{ command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || { \
 		echo "installing redis-server and redis-tools"; \
 		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq redis-server redis-tools >/dev/null; \
 	}
-	@redis-server --version && redis-cli --version
+	@command -v chromium >/dev/null 2>&1 || { \
+		echo "installing chromium"; \
+		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	}
+	@redis-server --version && redis-cli --version && chromium --version
 
 vet:
 	$(GO) vet ./...

@@ -15,7 +15,15 @@ require (
 	google.golang.org/protobuf v1.36.12
 )
 
-require connectrpc.com/connect v1.21.1
+require (
+	connectrpc.com/connect v1.21.1
+	github.com/chromedp/chromedp v0.23.0
+)
+
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
+)
 
 require (
 	github.com/bytedance/gopkg v0.1.3 // indirect

@@ -3,10 +3,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strconv"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/ops"
 	"github.com/locktag/locktag/middleware"
 	"github.com/locktag/locktag/middleware/stdhttp"
 )
@@ -51,6 +53,28 @@ func newHTTPHandler(s *shop, accessLog io.Writer) (http.Handler, error) {
 	}
 	// 200 while Redis answers, 503 + Retry-After while it does not.
 	mux.Handle("GET /healthz", stdhttp.Health(s.lk))
+	// Who holds which lock, and a force-release button for loopback callers.
+	mux.Handle(opsPath, ops.NewHandler(s.lk, ops.WithAuthorizer(loopbackRelease)))
 	mux.Handle("/", router)
 	return mux, nil
+}
+
+// opsPath is where the operations page is mounted.
+const opsPath = "/debug/locktag/"
+
+// loopbackRelease lets everyone who reaches the app view the ops page, and
+// only callers on this machine (a loopback peer address) force-release a
+// lock: the demo's stand-in for real authentication. It reads the TCP peer,
+// not X-Forwarded-For, so it cannot be spoofed by a header; behind a
+// reverse proxy on the same machine every caller is loopback, so a real
+// service asks its own authentication instead.
+func loopbackRelease(r *http.Request, a ops.Action, _ string) error {
+	if a == ops.View {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
+		return ops.ErrForbidden
+	}
+	return nil
 }

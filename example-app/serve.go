@@ -94,6 +94,7 @@ func printBanner(out io.Writer, redisDesc, httpAddr, grpcAddr string) {
 Try:
   curl -s %[2]s/items
   curl -s %[2]s/healthz                                                # 200 while Redis answers, else 503
+  open   %[2]s/debug/locktag/                                          # who holds which lock (force-release from this machine)
   curl -s -X POST -H 'X-User: alice' %[2]s/items/apple/buy
   curl -s %[2]s/items/apple                                            # read lock: reads run together
   curl -s -X PUT -d '{"add":5}' %[2]s/items/apple/stock                # write lock: waits for readers

@@ -1,0 +1,134 @@
+package ops
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Option configures NewHandler.
+type Option func(*options)
+
+type options struct {
+	authorize func(r *http.Request, a Action, name string) error
+	logger    *slog.Logger // nil: slog.Default() when a record is logged
+	identity  func(r *http.Request) string
+	redact    func(name string) string // nil: names shown as they are
+	handleKey []byte                   // nil: a random key per handler
+	pageSize  int
+	refresh   time.Duration
+}
+
+var defaults = options{
+	identity: func(r *http.Request) string { return r.RemoteAddr },
+	pageSize: 100,
+	refresh:  5 * time.Second,
+}
+
+// evaluateOptions applies opts to a copy of the defaults.
+func evaluateOptions(opts []Option) options {
+	o := defaults
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// WithAuthorizer sets who may do what. authorize is called for every
+// request: with View and "" for the page and the list, with View and the
+// lock's name for one lock's detail, and with Release and the lock's name
+// (never the redacted one) for a force-release; the page also asks it
+// whether to show each row's release button. A nil error allows; an error
+// matching ErrUnauthenticated answers 401, any other error 403 (the
+// error's text is not sent). The default, without this option: View is
+// allowed to everyone who reaches the handler and Release to nobody.
+func WithAuthorizer(authorize func(r *http.Request, a Action, name string) error) Option {
+	return func(o *options) { o.authorize = authorize }
+}
+
+// WithLogger sets where force-releases are logged (message "locktag:
+// force-release", at Warn when the lock was released, Info when it was
+// not held, Error when Redis failed). The default is slog.Default() at the
+// time of each record.
+func WithLogger(l *slog.Logger) Option {
+	return func(o *options) { o.logger = l }
+}
+
+// WithIdentity sets how the audit log names who asked for a force-release
+// (attribute "who"): e.g. the user your authentication put in the
+// request's context. The default is the request's RemoteAddr.
+func WithIdentity(who func(r *http.Request) string) Option {
+	return func(o *options) {
+		if who != nil {
+			o.identity = who
+		}
+	}
+}
+
+// WithRedaction replaces every lock name on the page and in the JSON with
+// redact(name) (see HashNames), and gives each row an opaque handle
+// instead of its name, for the detail and release calls. The names the
+// operator types (the prefix filter, ?name=) are still plain names. The
+// default shows names as they are.
+func WithRedaction(redact func(name string) string) Option {
+	return func(o *options) { o.redact = redact }
+}
+
+// WithHandleKey sets the key redacted rows' handles are encrypted with
+// (AES-256-GCM under SHA-256 of key). Behind a load balancer give every
+// replica the same key, so a handle from one replica's page works on
+// another's. The default is a random key per handler: handles then work
+// only on the process that served the page (a release elsewhere answers
+// 400, and changes nothing). Unused without WithRedaction.
+func WithHandleKey(key []byte) Option {
+	return func(o *options) { o.handleKey = key }
+}
+
+// WithPageSize sets how many lock names a page (the HTML page or one
+// api/locks call) collects before it stops listing (n > 0); the page then
+// ends and its next cursor goes on. Each List step is one SCAN step that
+// may bring more names than that (up to about 1000 per step): all of them
+// are shown, since the next cursor would not list them again. The default
+// is 100.
+func WithPageSize(n int) Option {
+	return func(o *options) {
+		if n > 0 {
+			o.pageSize = n
+		}
+	}
+}
+
+// WithRefresh sets how often the HTML page reloads its rows (d > 0). The
+// default is 5s; the lease countdowns tick every 100ms between reloads.
+func WithRefresh(d time.Duration) Option {
+	return func(o *options) {
+		if d > 0 {
+			o.refresh = d
+		}
+	}
+}
+
+// HashNames returns a redaction for WithRedaction that keeps a name's
+// first segment — up to and including its first ':', e.g. "order:",
+// usually the kind of thing locked and no user data — and replaces the
+// rest with 16 hex digits of HMAC-SHA256(secret, name). The same name
+// hashes the same on every refresh and replica, so rows can be followed
+// and matched with a name the operator hashes himself; without the
+// secret, a small id space cannot be searched for a match. A name without
+// ':' is hashed whole.
+func HashNames(secret []byte) func(name string) string {
+	key := append([]byte(nil), secret...)
+	return func(name string) string {
+		m := hmac.New(sha256.New, key)
+		m.Write([]byte(name))
+		sum := hex.EncodeToString(m.Sum(nil)[:8])
+		if i := strings.IndexByte(name, ':'); i >= 0 {
+			return name[:i+1] + "#" + sum
+		}
+		return "#" + sum
+	}
+}
