@@ -86,6 +86,9 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 			_ = shutdownOTel(sctx)
 		}()
 	}
+	// The label says who holds a lock on the ops page and in Inspect:
+	// this process, next to the route and trace id the guards add.
+	opts = append(opts, locker.WithLabel(holderLabel()))
 	be, err := openBackend(ctx, cfg.Getenv, opts...)
 	if err != nil {
 		return err
@@ -99,4 +102,13 @@ func run(ctx context.Context, cfg config, out io.Writer) (err error) {
 		return err
 	}
 	return serve(ctx, cfg, be, out)
+}
+
+// holderLabel names this process for lock holders' labels: "shop@host pid N".
+func holderLabel() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return fmt.Sprintf("shop@%s pid %d", host, os.Getpid())
 }
