@@ -32,7 +32,7 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			r, err = b.acquire(ctx, n, t.ttl, time.Until(waitUntil), modeRecheck)
+			r, err = b.acquire(ctx, n, t.ttl, time.Until(waitUntil), modeRecheck, t.call)
 			if err != nil {
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.
