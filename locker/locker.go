@@ -214,9 +214,9 @@ func (l *Locker) Supports(p Params) error {
 // notification costs at most one lease.
 func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, error) {
 	start := time.Now()
-	span := l.tel.startObtain(ctx, key, p)
+	span := l.tel.startObtain(ctx)
 	le, err := l.obtain(ctx, key, p)
-	l.tel.endObtain(span, start, p, le, err)
+	l.tel.endObtain(span, start, key, p, le, err)
 	return le, err
 }
 
