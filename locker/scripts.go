@@ -12,12 +12,18 @@ import (
 )
 
 var (
+	//go:embed scripts/value.lua
+	luaValue string
 	//go:embed scripts/common.lua
 	luaCommon string
+	//go:embed scripts/acquire_free.lua
+	luaAcquireFree string
 	//go:embed scripts/acquire.lua
 	luaAcquire string
 	//go:embed scripts/release.lua
 	luaRelease string
+	//go:embed scripts/release_handoff.lua
+	luaReleaseHandoff string
 	//go:embed scripts/leave.lua
 	luaLeave string
 	//go:embed scripts/extend.lua
@@ -46,14 +52,17 @@ var (
 	luaSemPTTL string
 )
 
-// The scripts that can hand a lock over share common.lua's functions.
+// The scripts that can hand a lock over share common.lua's functions,
+// after value.lua's (the lock's value, fencing). A mutex's acquire and
+// release run their uncontended path between the two (acquire_free.lua,
+// release.lua), so it never defines the hand-over's helpers.
 var (
-	scriptAcquire = driver.NewScript(luaCommon + luaAcquire)
-	scriptRelease = driver.NewScript(luaCommon + luaRelease)
-	scriptLeave   = driver.NewScript(luaCommon + luaLeave)
+	scriptAcquire = driver.NewScript(luaValue + luaAcquireFree + luaCommon + luaAcquire)
+	scriptRelease = driver.NewScript(luaValue + luaRelease + luaCommon + luaReleaseHandoff)
+	scriptLeave   = driver.NewScript(luaValue + luaCommon + luaLeave)
 	scriptExtend  = driver.NewScript(luaExtend)
 	scriptPTTL    = driver.NewScript(luaPTTL)
-	scriptKeep    = driver.NewScript(luaCommon + luaKeep)
+	scriptKeep    = driver.NewScript(luaValue + luaCommon + luaKeep)
 )
 
 // scriptSet is one lock kind's scripts: a holder's names carry its kind's
@@ -75,9 +84,9 @@ var (
 	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1, familyMutex}
 	// semScripts: Params.Limit holders at a time (sem_*.lua).
 	semScripts = &scriptSet{
-		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
-		release:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
-		leave:      driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
+		acquire:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
+		release:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
+		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
 		extendKeys: 4,
@@ -87,9 +96,9 @@ var (
 	// semaphore's release, leave, extend and pttl); the kind is acquire's
 	// extra argument.
 	rwScripts = &scriptSet{
-		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
-		release:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
-		leave:      driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
+		acquire:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
+		release:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
+		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
 		extendKeys: 4,
@@ -98,8 +107,8 @@ var (
 )
 
 var (
-	semScriptsExtend = driver.NewScript(luaCommon + luaSemExtend)
-	semScriptsPTTL   = driver.NewScript(luaCommon + luaSemPTTL)
+	semScriptsExtend = driver.NewScript(luaValue + luaCommon + luaSemExtend)
+	semScriptsPTTL   = driver.NewScript(luaValue + luaCommon + luaSemPTTL)
 )
 
 // Lock families: a lease re-enters only a lease of its own family.
