@@ -104,7 +104,7 @@ type pipeConn struct {
 type pipeCall struct {
 	cmd      string
 	args     []any
-	argv     [12]any // args' storage, for the usual script call
+	argv     [12]any   // args' storage, for the usual script call
 	deadline time.Time // zero: none
 	timer    *time.Timer
 	reply    any

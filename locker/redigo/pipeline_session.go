@@ -43,7 +43,7 @@ type pipeSession struct {
 	// off its front, so once it is empty, writers start over from here
 	// rather than appending to a slice with no room left.
 	inflightBuf []*pipeCall
-	reading  bool        // a caller or the helper holds the reader role
+	reading     bool // a caller or the helper holds the reader role
 
 	once sync.Once
 	err  error // set before dead is closed
