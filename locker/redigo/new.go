@@ -32,7 +32,9 @@ func New(pool *redis.Pool, opts ...Option) driver.Driver {
 		return invalid{err}
 	}
 	if o.pipeline > 0 {
-		return newPipelined(pool, o.pipeline, o.stall)
+		d := newPipelined(pool, o.pipeline, o.stall)
+		d.maxDirect = int32(o.direct)
+		return d
 	}
 	return &redigoDriver{pool: pool}
 }
