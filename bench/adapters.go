@@ -49,7 +49,6 @@ func subjects() []subject {
 	return []subject{
 		{name: "locktag", isLock: true, nodes: 1, open: openLocktag},
 		{name: "locktag-pipe", isLock: true, nodes: 1, open: openLocktagPipelined},
-		{name: "locktag-adapt", isLock: true, nodes: 1, open: openLocktagAdaptive},
 		{name: "redsync", isLock: true, nodes: 1, open: openRedsync},
 		{name: "redislock", isLock: true, nodes: 1, open: openRedislock},
 		{name: "seed", isLock: true, nodes: 1, open: openSeed},
@@ -162,15 +161,6 @@ func openLocktag(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error
 // connection per node (redigo.WithPipelining).
 func openLocktagPipelined(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
 	return openLocktagWith(addrs, c, reqs, redigo.WithPipelining(1))
-}
-
-// adaptiveOpts pipeline only the calls beyond two at a time: one direct
-// call per core of the CI machine (redigo.WithDirectCalls).
-var adaptiveOpts = []redigo.Option{redigo.WithPipelining(1), redigo.WithDirectCalls(2)}
-
-// openLocktagAdaptive is openLocktagPipelined with adaptiveOpts.
-func openLocktagAdaptive(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
-	return openLocktagWith(addrs, c, reqs, adaptiveOpts...)
 }
 
 func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, dopts ...redigo.Option) (Lock, func(), error) {

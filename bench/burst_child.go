@@ -56,8 +56,6 @@ func burstLibOf(s subject) burstLib {
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst()}
 	case "locktag-pipe":
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(1))}
-	case "locktag-adapt":
-		return burstLib{name: s.name, queue: true, open: openLocktagBurst(adaptiveOpts...)}
 	}
 	return burstLib{name: s.name, open: waitByDeadline(s)}
 }

@@ -37,9 +37,6 @@ func (rep *report) targets() {
 				// redigo.WithPipelining is opt-in: shown beside, judged on the default.
 				measured += fmt.Sprintf(" (pipelined: %.2f×)", lp.vsRef(ref))
 			}
-			if la, ok := rep.find("uncontended", "locktag-adapt", c); ok {
-				measured += fmt.Sprintf(" (adaptive: %.2f×)", la.vsRef(ref))
-			}
 			line(fmt.Sprintf("uncontended c=%d: ≥ 0.9× set+del pairs/s", c), measured, x >= 0.9)
 		}
 	}

@@ -102,14 +102,12 @@ func benchSubjects(b *testing.B, srv *redistest.Server) []struct {
 } {
 	lk := newLocker(b, srv)
 	pl := newPipelined(b, srv, 1)
-	al := newLockerOn(b, redigo.New(srv.Pool(b), redigo.WithPipelining(1), redigo.WithDirectCalls(2)))
 	return []struct {
 		name string
 		l    benchLock
 	}{
 		{"locktag", locktagLock{lk}},
 		{"locktag-pipelined", locktagLock{pl}},
-		{"locktag-adaptive", locktagLock{al}},
 		{"seed-sleep-retry", &seedLock{pool: srv.Pool(b)}},
 		{"set-del-reference", setDelRef{srv.Pool(b)}},
 	}
@@ -177,7 +175,7 @@ func BenchmarkUncontendedParallel(b *testing.B) {
 // most (1 = perfectly fair).
 func BenchmarkHotKey(b *testing.B) {
 	srv := redistest.Start(b)
-	for _, s := range benchSubjects(b, srv)[:3] {
+	for _, s := range benchSubjects(b, srv)[:2] {
 		for _, c := range []int{2, 16, 64} {
 			b.Run(fmt.Sprintf("%s/c=%d", s.name, c), func(b *testing.B) {
 				ctx := context.Background()

@@ -95,9 +95,6 @@ func TestDriverErrors(t *testing.T) {
 		{"bad driver option", func() (*locker.Locker, error) {
 			return locker.New(redigo.New(&redis.Pool{}, redigo.WithPipelining(-1)))
 		}, "redigo.WithPipelining(-1)"},
-		{"bad direct calls", func() (*locker.Locker, error) {
-			return locker.New(redigo.New(&redis.Pool{}, redigo.WithPipelining(1), redigo.WithDirectCalls(-1)))
-		}, "redigo.WithDirectCalls(-1)"},
 		{"no masters", func() (*locker.Locker, error) { return locker.NewRedlock(nil) }, "no drivers"},
 		{"nil master", func() (*locker.Locker, error) {
 			return locker.NewRedlock([]driver.Driver{offline(t), nil, offline(t)})

@@ -20,9 +20,8 @@ import (
 )
 
 // TestPipelinedMutualExclusion: the mutual-exclusion workload with every
-// Locker pipelining its calls (two with two connections, two adaptive:
-// redigo.WithDirectCalls) never overlaps and loses no update; the control
-// with disjoint prefixes does.
+// Locker pipelining its calls (one with two connections) never overlaps
+// and loses no update; the control with disjoint prefixes does.
 func TestPipelinedMutualExclusion(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, broken := range []bool{false, true} {
@@ -33,11 +32,7 @@ func TestPipelinedMutualExclusion(t *testing.T) {
 				if broken {
 					opts = append(opts, locker.WithKeyPrefix(fmt.Sprintf("broken%d:", i)))
 				}
-				dopts := []redigo.Option{redigo.WithPipelining(1 + i%2)}
-				if i >= 2 {
-					dopts = append(dopts, redigo.WithDirectCalls(i-1))
-				}
-				lockers = append(lockers, newLockerOn(t, redigo.New(srv.Pool(t), dopts...), opts...))
+				lockers = append(lockers, newPipelined(t, srv, 1+i%2, opts...))
 			}
 			peak, lost := workload(t, lockers, 64, 16)
 			switch {
@@ -55,50 +50,7 @@ func TestPipelinedMutualExclusion(t *testing.T) {
 // call would hand a lease a stranger's fence or fail a release).
 func TestPipelinedConcurrentCalls(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, tc := range []struct {
-		name string
-		lk   *locker.Locker
-	}{
-		{"pipelined", newPipelined(t, srv, 1)},
-		{"adaptive", newLockerOn(t, redigo.New(srv.Pool(t), redigo.WithPipelining(1), redigo.WithDirectCalls(2)))},
-	} {
-		t.Run(tc.name, func(t *testing.T) { concurrentCalls(t, tc.lk) })
-	}
-}
-
-// TestAdaptiveExhaustedPool: with WithDirectCalls, a pool at its MaxActive
-// sends the calls to the pipelined connection instead of failing them
-// (ErrPoolExhausted), and a free pool serves them directly again.
-func TestAdaptiveExhaustedPool(t *testing.T) {
-	srv := redistest.Start(t)
-	pool := srv.Pool(t)
-	pool.MaxActive = 1
-	lk := newLockerOn(t, redigo.New(pool, redigo.WithPipelining(1), redigo.WithDirectCalls(4)))
-	ctx := context.Background()
-	obtainRelease := func(what string) {
-		t.Helper()
-		le, err := lk.Obtain(ctx, "adaptive", locker.Params{TTL: time.Minute})
-		if err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-		if err := le.Release(ctx); err != nil {
-			t.Fatalf("%s: release: %v", what, err)
-		}
-	}
-	obtainRelease("free pool")
-	held := pool.Get() // the pool's only connection
-	if err := held.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pool.GetContext(ctx); !errors.Is(err, redis.ErrPoolExhausted) {
-		t.Fatalf("control: pool not exhausted: %v", err)
-	}
-	obtainRelease("exhausted pool")
-	_ = held.Close()
-	obtainRelease("free again")
-}
-
-func concurrentCalls(t *testing.T, lk *locker.Locker) {
+	lk := newPipelined(t, srv, 1)
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for w := range 32 {

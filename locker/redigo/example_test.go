@@ -64,23 +64,6 @@ func ExampleWithPipelining() {
 	// Output: 8
 }
 
-// Adaptive pipelining: up to two calls at a time take pooled connections
-// of their own, as without pipelining; calls beyond them share the
-// pipelined connection.
-func ExampleWithDirectCalls() {
-	lk, err := locker.New(redigo.New(examplePool(), redigo.WithPipelining(1), redigo.WithDirectCalls(2)))
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer lk.Close()
-	lease, err := lk.Obtain(context.Background(), "order:42", locker.Params{TTL: 10 * time.Second})
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println(lease.Release(context.Background()))
-	// Output: <nil>
-}
-
 // A bad driver option is an error of the Locker's constructor.
 func ExampleWithStallTimeout() {
 	_, err := locker.New(redigo.New(examplePool(), redigo.WithPipelining(1), redigo.WithStallTimeout(0)))

@@ -32,9 +32,7 @@ func New(pool *redis.Pool, opts ...Option) driver.Driver {
 		return invalid{err}
 	}
 	if o.pipeline > 0 {
-		d := newPipelined(pool, o.pipeline, o.stall)
-		d.maxDirect = int32(o.direct)
-		return d
+		return newPipelined(pool, o.pipeline, o.stall)
 	}
 	return &redigoDriver{pool: pool}
 }

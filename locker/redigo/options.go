@@ -12,7 +12,6 @@ type Option func(*options)
 
 type options struct {
 	pipeline int           // connections; 0: pooled calls
-	direct   int           // with pipeline: calls at a time sent on pooled connections
 	stall    time.Duration // pipelined connection silent this long: broken
 	errs     []error
 }
@@ -57,24 +56,6 @@ func WithPipelining(conns int) Option {
 			return
 		}
 		o.pipeline = conns
-	}
-}
-
-// WithDirectCalls makes pipelining (WithPipelining) adaptive: while fewer
-// than n script calls are on their way on pooled connections, a call takes
-// one of its own from the pool, as without pipelining; only the calls
-// beyond n — when the direct ones are busy — are pipelined. A lone caller
-// then pays no pipelining at all, and concurrent callers still share
-// system calls. A pool that is exhausted (MaxActive) sends every call to
-// the pipelined connections. It has no effect without pipelining. The
-// default is 0: every call is pipelined. n must not be negative.
-func WithDirectCalls(n int) Option {
-	return func(o *options) {
-		if n < 0 {
-			o.bad("WithDirectCalls", n, "must not be negative")
-			return
-		}
-		o.direct = n
 	}
 }
 

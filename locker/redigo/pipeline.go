@@ -27,10 +27,6 @@ type pipeDriver struct {
 	*redigoDriver
 	conns []*pipeConn
 	next  atomic.Uint32
-	// maxDirect calls at a time go on pooled connections (WithDirectCalls);
-	// direct counts those on their way.
-	maxDirect int32
-	direct    atomic.Int32
 }
 
 // newPipelined returns the driver of WithPipelining: every script call is
@@ -53,14 +49,6 @@ func newPipelined(pool *redis.Pool, conns int, stall time.Duration) *pipeDriver 
 }
 
 func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
-	if d.maxDirect > 0 {
-		if d.direct.Add(1) <= d.maxDirect && !d.exhausted() {
-			v, err := d.redigoDriver.Eval(ctx, s, keys, args...)
-			d.direct.Add(-1)
-			return v, err
-		}
-		d.direct.Add(-1)
-	}
 	pc := d.conns[0]
 	if len(d.conns) > 1 {
 		pc = d.conns[d.next.Add(1)%uint32(len(d.conns))]
