@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -301,4 +303,83 @@ func BenchmarkTelemetry(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkUncontendedCPU: c goroutines, each locking and unlocking its own
+// key, with the CPU time per pair of this process and of redis-server,
+// each split into user and kernel (system) time, from /proc/<pid>/stat
+// (Linux; 10 ms ticks, so give it a few seconds: -benchtime 5s).
+// ns/op is wall time per pair across all goroutines.
+func BenchmarkUncontendedCPU(b *testing.B) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc")
+	}
+	srv := redistest.Start(b)
+	c := srv.Pool(b).Get()
+	info, err := redis.String(c.Do("INFO", "server"))
+	c.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var redisPid string
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			redisPid = v
+		}
+	}
+	for _, s := range benchSubjects(b, srv) {
+		for _, c := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/c=%d", s.name, c), func(b *testing.B) {
+				ctx := context.Background()
+				var left atomic.Int64
+				left.Store(int64(b.N))
+				cu, cs := cpuTicks(b, "self")
+				ru, rs := cpuTicks(b, redisPid)
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for w := range c {
+					wg.Go(func() {
+						key := "cpu" + strconv.Itoa(w)
+						for left.Add(-1) >= 0 {
+							u, err := s.l.lock(ctx, key)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							u.unlock()
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				cu2, cs2 := cpuTicks(b, "self")
+				ru2, rs2 := cpuTicks(b, redisPid)
+				per := func(ticks float64) float64 { return ticks * 1e4 / float64(b.N) } // 10 ms ticks -> µs per pair
+				b.ReportMetric(per(cu2-cu), "client-user-µs/op")
+				b.ReportMetric(per(cs2-cs), "client-sys-µs/op")
+				b.ReportMetric(per(ru2-ru), "redis-user-µs/op")
+				b.ReportMetric(per(rs2-rs), "redis-sys-µs/op")
+			})
+		}
+	}
+}
+
+// cpuTicks returns the user and system CPU time of process pid ("self":
+// this one) in clock ticks (1/100 s on Linux).
+func cpuTicks(b *testing.B, pid string) (user, sys float64) {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(raw)
+	// Fields after the command name in parentheses: state is the first;
+	// utime and stime are the 12th and 13th (proc(5): fields 14 and 15).
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		b.Fatalf("/proc/%s/stat: %q", pid, s)
+	}
+	user, _ = strconv.ParseFloat(f[11], 64)
+	sys, _ = strconv.ParseFloat(f[12], 64)
+	return user, sys
 }
