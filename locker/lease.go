@@ -120,7 +120,10 @@ func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names, t
 	var first, every time.Duration
 	switch {
 	case h.granted < t.ttl:
-		first = h.granted / 3
+		// A third of the window after the grant itself (not after this
+		// process heard of it), so a late notice does not push the
+		// confirmation past the window's end.
+		first = max(time.Until(h.at.Add(h.granted/3)), time.Millisecond)
 	case t.watchdog:
 		first = l.o.renewEvery
 	}
