@@ -415,7 +415,7 @@ func TestClaimSurvivesPoolExhaustion(t *testing.T) {
 	srv := redistest.Start(t)
 	pool := srv.Pool(t)
 	pool.MaxActive = 2
-	lk := newLockerOn(t, redigo.New(pool))
+	lk := newLockerOn(t, redigo.New(pool, redigo.WithPipelining(0))) // pooled calls: the pool is what is exhausted
 	ctx := context.Background()
 	const lease = 300 * time.Millisecond
 	c := mustClaim(t, lk, "starved", "fp", locker.IdemParams{Lease: lease, TTL: time.Minute})

@@ -19,9 +19,10 @@ import (
 	"github.com/locktag/locktag/locker/redigo"
 )
 
-// TestPipelinedMutualExclusion: the mutual-exclusion workload with every
-// Locker pipelining its calls (one with two connections) never overlaps
-// and loses no update; the control with disjoint prefixes does.
+// TestPipelinedMutualExclusion: the mutual-exclusion workload with Lockers
+// of every connection mode on the same keys (pooled calls, one and two
+// pipelined connections) never overlaps and loses no update; the control
+// with disjoint prefixes does.
 func TestPipelinedMutualExclusion(t *testing.T) {
 	srv := redistest.Start(t)
 	for _, broken := range []bool{false, true} {
@@ -32,7 +33,7 @@ func TestPipelinedMutualExclusion(t *testing.T) {
 				if broken {
 					opts = append(opts, locker.WithKeyPrefix(fmt.Sprintf("broken%d:", i)))
 				}
-				lockers = append(lockers, newPipelined(t, srv, 1+i%2, opts...))
+				lockers = append(lockers, newPipelined(t, srv, i%3, opts...))
 			}
 			peak, lost := workload(t, lockers, 64, 16)
 			switch {
@@ -236,4 +237,45 @@ func TestPipelinedChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	goroutinesSettle(t, base)
+}
+
+// TestPipelinedIgnoresPoolExhaustion: with the pipelined default the pool
+// only dials, so request traffic holding every pooled connection (MaxActive
+// reached) neither fails requests with ErrPoolExhausted nor starves a held
+// lock's renewals and release — what the reserved connection guarantees
+// for pooled calls (TestRenewalSurvivesPoolExhaustion).
+func TestPipelinedIgnoresPoolExhaustion(t *testing.T) {
+	srv := redistest.Start(t)
+	pool := srv.Pool(t)
+	pool.MaxActive = 2
+	lk := newLockerOn(t, redigo.New(pool), locker.WithWatchdog(time.Second, 100*time.Millisecond))
+	ctx := context.Background()
+	le := mustObtain(t, lk, ctx, "starved", locker.Params{})
+	busy := []redis.Conn{pool.Get(), pool.Get()} // the traffic: every pooled connection taken
+	defer func() {
+		for _, c := range busy {
+			c.Close()
+		}
+	}()
+	if _, err := busy[0].Do("PING"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := lk.Obtain(ctx, "other", locker.Params{TTL: time.Second})
+	if err != nil {
+		t.Fatalf("a request with the pool exhausted: %v", err)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-le.Context().Done():
+		t.Fatalf("lock lost while the pool was exhausted: %v", context.Cause(le.Context()))
+	case <-time.After(2500 * time.Millisecond): // two and a half leases
+	}
+	if err := le.Release(ctx); err != nil {
+		t.Fatalf("release with the pool exhausted: %v", err)
+	}
+	if n := intReply(t, srv, "EXISTS", "locktag:{starved}"); n != 0 {
+		t.Fatal("lock key left after release")
+	}
 }

@@ -226,48 +226,58 @@ func TestUnsentCallSendsNoCleanup(t *testing.T) {
 }
 
 // TestNoDialStorm: 2,000 waiters in one process give up together on a pool
-// configured as the README shows (MaxIdle 64, no MaxActive). Calls per node
-// are bounded inside the Locker, so they reuse idle connections instead of
-// dialling one each, and every one of them reads as busy, none as Redis
+// configured as the README shows (MaxIdle 64, no MaxActive). With pooled
+// calls, calls per node are bounded inside the Locker, so they reuse idle
+// connections instead of dialling one each; pipelined (the default), they
+// share the one connection. Every one of them reads as busy, none as Redis
 // unavailable.
 func TestNoDialStorm(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := context.Background()
-	pool := srv.Pool(t)
-	var dials atomic.Int32
-	dial := pool.DialContext
-	pool.DialContext = func(ctx context.Context) (redis.Conn, error) {
-		dials.Add(1)
-		return dial(ctx)
-	}
-	lk := newLockerOn(t, redigo.New(pool))
-	t.Cleanup(func() { _ = lk.Close() })
-	holder := mustObtain(t, newLocker(t, srv), ctx, "storm", locker.Params{})
-	defer func() { _ = holder.Release(ctx) }()
-	const n = 2000
-	var busy, unavailable atomic.Int32
-	var wg sync.WaitGroup
-	for range n {
-		wg.Go(func() {
-			_, err := lk.Obtain(ctx, "storm", locker.Params{Wait: 2 * time.Second})
-			switch {
-			case errors.Is(err, locker.ErrUnavailable):
-				unavailable.Add(1)
-			case errors.Is(err, locker.ErrNotObtained):
-				busy.Add(1)
-			default:
-				t.Errorf("err = %v", err)
+	for _, tc := range []struct {
+		name     string
+		conns    int
+		maxDials int32
+	}{
+		{"pooled", 0, 64 + 2},   // 64 call slots, the subscriber connection and the reserved one
+		{"pipelined", 1, 1 + 1}, // the pipelined connection and the subscriber one
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			ctx := context.Background()
+			pool := srv.Pool(t)
+			var dials atomic.Int32
+			dial := pool.DialContext
+			pool.DialContext = func(ctx context.Context) (redis.Conn, error) {
+				dials.Add(1)
+				return dial(ctx)
+			}
+			lk := newLockerOn(t, redigo.New(pool, redigo.WithPipelining(tc.conns)))
+			holder := mustObtain(t, newLocker(t, srv), ctx, "storm", locker.Params{})
+			defer func() { _ = holder.Release(ctx) }()
+			const n = 2000
+			var busy, unavailable atomic.Int32
+			var wg sync.WaitGroup
+			for range n {
+				wg.Go(func() {
+					_, err := lk.Obtain(ctx, "storm", locker.Params{Wait: 2 * time.Second})
+					switch {
+					case errors.Is(err, locker.ErrUnavailable):
+						unavailable.Add(1)
+					case errors.Is(err, locker.ErrNotObtained):
+						busy.Add(1)
+					default:
+						t.Errorf("err = %v", err)
+					}
+				})
+			}
+			wg.Wait()
+			t.Logf("%d waiters gave up: %d busy, %d unavailable, %d connections dialled", n, busy.Load(), unavailable.Load(), dials.Load())
+			if unavailable.Load() != 0 {
+				t.Fatalf("%d of %d waiters failed as unavailable while Redis was up", unavailable.Load(), n)
+			}
+			if d := dials.Load(); d > tc.maxDials {
+				t.Fatalf("%d connections dialled, want at most %d", d, tc.maxDials)
 			}
 		})
-	}
-	wg.Wait()
-	t.Logf("%d waiters gave up: %d busy, %d unavailable, %d connections dialled", n, busy.Load(), unavailable.Load(), dials.Load())
-	if unavailable.Load() != 0 {
-		t.Fatalf("%d of %d waiters failed as unavailable while Redis was up", unavailable.Load(), n)
-	}
-	// 64 call slots, the subscriber connection and the reserved one.
-	if d := dials.Load(); d > 64+2 {
-		t.Fatalf("%d connections dialled, want at most 66", d)
 	}
 }
 

@@ -22,6 +22,9 @@ func TestWatchdogOutlivesLease(t *testing.T) {
 	other := newLocker(t, srv)
 	ctx := context.Background()
 	warmListener(t, lk) // its first lease subscribes the control channel, for good
+	if err := other.Ping(ctx); err != nil { // its pipelined connection's reader, for good
+		t.Fatal(err)
+	}
 	base := runtime.NumGoroutine()
 
 	le := mustObtain(t, lk, ctx, "wd", locker.Params{})
@@ -220,7 +223,9 @@ func TestRenewalSurvivesPoolExhaustion(t *testing.T) {
 	srv := redistest.Start(t)
 	pool := srv.Pool(t)
 	pool.MaxActive = 2
-	lk := newLockerOn(t, redigo.New(pool), locker.WithWatchdog(time.Second, 100*time.Millisecond))
+	// Pooled calls: the pool is what is exhausted (the pipelined default
+	// does not take its connections: TestPipelinedIgnoresPoolExhaustion).
+	lk := newLockerOn(t, redigo.New(pool, redigo.WithPipelining(0)), locker.WithWatchdog(time.Second, 100*time.Millisecond))
 	defer lk.Close()
 	ctx := context.Background()
 	le := mustObtain(t, lk, ctx, "starved", locker.Params{})

@@ -10,23 +10,29 @@
 //	}
 //	lk, err := locker.New(redigo.New(pool))
 //
-// Scripts run by EVALSHA with an EVAL fallback on NOSCRIPT, with the call
-// context's deadline as the socket timeout (DoWithTimeout: no goroutine per
-// call). One dedicated connection, dialled with the pool's Dial, carries
-// every subscription of the Locker; it stays subscribed to a private
-// keep-alive channel and is pinged every 10s, and a connection that
-// answers nothing for 30s is reported broken.
+// Scripts run by EVALSHA with an EVAL fallback on NOSCRIPT. One dedicated
+// connection, dialled with the pool's Dial, carries every subscription of
+// the Locker; it stays subscribed to a private keep-alive channel and is
+// pinged every 10s, and a connection that answers nothing for 30s is
+// reported broken.
 //
-// # Priority calls
+// # Pipelining (the default)
 //
-// When the pool's MaxActive is reached, a renewal or release of a held
-// lease (driver.IsPriority) runs on one reserved connection instead of
-// waiting for a pooled one: a burst of requests must not cost a healthy
-// holder its lock. The reserved connection is dialled on first need and
-// closed by the Locker's Close.
+// Every script call is multiplexed onto one long-lived connection, dialled
+// with the pool's Dial, with auto-pipelining: concurrent calls share one
+// write and one read on both ends of the socket. Each caller waits no
+// longer than its context's deadline; a connection silent for the stall
+// timeout (WithStallTimeout) while calls are in flight is closed and the
+// next call dials a new one. The pool's MaxActive and MaxIdle do not bound
+// it: the pool only dials. WithPipelining(n) uses n connections.
 //
-// # Pipelining
+// # Pooled calls and priority calls
 //
-// WithPipelining(n) multiplexes every call onto n long-lived connections
-// with auto-pipelining; see its documentation for when it pays.
+// WithPipelining(0) takes a connection from the pool per call, with the
+// call context's deadline as the socket timeout (DoWithTimeout: no
+// goroutine per call). When the pool's MaxActive is reached, a renewal or
+// release of a held lease (driver.IsPriority) runs on one reserved
+// connection instead of waiting for a pooled one: a burst of requests must
+// not cost a healthy holder its lock. The reserved connection is dialled on
+// first need and closed by the Locker's Close.
 package redigo

@@ -37,10 +37,11 @@ func ExampleNew() {
 	// Output: <nil>
 }
 
-// With pipelining, calls from concurrent goroutines share one connection
-// and its system calls: the choice for services that take many locks at once.
+// By default calls from concurrent goroutines share one pipelined
+// connection and its system calls; WithPipelining(0) takes a pooled
+// connection per call instead.
 func ExampleWithPipelining() {
-	lk, err := locker.New(redigo.New(examplePool(), redigo.WithPipelining(1)))
+	lk, err := locker.New(redigo.New(examplePool())) // = redigo.WithPipelining(1)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -61,12 +62,22 @@ func ExampleWithPipelining() {
 	}
 	wg.Wait()
 	fmt.Println(obtained.Load())
-	// Output: 8
+
+	// Pooled calls: one pooled connection per call in flight.
+	pooled, err := locker.New(redigo.New(examplePool(), redigo.WithPipelining(0)))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer pooled.Close()
+	fmt.Println(pooled.Ping(ctx))
+	// Output:
+	// 8
+	// <nil>
 }
 
 // A bad driver option is an error of the Locker's constructor.
 func ExampleWithStallTimeout() {
-	_, err := locker.New(redigo.New(examplePool(), redigo.WithPipelining(1), redigo.WithStallTimeout(0)))
+	_, err := locker.New(redigo.New(examplePool(), redigo.WithStallTimeout(0)))
 	fmt.Println(err)
 	// Output: locker: bad option: redigo.WithStallTimeout(0s): must be positive
 }

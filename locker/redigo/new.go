@@ -10,19 +10,21 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 )
 
-// New returns a driver on a redigo pool: scripts run on connections from
-// pool (or, with WithPipelining, on pipelined connections dialled with the
-// pool's Dial function); Listen dials one more connection with the pool's
-// Dial (or DialContext) and keeps it for its whole life, as the one
-// subscriber connection all waiters share. When the pool is exhausted,
-// renewals and releases of held leases run on one reserved connection, so
-// request traffic cannot starve them.
+// New returns a driver on a redigo pool. By default script calls are
+// pipelined over one long-lived connection dialled with the pool's Dial
+// (or DialContext) function (WithPipelining); with WithPipelining(0) each
+// call takes a connection from pool instead, and when the pool is
+// exhausted, renewals and releases of held leases run on one reserved
+// connection, so request traffic cannot starve them. Listen dials one more
+// connection with the pool's Dial and keeps it for its whole life, as the
+// one subscriber connection all waiters share.
 //
-// The Locker's Close closes the reserved and pipelined connections, never
+// The Locker's Close closes the pipelined and reserved connections, never
 // the pool. A nil pool or an invalid option is reported by
 // locker.New and locker.NewRedlock (see driver.Validator):
 //
-//	lk, err := locker.New(redigo.New(pool, redigo.WithPipelining(1)))
+//	lk, err := locker.New(redigo.New(pool))                            // pipelined
+//	lk, err := locker.New(redigo.New(pool, redigo.WithPipelining(0))) // pooled calls
 func New(pool *redis.Pool, opts ...Option) driver.Driver {
 	o := evaluateOptions(opts)
 	if pool == nil {

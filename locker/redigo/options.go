@@ -11,12 +11,12 @@ import (
 type Option func(*options)
 
 type options struct {
-	pipeline int           // connections; 0: pooled calls
+	pipeline int           // pipelined connections; 0: pooled calls
 	stall    time.Duration // pipelined connection silent this long: broken
 	errs     []error
 }
 
-var defaultOptions = options{stall: 2 * time.Second}
+var defaultOptions = options{pipeline: 1, stall: 2 * time.Second}
 
 func evaluateOptions(opts []Option) options {
 	o := defaultOptions
@@ -31,24 +31,34 @@ func (o *options) bad(option string, value any, why string) {
 	o.errs = append(o.errs, fmt.Errorf("%w: redigo.%s(%v): %s", driver.ErrBadOption, option, value, why))
 }
 
-// WithPipelining sends every script call over conns long-lived connections
-// with auto-pipelining instead of taking a pooled connection per call: a
-// caller that finds nobody writing writes its call together with every call
-// queued meanwhile, and the replies are read back in order (by a lone caller
-// itself; under concurrency by one helper goroutine per connection).
-// Concurrent goroutines then share system calls on both ends of the socket,
-// which is what bounds a lock's throughput on loopback or a fast network:
-// 1.1–1.25× the pooled rate at 16–64 concurrent lockers on the CI machine,
-// 0.8× at two, the same for one (docs/locking.md, docs/benchmarks-load.md).
-// One connection is right for most services; Redis runs commands on one
-// thread either way.
+// WithPipelining sets how many long-lived connections carry the driver's
+// script calls with auto-pipelining; 0 selects pooled calls instead, each
+// call on a connection taken from the pool. The default is 1.
 //
-// The pool is then used only to dial: its MaxActive does not bound these
-// connections, and locker.ErrPoolExhausted does not occur. A connection
-// silent for the stall timeout (WithStallTimeout) while calls are in flight
-// is closed, failing those calls; the next call dials a new one. The
-// default is off (0): each call takes a connection from the pool. conns
-// must not be negative.
+// Pipelined (conns > 0): a caller that finds nobody writing writes its call
+// together with every call queued meanwhile, and the replies are read back
+// in order (by a lone caller itself; under concurrency by one helper
+// goroutine per connection). Concurrent goroutines then share system calls
+// on both ends of the socket, which is what bounds a lock's throughput on
+// loopback or a fast network: in the same run on the CI machine it made
+// 1.2–2.1× the pooled rate at 1, 16 and 64 concurrent lockers, at less than
+// half the Redis CPU per lock+unlock under concurrency (docs/locking.md,
+// docs/benchmarks-load.md). One connection is right for most services;
+// Redis runs commands on one thread either way, and conns > 1 spreads calls
+// round-robin. The pool is then used only to dial: its MaxActive and
+// MaxIdle do not bound these connections, and locker.ErrPoolExhausted does
+// not occur. A connection silent for the stall timeout (WithStallTimeout)
+// while calls are in flight is closed, failing those calls; the next call
+// dials a new one.
+//
+// Pooled (0): every call takes a connection from the pool (waiting or
+// failing with locker.ErrPoolExhausted at MaxActive, as the pool is set
+// up), and renewals and releases of held leases run on one reserved
+// connection when the pool is exhausted. Choose it to share one bounded
+// pool with other code, or when a call's socket timeout must follow its
+// own deadline rather than the stall timeout.
+//
+// conns must not be negative.
 func WithPipelining(conns int) Option {
 	return func(o *options) {
 		if conns < 0 {
@@ -59,11 +69,13 @@ func WithPipelining(conns int) Option {
 	}
 }
 
-// WithStallTimeout sets how long a pipelined connection (WithPipelining)
-// may stay silent while calls are in flight before it is closed as broken
-// and its calls fail. Each call is also bounded by its own context. It has
-// no effect without pipelining. The default is 2s (the locker's default
-// call timeout); d must be positive.
+// WithStallTimeout sets how long a pipelined connection (WithPipelining,
+// the default) may stay silent while calls are in flight before it is
+// closed as broken and its calls fail. Each call is also bounded by its own
+// context. Raise it with locker.WithCallTimeout when a call may
+// legitimately wait longer for Redis (a Redis busy with a slow command for
+// seconds). It has no effect with pooled calls (WithPipelining(0)). The
+// default is 2s (the locker's default call timeout); d must be positive.
 func WithStallTimeout(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {

@@ -13,8 +13,9 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 )
 
-// redigoDriver is the default driver: a redigo pool for scripts and one
-// connection from it for pub/sub.
+// redigoDriver is the pooled driver (WithPipelining(0)): a redigo pool for
+// scripts and one connection dialled with it for pub/sub. The pipelined
+// driver (the default) embeds it for Listen and dialling.
 type redigoDriver struct {
 	pool *redis.Pool
 
