@@ -48,7 +48,7 @@ var (
 func subjects() []subject {
 	return []subject{
 		{name: "locktag", isLock: true, nodes: 1, open: openLocktag},
-		{name: "locktag-pipe", isLock: true, nodes: 1, open: openLocktagPipelined},
+		{name: "locktag-pooled", isLock: true, nodes: 1, open: openLocktagPooled},
 		{name: "redsync", isLock: true, nodes: 1, open: openRedsync},
 		{name: "redislock", isLock: true, nodes: 1, open: openRedislock},
 		{name: "seed", isLock: true, nodes: 1, open: openSeed},
@@ -157,10 +157,11 @@ func openLocktag(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error
 	return openLocktagWith(addrs, c, reqs)
 }
 
-// openLocktagPipelined is openLocktag with auto-pipelining on one
-// connection per node (redigo.WithPipelining).
-func openLocktagPipelined(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
-	return openLocktagWith(addrs, c, reqs, redigo.WithPipelining(1))
+// openLocktagPooled is openLocktag with pooled calls, a pooled connection
+// per call (redigo.WithPipelining(0)), instead of the default pipelined
+// connection per node.
+func openLocktagPooled(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	return openLocktagWith(addrs, c, reqs, redigo.WithPipelining(0))
 }
 
 func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, dopts ...redigo.Option) (Lock, func(), error) {

@@ -104,7 +104,7 @@ func runBurst(cfg *config, rep *report) {
 	md.WriteString("\n| target (issue 18) | measured | met |\n|---|---|---|\n")
 	for _, r := range all {
 		b, ok := base[r.lib]
-		if r.closed || !ok || (r.lib != "locktag" && r.lib != "locktag-pipe") {
+		if r.closed || !ok || (r.lib != "locktag" && r.lib != "locktag-pooled") {
 			continue
 		}
 		x := ratioF(r.sustained, b.sustained)

@@ -54,8 +54,8 @@ func burstLibOf(s subject) burstLib {
 	switch s.name {
 	case "locktag":
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst()}
-	case "locktag-pipe":
-		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(1))}
+	case "locktag-pooled":
+		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(0))}
 	}
 	return burstLib{name: s.name, open: waitByDeadline(s)}
 }

@@ -33,9 +33,9 @@ func (rep *report) targets() {
 			if lt.ratioMed > 0 {
 				measured += fmt.Sprintf(" (rounds %.2f–%.2f)", lt.ratioMin, lt.ratioMax)
 			}
-			if lp, ok := rep.find("uncontended", "locktag-pipe", c); ok {
-				// redigo.WithPipelining is opt-in: shown beside, judged on the default.
-				measured += fmt.Sprintf(" (pipelined: %.2f×)", lp.vsRef(ref))
+			if lp, ok := rep.find("uncontended", "locktag-pooled", c); ok {
+				// Pooled calls (redigo.WithPipelining(0)) are opt-in: shown beside, judged on the default.
+				measured += fmt.Sprintf(" (pooled: %.2f×)", lp.vsRef(ref))
 			}
 			line(fmt.Sprintf("uncontended c=%d: ≥ 0.9× set+del pairs/s", c), measured, x >= 0.9)
 		}

@@ -187,10 +187,14 @@ func WithGrantWindow(d time.Duration) Option {
 // WithMaxConcurrentCalls bounds how many Redis calls the Locker has in
 // flight per Redis node; further calls wait (within their context and the
 // call timeout) for one to finish. Renewals and releases of held locks are
-// not counted and never wait. The bound keeps a burst — thousands of
-// waiters giving up at once — from dialling thousands of connections
-// through a pool without MaxActive: with the default, a pool with MaxIdle 64
-// serves every call from idle connections. A call that waited past its
+// not counted and never wait. With the redigo driver's default pipelined
+// connection the bound caps how many calls queue on the connection, so a
+// burst — thousands of waiters giving up at once — reaches Redis in
+// batches of at most n and a renewal or release queued behind it waits for
+// at most n calls, not thousands. With pooled calls (redigo.WithPipelining(0))
+// it keeps such a burst from dialling thousands of connections through a
+// pool without MaxActive: with the default, a pool with MaxIdle 64 serves
+// every call from idle connections. A call that waited past its
 // deadline for a slot fails with an error matching ErrNotSent and
 // ErrUnavailable, having sent nothing. The default is 64; 0 removes the
 // bound; n must not be negative.

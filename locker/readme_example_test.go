@@ -15,7 +15,10 @@ import (
 // The README's "A Locker" section: one line on a redigo pool.
 func ExampleNew() {
 	pool := &redis.Pool{
-		MaxIdle: 64, // the default WithMaxConcurrentCalls: every call finds an idle connection
+		// The default pipelined driver only dials with the pool: one
+		// connection for calls, one for notifications. For pooled calls
+		// (redigo.WithPipelining(0)) add MaxIdle: 64, the default
+		// WithMaxConcurrentCalls, so every call finds an idle connection.
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
 			return redis.DialContext(ctx, "tcp", exampleRedis.Addr(), // e.g. "localhost:6379"
 				redis.DialReadTimeout(2*time.Second), redis.DialWriteTimeout(2*time.Second))

@@ -2,7 +2,6 @@
 // github.com/gomodule/redigo connection pool:
 //
 //	pool := &redis.Pool{
-//		MaxIdle: 64,
 //		DialContext: func(ctx context.Context) (redis.Conn, error) {
 //			return redis.DialContext(ctx, "tcp", "localhost:6379",
 //				redis.DialReadTimeout(2*time.Second), redis.DialWriteTimeout(2*time.Second))
