@@ -14,11 +14,26 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/dynamicpb"
 )
+
+// newPooledLocker is newLocker with pooled calls (redigo.WithPipelining(0)):
+// the mode where the pool's MaxActive bounds the Locker's calls, so where an
+// exhausted pool can starve them. The default pipelined driver only dials
+// with the pool.
+func newPooledLocker(t testing.TB, pool *redis.Pool, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	lk, err := locker.New(redigo.New(pool, redigo.WithPipelining(0)), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
 
 // holdConns takes n connections from pool and keeps them busy until the
 // test ends, as request traffic would.
@@ -37,11 +52,12 @@ func holdConns(t *testing.T, pool *redis.Pool, n int) {
 // adapter answers 503 (lock-unavailable) and the gRPC one Unavailable —
 // never 409 / Aborted, which would tell the client the lock is busy and
 // invite a retry loop against a resource nobody holds. The handler does
-// not run. A really busy lock, for contrast, is 409 / Aborted.
+// not run. A really busy lock, for contrast, is 409 / Aborted. (Pooled
+// calls: the default pipelined driver takes no pooled connection.)
 func TestPoolExhaustedAdapters(t *testing.T) {
 	srv := redistest.Start(t)
 	pool := faults.NewPool(t, srv.Addr(), faults.PoolOptions{MaxActive: 1})
-	lk := newLocker(t, pool)
+	lk := newPooledLocker(t, pool)
 	other := newLocker(t, srv.Pool(t))
 	r, runs := lockRouter(t, lk, `key:"order:{path.id}" expire:"10s"`)
 	ic, err := interceptor.New(lk, grpcRules, interceptor.WithRegistry(abuseFiles, nil))
@@ -101,14 +117,25 @@ func TestPoolExhaustedAdapters(t *testing.T) {
 // fails fast (Wait=false) and one that queues (Wait=true). The lock must
 // survive: a starved pool is not a lost Redis. (Renewals and releases are
 // priority calls that fall back to a reserved connection when the pool is
-// exhausted, since 8513ba4; before it this test lost the lock.)
+// exhausted, since 8513ba4; before it this test lost the lock.) It runs
+// with pooled calls and with the default pipelined driver, which takes no
+// pooled connection at all.
 func TestRenewalUnderPoolStarvation(t *testing.T) {
-	for _, wait := range []bool{false, true} {
-		t.Run(map[bool]string{false: "pool.Wait=false", true: "pool.Wait=true"}[wait], func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		wait      bool
+		newLocker func(testing.TB, *redis.Pool, ...locker.Option) *locker.Locker
+	}{
+		{"pooled/pool.Wait=false", false, newPooledLocker},
+		{"pooled/pool.Wait=true", true, newPooledLocker},
+		{"pipelined/pool.Wait=false", false, newLocker},
+		{"pipelined/pool.Wait=true", true, newLocker},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			pool := faults.NewPool(t, srv.Addr(), faults.PoolOptions{MaxActive: 2, Wait: wait})
+			pool := faults.NewPool(t, srv.Addr(), faults.PoolOptions{MaxActive: 2, Wait: tc.wait})
 			const lease = 600 * time.Millisecond
-			lk := newLocker(t, pool, locker.WithWatchdog(lease, lease/5))
+			lk := tc.newLocker(t, pool, locker.WithWatchdog(lease, lease/5))
 			le, err := lk.Obtain(context.Background(), "starved", locker.Params{})
 			if err != nil {
 				t.Fatal(err)
