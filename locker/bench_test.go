@@ -102,14 +102,14 @@ func benchSubjects(b *testing.B, srv *redistest.Server) []struct {
 	name string
 	l    benchLock
 } {
-	lk := newLocker(b, srv)
-	pl := newPipelined(b, srv, 1)
+	lk := newLocker(b, srv) // the default: pipelined
+	pl := newPipelined(b, srv, 0)
 	return []struct {
 		name string
 		l    benchLock
 	}{
 		{"locktag", locktagLock{lk}},
-		{"locktag-pipelined", locktagLock{pl}},
+		{"locktag-pooled", locktagLock{pl}},
 		{"seed-sleep-retry", &seedLock{pool: srv.Pool(b)}},
 		{"set-del-reference", setDelRef{srv.Pool(b)}},
 	}
