@@ -22,8 +22,8 @@
 // # Drivers and backends
 //
 // This package imports no Redis client. It talks to Redis through the small
-// seam in package locker/driver; locker/redigo (the default, with optional
-// auto-pipelining) and locker/goredis (Redis Cluster, Sentinel) implement
+// seam in package locker/driver; locker/redigo (the default, auto-pipelined
+// over one connection unless set to pooled calls) and locker/goredis (Redis Cluster, Sentinel) implement
 // it. [New] keeps locks on one Redis deployment, with a first-come-first-
 // served queue in Redis; [NewRedlock] keeps them on N independent masters by
 // quorum. Both are implementations of one internal backend interface, and

@@ -2,8 +2,8 @@
 // and a Redis client. A driver does two things: run a Lua script on some
 // keys ([Driver.Eval]) and listen on pub/sub channels ([Driver.Listen]).
 // It imports nothing of locktag, so a driver for another client is a small
-// package of its own; locker/redigo (the default, with optional
-// auto-pipelining) and locker/goredis (Redis Cluster, Sentinel) are two.
+// package of its own; locker/redigo (the default, auto-pipelined unless
+// set to pooled calls) and locker/goredis (Redis Cluster, Sentinel) are two.
 //
 // Build a Locker on a driver with locker.New (one Redis deployment) or
 // locker.NewRedlock (N independent masters):

@@ -14,8 +14,9 @@ func WithPriority(ctx context.Context) context.Context {
 // IsPriority reports whether a Driver call's context was marked by
 // WithPriority. A Driver should not let such a call starve when request
 // traffic holds every pooled connection — a starved renewal would lose a
-// lease that is perfectly healthy. The redigo driver serves it on a
-// reserved connection when its pool is exhausted.
+// lease that is perfectly healthy. The redigo driver with pooled calls
+// serves it on a reserved connection when its pool is exhausted (its
+// default pipelined connection takes no pooled connection at all).
 func IsPriority(ctx context.Context) bool {
 	_, ok := ctx.Value(priorityKey{}).(bool)
 	return ok
