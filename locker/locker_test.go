@@ -274,7 +274,8 @@ func TestPoolExhausted(t *testing.T) {
 	srv := redistest.Start(t)
 	pool := srv.Pool(t)
 	pool.MaxActive = 1
-	lk := newLockerOn(t, redigo.New(pool, redigo.WithPipelining(0))) // pooled calls: the pipelined default does not use the pool's connections
+	// Pooled calls: the pipelined default does not use the pool's connections.
+	lk := newLockerOn(t, redigo.New(pool, redigo.WithPipelining(0)))
 	held := pool.Get() // the pool's only connection
 	defer held.Close()
 	_, err := lk.Obtain(context.Background(), "p", locker.Params{})
