@@ -119,6 +119,9 @@ func newPool(addr, password string, useTLS bool) *redis.Pool {
 	if useTLS {
 		dialOpts = append(dialOpts, redis.DialUseTLS(true))
 	}
+	// The locker's redigo driver pipelines its calls over one connection it
+	// dials with this pool (and one for notifications); MaxIdle serves the
+	// start-up pings here, and the calls with redigo.WithPipelining(0).
 	return &redis.Pool{
 		MaxIdle:     64,
 		IdleTimeout: time.Minute,
