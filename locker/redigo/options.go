@@ -41,9 +41,9 @@ func (o *options) bad(option string, value any, why string) {
 // goroutine per connection). Concurrent goroutines then share system calls
 // on both ends of the socket, which is what bounds a lock's throughput on
 // loopback or a fast network: in the same run on the CI machine it made
-// 1.2–2.1× the pooled rate at 1, 16 and 64 concurrent lockers, at less than
-// half the Redis CPU per lock+unlock under concurrency (docs/locking.md,
-// docs/benchmarks-load.md). One connection is right for most services;
+// 1.6–2.1× the pooled rate at 16 and 64 concurrent lockers, at less than
+// half the Redis CPU per lock+unlock, and tied with it at one
+// (docs/locking.md, docs/benchmarks-load.md). One connection is right for most services;
 // Redis runs commands on one thread either way, and conns > 1 spreads calls
 // round-robin. The pool is then used only to dial: its MaxActive and
 // MaxIdle do not bound these connections, and locker.ErrPoolExhausted does
