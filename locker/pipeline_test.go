@@ -279,3 +279,48 @@ func TestPipelinedIgnoresPoolExhaustion(t *testing.T) {
 		t.Fatal("lock key left after release")
 	}
 }
+
+// TestPipelinedIdleTimeout: a pipelined connection left idle for the
+// pool's IdleTimeout is replaced before the next call, as the pool would
+// replace an idle connection: a server timeout (here Redis's own, as a
+// proxy's idle cut-off would do) that closed it meanwhile costs no call.
+// The control, without IdleTimeout, shows the server really cut it: the
+// first call after the cut fails.
+func TestPipelinedIdleTimeout(t *testing.T) {
+	for _, idle := range []time.Duration{200 * time.Millisecond, 0} {
+		t.Run(fmt.Sprintf("IdleTimeout=%v", idle), func(t *testing.T) {
+			srv := redistest.Start(t)
+			pool := srv.Pool(t)
+			pool.IdleTimeout = idle
+			lk := newLockerOn(t, redigo.New(pool))
+			ctx := context.Background()
+			if err := lk.Ping(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := srv.Do("CONFIG", "SET", "timeout", "1"); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, 10*time.Second, "the server closed the idle connection", func() bool {
+				list, err := redis.String(srv.Do("CLIENT", "LIST"))
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Only this CLIENT LIST's own connection is left.
+				return strings.Count(strings.TrimSpace(list), "\n") == 0
+			})
+			if _, err := srv.Do("CONFIG", "SET", "timeout", "0"); err != nil {
+				t.Fatal(err)
+			}
+			err := lk.Ping(ctx)
+			switch {
+			case idle > 0 && err != nil:
+				t.Fatalf("first call after an idle period: %v", err)
+			case idle == 0 && !errors.Is(err, locker.ErrUnavailable):
+				t.Fatalf("control: first call on the cut connection: %v, want ErrUnavailable", err)
+			}
+			if err := lk.Ping(ctx); err != nil {
+				t.Fatalf("second call: %v", err)
+			}
+		})
+	}
+}

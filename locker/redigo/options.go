@@ -43,13 +43,16 @@ func (o *options) bad(option string, value any, why string) {
 // loopback or a fast network: in the same run on the CI machine it made
 // 1.6–2.1× the pooled rate at 16 and 64 concurrent lockers, at less than
 // half the Redis CPU per lock+unlock, and tied with it at one
-// (docs/locking.md, docs/benchmarks-load.md). One connection is right for most services;
-// Redis runs commands on one thread either way, and conns > 1 spreads calls
-// round-robin. The pool is then used only to dial: its MaxActive and
-// MaxIdle do not bound these connections, and locker.ErrPoolExhausted does
-// not occur. A connection silent for the stall timeout (WithStallTimeout)
-// while calls are in flight is closed, failing those calls; the next call
-// dials a new one.
+// (docs/locking.md, docs/benchmarks-load.md). One connection is right for
+// most services; Redis runs commands on one thread either way, and conns > 1
+// spreads calls round-robin. The pool is then used only to dial: its
+// MaxActive and MaxIdle do not bound these connections, and
+// locker.ErrPoolExhausted does not occur. Its IdleTimeout applies: a
+// connection unused that long is closed and a new one dialled before the
+// next call, so a server timeout or a proxy's idle cut-off costs no call.
+// A connection silent for the stall timeout (WithStallTimeout) while calls
+// are in flight is closed, failing those calls; the next call dials a new
+// one.
 //
 // Pooled (0): every call takes a connection from the pool (waiting or
 // failing with locker.ErrPoolExhausted at MaxActive, as the pool is set

@@ -17,6 +17,10 @@ import (
 // closed before they were written.
 var errPipeClosed = errors.New("redigo: pipelined connection closed")
 
+// errIdleClosed closes a pipelined connection left idle for the pool's
+// IdleTimeout; no call fails with it (the session had none).
+var errIdleClosed = errors.New("redigo: pipelined connection closed after the pool's IdleTimeout")
+
 // pipeDriver is the redigo driver with auto-pipelining (WithPipelining):
 // calls from all goroutines are written to a few long-lived connections in
 // batches and their replies read back in order, so that under concurrency one
@@ -43,7 +47,7 @@ type pipeDriver struct {
 func newPipelined(pool *redis.Pool, conns int, stall time.Duration) *pipeDriver {
 	d := &pipeDriver{redigoDriver: &redigoDriver{pool: pool}}
 	for range max(conns, 1) {
-		d.conns = append(d.conns, &pipeConn{dial: d.dial, stall: stall})
+		d.conns = append(d.conns, &pipeConn{dial: d.dial, stall: stall, idle: pool.IdleTimeout})
 	}
 	return d
 }
@@ -93,9 +97,15 @@ func (d *pipeDriver) Close() error {
 type pipeConn struct {
 	dial  func(context.Context) (redis.Conn, error)
 	stall time.Duration
+	// idle is the pool's IdleTimeout (0: none): a session unused that long
+	// is closed and a new one dialled, as the pool would close an idle
+	// connection, since a server timeout or a proxy may have cut it
+	// meanwhile without the session knowing until a call failed on it.
+	idle time.Duration
 
 	mu     sync.Mutex
 	s      *pipeSession
+	used   time.Time // when the last call took s (only kept when idle > 0)
 	closed bool
 }
 
@@ -217,14 +227,27 @@ func (pc *pipeConn) session(ctx context.Context) (*pipeSession, error) {
 	if pc.closed {
 		return nil, errPipeClosed
 	}
+	var now time.Time
+	if pc.idle > 0 {
+		now = time.Now()
+	}
 	if pc.s != nil && !pc.s.broken() {
-		return pc.s, nil
+		if pc.idle <= 0 || now.Sub(pc.used) < pc.idle {
+			pc.used = now
+			return pc.s, nil
+		}
+		if pc.s.retireIdle() {
+			pc.s.fail(errIdleClosed)
+		} else {
+			pc.used = now
+			return pc.s, nil // busy, so not idle after all
+		}
 	}
 	conn, err := pc.dial(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pc.s = startSession(conn, pc.stall)
+	pc.s, pc.used = startSession(conn, pc.stall), now
 	return pc.s, nil
 }
 

@@ -44,6 +44,7 @@ type pipeSession struct {
 	// rather than appending to a slice with no room left.
 	inflightBuf []*pipeCall
 	reading     bool // a caller or the helper holds the reader role
+	retired     bool // retired while idle: takes no more calls (see retireIdle)
 
 	once sync.Once
 	err  error // set before dead is closed
@@ -79,12 +80,26 @@ func (s *pipeSession) fail(err error) {
 	}
 }
 
+// retireIdle retires the session if nothing is queued, being written or in
+// flight on it, and reports whether it did: it then takes no more calls
+// (submit reports false, so its caller moves to a new session), and the
+// caller closes it with fail.
+func (s *pipeSession) retireIdle() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.writing || len(s.queue) > 0 || len(s.inflight) > 0 {
+		return false
+	}
+	s.retired = true
+	return true
+}
+
 // submit queues c for writing and, when nobody is writing, writes until
 // the queue is empty. It reports false, having written nothing, when the
 // session is dead already.
 func (s *pipeSession) submit(c *pipeCall) bool {
 	s.mu.Lock()
-	if s.broken() {
+	if s.broken() || s.retired {
 		s.mu.Unlock()
 		return false
 	}
