@@ -38,6 +38,12 @@ var (
 	luaSemAcquire string
 	//go:embed scripts/sem_release.lua
 	luaSemRelease string
+	//go:embed scripts/sem_release_queued.lua
+	luaSemReleaseQueued string
+	//go:embed scripts/sem_acquire_idle.lua
+	luaSemAcquireIdle string
+	//go:embed scripts/rw_acquire_idle.lua
+	luaRWAcquireIdle string
 	//go:embed scripts/sem_leave.lua
 	luaSemLeave string
 	//go:embed scripts/sem_extend.lua
@@ -73,10 +79,13 @@ type scriptSet struct {
 var (
 	// mutexScripts: one holder at a time (acquire.lua ...).
 	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1, familyMutex}
-	// semScripts: Params.Limit holders at a time (sem_*.lua).
+	// semScripts: Params.Limit holders at a time (sem_*.lua). The
+	// uncontended take and release run ahead of the shared functions
+	// (sem_acquire_idle.lua, sem_release.lua): defining them is most of a
+	// short call's cost.
 	semScripts = &scriptSet{
-		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
-		release:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
+		acquire:    driver.NewScript(luaSemAcquireIdle + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
+		release:    driver.NewScript(luaSemRelease + luaCommon + luaSemCommon + luaSemKind + luaSemReleaseQueued),
 		leave:      driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
@@ -87,8 +96,8 @@ var (
 	// semaphore's release, leave, extend and pttl); the kind is acquire's
 	// extra argument.
 	rwScripts = &scriptSet{
-		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
-		release:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
+		acquire:    driver.NewScript(luaRWAcquireIdle + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
+		release:    driver.NewScript(luaSemRelease + luaCommon + luaSemCommon + luaRWKind + luaSemReleaseQueued),
 		leave:      driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
