@@ -14,8 +14,20 @@
 -- (enqueue in common.lua), so its absence means nobody waits; a release
 -- that finds the queue gone drops it. As the mutex's waiting flag, it
 -- spares the common release a look at the queue.
+-- A sole holder (the first two holders by lease end are the caller alone)
+-- whose release nobody waits for leaves an idle lock: nothing in the
+-- details hash is of use then (its entries belong to holders and queued
+-- waiters; see sem_acquire_idle.lua), so one DEL drops both keys.
 local token, window = ARGV[1], tonumber(ARGV[3])
-local s = redis.call('ZSCORE', KEYS[1], token)
+local r = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
+local s
+if r[1] == token then
+  s = r[2]
+elseif r[3] == token then
+  s = r[4]
+else
+  s = redis.call('ZSCORE', KEYS[1], token)
+end
 if not s then return -1 end
 local t = redis.call('TIME')
 local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -27,6 +39,10 @@ n = tonumber(n)
 if n > 1 then
   redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. (n - 1) .. rest)
   return n - 1
+end
+if not rec[2] and #r == 2 then
+  redis.call('DEL', KEYS[1], KEYS[4])
+  return 0
 end
 redis.call('ZREM', KEYS[1], token)
 redis.call('HDEL', KEYS[4], '=' .. token, '?' .. token)
