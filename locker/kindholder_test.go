@@ -7,16 +7,19 @@ import (
 
 // TestKindHolderNames: a semaphore's and a read/write lock's names, built
 // as slices of one string, are the documented keys (docs/locking.md), with
-// the mutex's fence counter, and every holder gets its own token.
+// the mutex's fence counter and acquire's extra argument, and every
+// holder gets its own token.
 func TestKindHolderNames(t *testing.T) {
 	for _, prefix := range []string{"locktag:", "", "app:x:"} {
 		l := &Locker{shared: shared{o: &options{prefix: prefix}}}
 		for _, tc := range []struct {
 			suffix string
 			holder func() (names, string)
+			arg    any // acquire's extra argument: the limit, the kind
 		}{
-			{":s", func() (names, string) { return l.semHolder("tenant:7", 3) }},
-			{":rw", func() (names, string) { return l.rwHolder("tenant:7", Write) }},
+			{":s", func() (names, string) { return l.semHolder("tenant:7", 3) }, int64(3)},
+			{":rw", func() (names, string) { return l.rwHolder("tenant:7", Write) }, "w"},
+			{":rw", func() (names, string) { return l.rwHolder("tenant:7", Read) }, "r"},
 		} {
 			n, token := tc.holder()
 			base := prefix + "{tenant:7}" + tc.suffix
@@ -32,6 +35,9 @@ func TestKindHolderNames(t *testing.T) {
 			}
 			if _, other := tc.holder(); other == token {
 				t.Errorf("prefix %q %s: two holders share token %q", prefix, tc.suffix, token)
+			}
+			if n.limitArg != tc.arg {
+				t.Errorf("prefix %q %s: acquire's argument %v, want %v", prefix, tc.suffix, n.limitArg, tc.arg)
 			}
 		}
 	}

@@ -227,12 +227,15 @@ func (l *Locker) semHolder(key string, limit int) (names, string) {
 // rwHolder returns the names of the read/write lock key (":rw") for a
 // hold of mode m and a new owner token.
 func (l *Locker) rwHolder(key string, m Mode) (names, string) {
-	kind := "r"
+	kind := rwReadArg
 	if m == Write {
-		kind = "w"
+		kind = rwWriteArg
 	}
 	return l.kindHolder(key, ":rw", rwScripts, kind)
 }
+
+// rw_acquire.lua's kind argument, boxed once (boxing per call allocates).
+var rwReadArg, rwWriteArg any = "r", "w"
 
 // kindHolder returns the names of key's lock of the kind whose keys end
 // in suffix (the fence counter is the mutex's) and a new owner token. As
