@@ -17,9 +17,9 @@ func TestKindHolderNames(t *testing.T) {
 			holder func() (names, string)
 			arg    any // acquire's extra argument: the limit, the kind
 		}{
-			{":s", func() (names, string) { return l.semHolder("tenant:7", 3) }, int64(3)},
-			{":rw", func() (names, string) { return l.rwHolder("tenant:7", Write) }, "w"},
-			{":rw", func() (names, string) { return l.rwHolder("tenant:7", Read) }, "r"},
+			{":s", func() (names, string) { return l.semHolder("tenant:7", 3, new(holderBuf)) }, int64(3)},
+			{":rw", func() (names, string) { return l.rwHolder("tenant:7", Write, new(holderBuf)) }, "w"},
+			{":rw", func() (names, string) { return l.rwHolder("tenant:7", Read, new(holderBuf)) }, "r"},
 		} {
 			n, token := tc.holder()
 			base := prefix + "{tenant:7}" + tc.suffix

@@ -210,7 +210,7 @@ type names struct {
 type holderBuf struct {
 	keys     [4]string
 	keyArgs  [4]any
-	first    [7]any
+	first    [8]any
 	release  [3]any
 	firstCtx deadlineCtx // the first try's (and a waiter's re-checks') call context, one call at a time
 }
@@ -253,31 +253,38 @@ func (l *Locker) holderIn(key string, buf *holderBuf) (names, string) {
 }
 
 // withFirstArgs returns n with acquire's first-try arguments for terms t
-// made in buf (see names.firstArgs), n's label last when it has one.
+// made in buf (see names.firstArgs): a semaphore's limit or a read/write
+// hold's kind after the common six when it has one, n's label last when
+// it has one.
 func (l *Locker) withFirstArgs(n names, buf *holderBuf, t terms) names {
-	buf.first = [7]any{n.tokenArg, l.msArg(t.ttl), l.msArg(t.wait), modeAcquire, l.sidArg, l.windowArg, n.labelArg}
-	n.firstArgs = buf.first[:6]
-	if n.labelArg != nil {
-		n.firstArgs = buf.first[:7]
+	buf.first = [8]any{n.tokenArg, l.msArg(t.ttl), l.msArg(t.wait), modeAcquire, l.sidArg, l.windowArg}
+	i := 6
+	for _, a := range [...]any{n.limitArg, n.labelArg} {
+		if a != nil {
+			buf.first[i] = a
+			i++
+		}
 	}
+	n.firstArgs = buf.first[:i]
 	return n
 }
 
 // semHolder returns the names of the semaphore key with limit permits and
-// a new owner token. Its keys are apart from the mutex of the same key
-// (":s" after the hash tag), so the two never meet in one Redis value.
-func (l *Locker) semHolder(key string, limit int) (names, string) {
-	return l.kindHolder(key, ":s", semScripts, int64(limit))
+// a new owner token, with the names' storage in buf. Its keys are apart
+// from the mutex of the same key (":s" after the hash tag), so the two
+// never meet in one Redis value.
+func (l *Locker) semHolder(key string, limit int, buf *holderBuf) (names, string) {
+	return l.kindHolderIn(key, ":s", semScripts, int64(limit), buf)
 }
 
 // rwHolder returns the names of the read/write lock key (":rw") for a
-// hold of mode m and a new owner token.
-func (l *Locker) rwHolder(key string, m Mode) (names, string) {
+// hold of mode m and a new owner token, with the names' storage in buf.
+func (l *Locker) rwHolder(key string, m Mode, buf *holderBuf) (names, string) {
 	kind := rwReadArg
 	if m == Write {
 		kind = rwWriteArg
 	}
-	return l.kindHolder(key, ":rw", rwScripts, kind)
+	return l.kindHolderIn(key, ":rw", rwScripts, kind, buf)
 }
 
 // rw_acquire.lua's kind argument, boxed once (boxing per call allocates).
@@ -289,6 +296,12 @@ var rwReadArg, rwWriteArg any = "r", "w"
 // them one by one cost the uncontended semaphore pair five allocations
 // more than the mutex's.
 func (l *Locker) kindHolder(key, suffix string, sc *scriptSet, arg any) (names, string) {
+	return l.kindHolderIn(key, suffix, sc, arg, new(holderBuf))
+}
+
+// kindHolderIn is kindHolder with the names' storage in buf (see
+// holderIn).
+func (l *Locker) kindHolderIn(key, suffix string, sc *scriptSet, arg any, buf *holderBuf) (names, string) {
 	var b strings.Builder
 	tag := len(l.o.prefix) + len(key) + 2 // prefix{key}
 	n := tag + len(suffix)                // the lock's own key
@@ -310,12 +323,16 @@ func (l *Locker) kindHolder(key, suffix string, sc *scriptSet, arg any) (names, 
 	all := b.String()
 	part := func(i int) string { return all[ends[i]:ends[i+1]] }
 	token := all[ends[5]:]
+	buf.keys = [4]string{part(0), part(1), part(2), part(3)}
+	var tokenArg any = token
+	buf.release = [3]any{tokenArg, handoffGrant, l.windowArg}
 	return names{
-		keys:     driver.NewKeys(part(0), part(1), part(2), part(3)),
-		channel:  part(4),
-		tokenArg: token,
-		sc:       sc,
-		limitArg: arg,
+		keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:]),
+		channel:     part(4),
+		tokenArg:    tokenArg,
+		sc:          sc,
+		limitArg:    arg,
+		releaseArgs: buf.release[:],
 	}, token
 }
 
