@@ -6,41 +6,41 @@
 -- (common.lua, sem_common.lua, the kind's file), so that a release nobody
 -- waits for does not pay for defining them (see sem_acquire_idle.lua): it
 -- is sem_held and sem_drop written out. Only when waiters may be queued
--- does the script go on, to sem_release_queued.lua, which uses nowms and
--- window from here.
+-- does the script go on, to sem_release_queued.lua, which uses nowms (server
+-- ms as text) from here.
 -- "Q" in the details hash says waiters may be queued: every script that
 -- queues a waiter sets it (sem_acquire.lua, rw_acquire.lua), and it lives
 -- in the hash that holds the waiters' details, which outlives the queue
 -- (enqueue in common.lua), so its absence means nobody waits; a release
 -- that finds the queue gone drops it. As the mutex's waiting flag, it
 -- spares the common release a look at the queue.
--- A sole holder (the first two holders by lease end are the caller alone)
+-- The lease check asks Redis for the first two live holders (lease end
+-- after now) instead of reading the caller's score: the score's reply is
+-- a float printed and parsed again, dearer than the command (see
+-- sem_acquire_idle.lua); now is text made from TIME's. A sole live holder
 -- whose release nobody waits for leaves an idle lock: nothing in the
 -- details hash is of use then (its entries belong to holders and queued
--- waiters; see sem_acquire_idle.lua), so one DEL drops both keys.
-local token, window = ARGV[1], tonumber(ARGV[3])
-local r = redis.call('ZRANGE', KEYS[1], 0, 1, 'WITHSCORES')
-local s
-if r[1] == token then
-  s = r[2]
-elseif r[3] == token then
-  s = r[4]
-else
-  s = redis.call('ZSCORE', KEYS[1], token)
-end
-if not s then return -1 end
+-- waiters; an ended permit left by a crashed holder would only be
+-- purged), so one DEL drops both keys.
+local token = ARGV[1]
 local t = redis.call('TIME')
-local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-if tonumber(s) <= nowms then return -1 end
+local nowms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
+local r = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. nowms, '+inf', 'LIMIT', '0', '2')
+if r[1] ~= token and r[2] ~= token then
+  -- Not among the first two live holders: a third, or none.
+  if #r < 2 then return -1 end
+  local s = redis.call('ZSCORE', KEYS[1], token)
+  if not s or tonumber(s) <= tonumber(nowms) then return -1 end
+end
 local rec = redis.call('HMGET', KEYS[4], '=' .. token, 'Q')
 if not rec[1] then return -1 end
 local f, n, rest = string.match(rec[1], '^(%d+) (%d+)(.*)$')
-n = tonumber(n)
-if n > 1 then
+if n ~= '1' then
+  n = tonumber(n)
   redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. (n - 1) .. rest)
   return n - 1
 end
-if not rec[2] and #r == 2 then
+if not rec[2] and #r == 1 then
   redis.call('DEL', KEYS[1], KEYS[4])
   return 0
 end

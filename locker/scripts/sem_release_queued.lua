@@ -3,8 +3,9 @@
 -- queue's head (sem_drop in sem_common.lua), or "Q" goes when the queue is
 -- gone.
 if redis.call('EXISTS', KEYS[3]) == 1 then
-  sem_purge(nowms)
-  hand_on(nowms, window)
+  local now = tonumber(nowms)
+  sem_purge(now)
+  hand_on(now, tonumber(ARGV[3]))
 else
   redis.call('HDEL', KEYS[4], 'Q')
 end
