@@ -100,7 +100,9 @@ local function sem_grant(self, nowms, window, limit)
 end
 
 -- sem_drop frees token's permit and, when waiters are queued, hands free
--- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua).
+-- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua). A
+-- leaving waiter's (sem_leave.lua); a release does the same written out
+-- (sem_release.lua).
 local function sem_drop(token, nowms, window, hand_on)
   redis.call('ZREM', KEYS[1], token)
   redis.call('HDEL', KEYS[4], '=' .. token, '?' .. token)
