@@ -255,16 +255,14 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	switch family {
 	case familyMutex:
 		n, token = l.holderIn(key, &le.buf)
-		t.call = &le.buf.firstCtx
 	case familySemaphore:
-		n, token = l.semHolder(key, p.Limit)
+		n, token = l.semHolder(key, p.Limit, &le.buf)
 	default:
-		n, token = l.rwHolder(key, p.Mode)
+		n, token = l.rwHolder(key, p.Mode, &le.buf)
 	}
+	t.call = &le.buf.firstCtx
 	n.labelArg = l.labelArg(p)
-	if family == familyMutex {
-		n = l.withFirstArgs(n, &le.buf, t)
-	}
+	n = l.withFirstArgs(n, &le.buf, t)
 	h, err := l.be.obtain(ctx, key, n, token, t)
 	if err != nil {
 		return nil, err

@@ -44,6 +44,12 @@ var (
 	luaSemAcquire string
 	//go:embed scripts/sem_release.lua
 	luaSemRelease string
+	//go:embed scripts/sem_release_queued.lua
+	luaSemReleaseQueued string
+	//go:embed scripts/sem_acquire_idle.lua
+	luaSemAcquireIdle string
+	//go:embed scripts/rw_acquire_idle.lua
+	luaRWAcquireIdle string
 	//go:embed scripts/sem_leave.lua
 	luaSemLeave string
 	//go:embed scripts/sem_extend.lua
@@ -82,10 +88,13 @@ type scriptSet struct {
 var (
 	// mutexScripts: one holder at a time (acquire.lua ...).
 	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1, familyMutex}
-	// semScripts: Params.Limit holders at a time (sem_*.lua).
+	// semScripts: Params.Limit holders at a time (sem_*.lua). The
+	// uncontended take and release run ahead of the shared functions
+	// (sem_acquire_idle.lua, sem_release.lua): defining them is most of a
+	// short call's cost.
 	semScripts = &scriptSet{
-		acquire:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
-		release:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
+		acquire:    driver.NewScript(luaSemAcquireIdle + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
+		release:    driver.NewScript(luaSemRelease + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemReleaseQueued),
 		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
@@ -96,8 +105,8 @@ var (
 	// semaphore's release, leave, extend and pttl); the kind is acquire's
 	// extra argument.
 	rwScripts = &scriptSet{
-		acquire:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
-		release:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
+		acquire:    driver.NewScript(luaRWAcquireIdle + luaValue + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
+		release:    driver.NewScript(luaSemRelease + luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemReleaseQueued),
 		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
@@ -201,7 +210,7 @@ type names struct {
 type holderBuf struct {
 	keys     [4]string
 	keyArgs  [4]any
-	first    [7]any
+	first    [8]any
 	release  [3]any
 	firstCtx deadlineCtx // the first try's (and a waiter's re-checks') call context, one call at a time
 }
@@ -244,42 +253,86 @@ func (l *Locker) holderIn(key string, buf *holderBuf) (names, string) {
 }
 
 // withFirstArgs returns n with acquire's first-try arguments for terms t
-// made in buf (see names.firstArgs), n's label last when it has one.
+// made in buf (see names.firstArgs): a semaphore's limit or a read/write
+// hold's kind after the common six when it has one, n's label last when
+// it has one.
 func (l *Locker) withFirstArgs(n names, buf *holderBuf, t terms) names {
-	buf.first = [7]any{n.tokenArg, l.msArg(t.ttl), l.msArg(t.wait), modeAcquire, l.sidArg, l.windowArg, n.labelArg}
-	n.firstArgs = buf.first[:6]
-	if n.labelArg != nil {
-		n.firstArgs = buf.first[:7]
+	buf.first = [8]any{n.tokenArg, l.msArg(t.ttl), l.msArg(t.wait), modeAcquire, l.sidArg, l.windowArg}
+	i := 6
+	for _, a := range [...]any{n.limitArg, n.labelArg} {
+		if a != nil {
+			buf.first[i] = a
+			i++
+		}
 	}
+	n.firstArgs = buf.first[:i]
 	return n
 }
 
 // semHolder returns the names of the semaphore key with limit permits and
-// a new owner token. Its keys are apart from the mutex of the same key
-// (":s" after the hash tag), so the two never meet in one Redis value.
-func (l *Locker) semHolder(key string, limit int) (names, string) {
-	return l.kindHolder(key, ":s", semScripts, int64(limit))
+// a new owner token, with the names' storage in buf. Its keys are apart
+// from the mutex of the same key (":s" after the hash tag), so the two
+// never meet in one Redis value.
+func (l *Locker) semHolder(key string, limit int, buf *holderBuf) (names, string) {
+	return l.kindHolderIn(key, ":s", semScripts, int64(limit), buf)
 }
 
 // rwHolder returns the names of the read/write lock key (":rw") for a
-// hold of mode m and a new owner token.
-func (l *Locker) rwHolder(key string, m Mode) (names, string) {
-	kind := "r"
+// hold of mode m and a new owner token, with the names' storage in buf.
+func (l *Locker) rwHolder(key string, m Mode, buf *holderBuf) (names, string) {
+	kind := rwReadArg
 	if m == Write {
-		kind = "w"
+		kind = rwWriteArg
 	}
-	return l.kindHolder(key, ":rw", rwScripts, kind)
+	return l.kindHolderIn(key, ":rw", rwScripts, kind, buf)
 }
 
+// rw_acquire.lua's kind argument, boxed once (boxing per call allocates).
+var rwReadArg, rwWriteArg any = "r", "w"
+
+// kindHolder returns the names of key's lock of the kind whose keys end
+// in suffix (the fence counter is the mutex's) and a new owner token. As
+// in holder, the names and the token are slices of one string: building
+// them one by one cost the uncontended semaphore pair five allocations
+// more than the mutex's.
 func (l *Locker) kindHolder(key, suffix string, sc *scriptSet, arg any) (names, string) {
-	base := l.o.prefix + "{" + key + "}" + suffix
-	token := newToken()
+	return l.kindHolderIn(key, suffix, sc, arg, new(holderBuf))
+}
+
+// kindHolderIn is kindHolder with the names' storage in buf (see
+// holderIn).
+func (l *Locker) kindHolderIn(key, suffix string, sc *scriptSet, arg any, buf *holderBuf) (names, string) {
+	var b strings.Builder
+	tag := len(l.o.prefix) + len(key) + 2 // prefix{key}
+	n := tag + len(suffix)                // the lock's own key
+	b.Grow(n + (tag + 2) + 3*(n+2) + tokenLen)
+	var ends [6]int
+	for i, part := range [...]string{suffix, ":f", suffix + ":q", suffix + ":w", suffix + ":c"} {
+		b.WriteString(l.o.prefix)
+		b.WriteByte('{')
+		b.WriteString(key)
+		b.WriteByte('}')
+		b.WriteString(part)
+		ends[i+1] = b.Len()
+	}
+	var raw [16]byte
+	var enc [tokenLen]byte
+	_, _ = rand.Read(raw[:]) // never fails (crypto/rand documents it)
+	base64.RawURLEncoding.Encode(enc[:], raw[:])
+	b.Write(enc[:])
+	all := b.String()
+	part := func(i int) string { return all[ends[i]:ends[i+1]] }
+	token := all[ends[5]:]
+	buf.keys = [4]string{part(0), part(1), part(2), part(3)}
+	var tokenArg any = token
+	buf.release = [3]any{tokenArg, handoffGrant, l.windowArg}
 	return names{
-		keys:     driver.NewKeys(base, l.o.prefix+"{"+key+"}:f", base+":q", base+":w"),
-		channel:  base + ":c",
-		tokenArg: token,
-		sc:       sc,
-		limitArg: arg,
+		keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:]),
+		channel:     part(4),
+		tokenArg:    tokenArg,
+		sc:          sc,
+		limitArg:    arg,
+		releaseArgs: buf.release[:],
 	}, token
 }
 

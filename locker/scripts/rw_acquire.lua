@@ -7,10 +7,8 @@
 local token, ttl, wait, mode, sid, window, kind, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7], ARGV[8]
 local t = redis.call('TIME')
 local nowms = now_ms(t)
-if mode == 'a' and sem_idle() then
-  -- The common case, as for a semaphore: the reply is the fence alone.
-  return rw_take(token, kind, ttl, nowms, label, nil, true)
-end
+-- The common case, a new token on an idle lock, was taken by
+-- rw_acquire_idle.lua, which runs before this file.
 sem_purge(nowms)
 local held = sem_reenter(token, ttl, mode, nowms)
 if held then return held end
@@ -26,7 +24,7 @@ end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
   enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
-  redis.call('HSET', KEYS[4], '~' .. token, kind)
+  redis.call('HSET', KEYS[4], '~' .. token, kind, 'Q', '1') -- Q: see sem_release.lua
 end
 local mf, mpx = rw_grant(token, nowms, window)
 if mf then

@@ -20,8 +20,8 @@ end
 -- rw_take makes token (described by label) a holder of kind for px ms. A
 -- writer mints a fencing token; a reader gets the current one (the last
 -- writer's, or 0). sid is the subscriber of a waiter granted from the queue
--- (see sem_purge); idle: sem_idle held.
-local function rw_take(token, kind, px, nowms, label, sid, idle)
+-- (see sem_purge).
+local function rw_take(token, kind, px, nowms, label, sid)
   local f
   if kind == 'w' then
     f = mint()
@@ -32,7 +32,7 @@ local function rw_take(token, kind, px, nowms, label, sid, idle)
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
   redis.call('HSET', KEYS[4], '=' .. token, holder_info(f, nowms, label))
   if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
-  sem_expire(px, idle)
+  sem_expire(px)
   return f
 end
 

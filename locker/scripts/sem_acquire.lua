@@ -7,11 +7,8 @@
 local token, ttl, wait, mode, sid, window, limit, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
 local t = redis.call('TIME')
 local nowms = now_ms(t)
-if mode == 'a' and sem_idle() then
-  -- The common case: nobody holds or queues (so a new token holds
-  -- nothing either). One call tells; the reply is the fence alone.
-  return sem_take(token, ttl, nowms, label, limit, nil, true)
-end
+-- The common case, a new token on an idle semaphore, was taken by
+-- sem_acquire_idle.lua, which runs before this file.
 sem_purge(nowms)
 local held = sem_reenter(token, ttl, mode, nowms)
 if held then return held end
@@ -27,7 +24,7 @@ end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
   enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
-  redis.call('HSET', KEYS[4], '#', limit)
+  redis.call('HSET', KEYS[4], '#', limit, 'Q', '1') -- Q: see sem_release.lua
 end
 local mf, mpx = sem_grant(token, nowms, window, limit)
 if mf then

@@ -9,7 +9,8 @@
 --         mutex's), "?" .. token -> sid for a holder that came from the
 --         queue (the grant record: its subscriber), and "#" -> the limit the
 --         last holder or waiter came with, which releases use to hand
---         permits on (and Inspect shows).
+--         permits on (and Inspect shows), and "Q" -> "1" once a waiter
+--         queued (see sem_release.lua).
 
 -- sem_purge drops the permits whose lease has ended. A permit that came
 -- from the queue and ended unreleased is a lapsed grant, as a mutex's (see
@@ -31,22 +32,9 @@ local function sem_purge(nowms)
   end
 end
 
--- sem_idle reports whether nobody holds the lock and nobody queues, in one
--- call: the uncontended take's test (as acquire.lua's EXISTS). Then nothing
--- in the details hash is of use (its entries belong to holders and queued
--- waiters), so the take may set both keys' expiry outright.
-local function sem_idle()
-  return redis.call('EXISTS', KEYS[1], KEYS[3]) == 0
-end
-
--- sem_expire makes the holders and details keys live px + 1s more: outright
--- on an idle lock (see sem_idle), else at least that long.
-local function sem_expire(px, idle)
-  if idle then
-    redis.call('PEXPIRE', KEYS[1], px + 1000)
-    redis.call('PEXPIRE', KEYS[4], px + 1000)
-    return
-  end
+-- sem_expire makes the holders and details keys live at least px + 1s
+-- more. (A take on an idle lock sets both outright: sem_acquire_idle.lua.)
+local function sem_expire(px)
   keep(KEYS[1], px + 1000)
   keep(KEYS[4], px + 1000)
 end
@@ -60,13 +48,13 @@ end
 
 -- sem_take gives token (described by label) a permit for px ms of limit,
 -- and returns its fencing token; sid is the subscriber of a waiter granted
--- from the queue (nil for a caller that takes at once); idle: sem_idle held.
-local function sem_take(token, px, nowms, label, limit, sid, idle)
+-- from the queue (nil for a caller that takes at once).
+local function sem_take(token, px, nowms, label, limit, sid)
   local f = mint()
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
   redis.call('HSET', KEYS[4], '=' .. token, holder_info(f, nowms, label), '#', limit)
   if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
-  sem_expire(px, idle)
+  sem_expire(px)
   return f
 end
 
@@ -112,7 +100,9 @@ local function sem_grant(self, nowms, window, limit)
 end
 
 -- sem_drop frees token's permit and, when waiters are queued, hands free
--- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua).
+-- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua). A
+-- leaving waiter's (sem_leave.lua); a release does the same written out
+-- (sem_release.lua).
 local function sem_drop(token, nowms, window, hand_on)
   redis.call('ZREM', KEYS[1], token)
   redis.call('HDEL', KEYS[4], '=' .. token, '?' .. token)
@@ -139,7 +129,7 @@ local function sem_reenter(token, ttl, mode, nowms)
   redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n .. rest)
   if left < ttl then
     redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
-    sem_expire(ttl, false)
+    sem_expire(ttl)
     left = ttl
   end
   return {2, tonumber(f), n, left, 0}

@@ -1,14 +1,49 @@
--- sem_release: drop one hold of a permit; the last frees it and hands free
--- permits to the queue's head. ARGV: token, handoff (unused: one node only),
--- window_ms. Reply: holds left (>= 0), or -1 when the caller holds no
--- permit (its lease ended; nothing is touched).
-local token, window = ARGV[1], tonumber(ARGV[3])
-local nowms = now_ms(redis.call('TIME'))
-local f, n, _, rest = sem_held(token, nowms)
-if not f then return -1 end
-if n > 1 then
+-- sem_release: drop one hold of a permit (or a read/write hold); the last
+-- frees it and hands free permits to the queue's head. ARGV: token, handoff
+-- (unused: one node only), window_ms. Reply: holds left (>= 0), or -1 when
+-- the caller holds no permit (its lease ended; nothing is touched).
+-- This file runs first in the script, ahead of the shared functions
+-- (common.lua, sem_common.lua, the kind's file), so that a release nobody
+-- waits for does not pay for defining them (see sem_acquire_idle.lua): it
+-- is sem_held and sem_drop written out. Only when waiters may be queued
+-- does the script go on, to sem_release_queued.lua, which uses nowms (server
+-- ms as text) from here.
+-- "Q" in the details hash says waiters may be queued: every script that
+-- queues a waiter sets it (sem_acquire.lua, rw_acquire.lua), and it lives
+-- in the hash that holds the waiters' details, which outlives the queue
+-- (enqueue in common.lua), so its absence means nobody waits; a release
+-- that finds the queue gone drops it. As the mutex's waiting flag, it
+-- spares the common release a look at the queue.
+-- The lease check asks Redis for the first two live holders (lease end
+-- after now) instead of reading the caller's score: the score's reply is
+-- a float printed and parsed again, dearer than the command (see
+-- sem_acquire_idle.lua); now is text made from TIME's. A sole live holder
+-- whose release nobody waits for leaves an idle lock: nothing in the
+-- details hash is of use then (its entries belong to holders and queued
+-- waiters; an ended permit left by a crashed holder would only be
+-- purged), so one DEL drops both keys.
+local token = ARGV[1]
+local t = redis.call('TIME')
+local nowms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
+local r = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. nowms, '+inf', 'LIMIT', '0', '2')
+if r[1] ~= token and r[2] ~= token then
+  -- Not among the first two live holders: a third, or none.
+  if #r < 2 then return -1 end
+  local s = redis.call('ZSCORE', KEYS[1], token)
+  if not s or tonumber(s) <= tonumber(nowms) then return -1 end
+end
+local rec = redis.call('HMGET', KEYS[4], '=' .. token, 'Q')
+if not rec[1] then return -1 end
+local f, n, rest = string.match(rec[1], '^(%d+) (%d+)(.*)$')
+if n ~= '1' then
+  n = tonumber(n)
   redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. (n - 1) .. rest)
   return n - 1
 end
-sem_drop(token, nowms, window, hand_on)
-return 0
+if not rec[2] and #r == 1 then
+  redis.call('DEL', KEYS[1], KEYS[4])
+  return 0
+end
+redis.call('ZREM', KEYS[1], token)
+redis.call('HDEL', KEYS[4], '=' .. token, '?' .. token)
+if not rec[2] then return 0 end
