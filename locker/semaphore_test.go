@@ -125,9 +125,13 @@ func TestSemaphoreCrashedHolder(t *testing.T) {
 // order, across Lockers.
 func TestSemaphoreFIFO(t *testing.T) {
 	srv := redistest.Start(t)
-	lks := []*locker.Locker{newLocker(t, srv), newLocker(t, srv), newLocker(t, srv)}
+	// FIFO holds while no grant lapses: a long grant window keeps a
+	// waiter starved on a loaded machine (-race, 2 cores) from being cut
+	// off and queued again at the back.
+	win := locker.WithGrantWindow(5 * time.Second)
+	lks := []*locker.Locker{newLocker(t, srv, win), newLocker(t, srv, win), newLocker(t, srv, win)}
 	ctx := context.Background()
-	p := locker.Params{Limit: 1, Wait: 10 * time.Second}
+	p := locker.Params{Limit: 1, Wait: 30 * time.Second}
 	first := mustObtain(t, lks[0], ctx, "fifo", p)
 	const n = 6
 	order := make(chan int, n)
@@ -183,11 +187,14 @@ func TestSemaphoreRedlockRefused(t *testing.T) {
 // length while its holder lives; a lost permit cancels its context.
 func TestSemaphoreWatchdog(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv, locker.WithWatchdog(300*time.Millisecond, 100*time.Millisecond))
+	// Renewed five times per lease, so a loaded machine (-race, 2 cores)
+	// that delays a renewal or two does not lose the permit.
+	const lease = time.Second
+	lk := newLocker(t, srv, locker.WithWatchdog(lease, lease/5))
 	ctx := context.Background()
 	le := mustObtain(t, lk, ctx, "w", locker.Params{Limit: 1})
 	start := time.Now()
-	eventually(t, 5*time.Second, "three leases passed", func() bool { return time.Since(start) > 900*time.Millisecond })
+	eventually(t, 10*time.Second, "three leases passed", func() bool { return time.Since(start) > 3*lease })
 	if _, err := lk.Obtain(ctx, "w", locker.Params{Limit: 1}); !errors.Is(err, locker.ErrNotObtained) {
 		t.Fatalf("after three leases: %v, want ErrNotObtained (the permit renewed)", err)
 	}
