@@ -40,7 +40,17 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				return held{}, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
-				return b.lease(ctx, n, token, r.fence, sent, r.pttl)
+				h, err := b.lease(ctx, n, token, r.fence, sent, r.pttl)
+				if !errors.Is(err, ErrLate) || !time.Now().Before(waitUntil) {
+					return h, err
+				}
+				// Granted (a hand-over's short window) but over before
+				// this re-check's reply arrived: the process was too slow
+				// to take the grant up (starved, paused). lease handed it
+				// on; the caller's wait is not over, so queue again for
+				// the rest of it rather than fail as busy long before it.
+				recheck = true
+				continue
 			}
 			observed = false
 		}
