@@ -251,15 +251,23 @@ func runKindBurst(t *testing.T, key string, b kindBurst) kindBurstResult {
 	if in := get(occReaders) + get(occWriters); in != 0 {
 		t.Fatalf("detector: %d holders still counted in after the burst", in)
 	}
-	// Nobody holds the lock and nobody is queued: the holders and the
-	// queue are gone. The fencing counter stays (by design: tokens never go
-	// backwards); so may a lock's waiter details with only records that
-	// outlive their holders (a semaphore's "#" limit), and these expire by
-	// themselves: a key left without an expiry is a leak.
+	r.left = leftBehind(t, srv, key)
+	return r
+}
+
+// leftBehind lists what of lock key (any prefix, any kind) is left in
+// Redis that should not be: nobody may hold the lock or be queued for it.
+// The fencing counter stays (by design: tokens never go backwards); so
+// may a lock's waiter details with only records that outlive their
+// holders (a semaphore's "#" limit), and these expire by themselves: a
+// key left without an expiry is a leak.
+func leftBehind(t *testing.T, srv *redistest.Server, key string) []string {
+	t.Helper()
 	keys, err := redis.Strings(srv.Do("KEYS", "*{"+key+"}*"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	var left []string
 	for _, k := range keys {
 		pttl, err := redis.Int64(srv.Do("PTTL", k))
 		if err != nil {
@@ -271,10 +279,10 @@ func runKindBurst(t *testing.T, key string, b kindBurst) kindBurstResult {
 			fields, _ := redis.Strings(srv.Do("HKEYS", k))
 			t.Logf("%s left to expire in %v, fields %q", k, time.Duration(pttl)*time.Millisecond, fields)
 		default:
-			r.left = append(r.left, k)
+			left = append(left, k)
 		}
 	}
-	return r
+	return left
 }
 
 // check fails t unless every waiter of r was served (the waits are
