@@ -83,3 +83,110 @@ func TestLateRecheckKeepsWaiting(t *testing.T) {
 		})
 	}
 }
+
+// slowRecheckDriver holds one queued waiter's re-check (an acquire script
+// in mode "r") back by delay before sending it, once armed: a call that
+// waited long for a call slot in a starved process. The waiter's clock
+// for the reply starts before the wait, so a grant in the reply looks
+// late although Redis made it just now.
+type slowRecheckDriver struct {
+	driver.Driver
+	delay time.Duration
+	armed atomic.Bool
+	fired atomic.Bool
+}
+
+func (d *slowRecheckDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
+	if len(args) > 3 && args[3] == "r" && strings.Contains(s.Source(), "acquire: take") && d.armed.CompareAndSwap(true, false) {
+		time.Sleep(d.delay) // the fault: the call waits before it is sent
+		d.fired.Store(true)
+	}
+	return d.Driver.Eval(ctx, s, keys, args...)
+}
+
+// TestLateGrantNoticeIgnored: a waiter that hands a late grant back and
+// queues again (TestLateRecheckKeepsWaiting) must not take the grant's
+// notice, which may still arrive afterwards, for a new grant: the lock has
+// gone to the next waiter meanwhile. Here the waiter's re-check is sent
+// late, so the grant it finds looks late to it; it hands the lock to the
+// waiter queued behind it, which holds it (and releases it at once), and
+// only then does the first waiter get the lock, with a larger fencing
+// token. Taking the stale notice, it would return the handed-back grant's
+// token, smaller than the next holder's: two holders at once.
+func TestLateGrantNoticeIgnored(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name string
+		p    locker.Params
+	}{
+		{"mutex", locker.Params{}},
+		{"semaphore", locker.Params{Limit: 1}},
+		{"write", locker.Params{Mode: locker.Write}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "late-notice-" + tc.name
+			h := tc.p
+			h.TTL = 300 * time.Millisecond // ends unreleased: the queue's head re-checks then
+			mustObtain(t, newLocker(t, srv), ctx, key, h)
+
+			d := &slowRecheckDriver{Driver: redigo.New(srv.Pool(t)), delay: 400 * time.Millisecond}
+			first := newLockerOn(t, d)
+			warmListener(t, first)
+			type result struct {
+				le  *locker.Lease
+				err error
+			}
+			firstGot := make(chan result, 1)
+			d.armed.Store(true)
+			go func() {
+				p := tc.p
+				p.TTL, p.Wait = 200*time.Millisecond, 20*time.Second
+				le, err := first.Obtain(ctx, key, p)
+				firstGot <- result{le, err}
+			}()
+			waitQueued(t, srv, key, tc.name, 1)
+			next := newLocker(t, srv)
+			p := tc.p
+			p.TTL, p.Wait = 10*time.Second, 20*time.Second
+			le, err := next.Obtain(ctx, key, p)
+			if err != nil {
+				t.Fatalf("the next waiter: %v", err)
+			}
+			nextToken := le.Token()
+			if err := le.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			var r result
+			select {
+			case r = <-firstGot:
+			case <-time.After(30 * time.Second):
+				t.Fatal("the first waiter did not return")
+			}
+			if !d.fired.Load() {
+				t.Fatalf("no re-check was held back (err %v): the test did not reach its case", r.err)
+			}
+			if r.err != nil {
+				t.Fatalf("the first waiter: %v", r.err)
+			}
+			if r.le.Token() <= nextToken {
+				t.Fatalf("the first waiter holds token %d, not above the next holder's %d: it took the notice of the grant it handed back", r.le.Token(), nextToken)
+			}
+			_ = r.le.Release(ctx)
+		})
+	}
+}
+
+// waitQueued polls until n waiters are queued for key of the kind named
+// ("mutex", "semaphore", "write"), or fails t.
+func waitQueued(t *testing.T, srv *redistest.Server, key, kind string, n int64) {
+	t.Helper()
+	q := map[string]string{"mutex": "", "semaphore": ":s", "write": ":rw"}[kind]
+	deadline := time.Now().Add(10 * time.Second)
+	for intReply(t, srv, "ZCARD", "locktag:{"+key+"}"+q+":q") != n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d waiters not queued for %s within 10s", n, key)
+		}
+		time.Sleep(2 * time.Millisecond) // polling interval
+	}
+}
