@@ -111,7 +111,14 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 	var first, every time.Duration
 	switch {
 	case h.granted < t.ttl:
-		first = h.granted / 3
+		// A third of the way into the grant, which began at h.at (the
+		// deadline below counts from there too): the notice or the reply
+		// may have taken much of it already, and a renewal timed from now
+		// could come after the deadline. Past that point: at once.
+		// Measured (bench burst-kinds, 6,000 waiters on a semaphore of 8):
+		// 75-274 holders per burst lost a lock Redis still gave them
+		// timed from now, 0-11 timed from h.at.
+		first = max(time.Until(h.at.Add(h.granted/3)), time.Nanosecond)
 	case t.watchdog:
 		first = l.o.renewEvery
 	}
