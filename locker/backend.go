@@ -78,6 +78,10 @@ type terms struct {
 	wait     time.Duration
 	watchdog bool
 	params   Params // as given, for telemetry
+	// call is storage for the context of this Obtain's acquire calls
+	// (the first try, a waiter's re-checks: one at a time); nil: each
+	// call allocates its own.
+	call *deadlineCtx
 }
 
 // shared is what a Locker's backend and hubs share with it.

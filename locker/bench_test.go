@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,17 +24,31 @@ import (
 
 // benchLock is what the benchmarks compare: locktag and the baselines.
 type benchLock interface {
-	lock(ctx context.Context, key string) (unlock func(), err error)
+	lock(ctx context.Context, key string) (unlocker, error)
 }
+
+// unlocker releases what lock took. A lease is its own unlocker (a pointer
+// in an interface: no allocation), so the allocation counts are the
+// library's; the baselines return closures (unlockFunc).
+type unlocker interface{ unlock() }
+
+type unlockFunc func()
+
+func (f unlockFunc) unlock() { f() }
 
 type locktagLock struct{ lk *locker.Locker }
 
-func (l locktagLock) lock(ctx context.Context, key string) (func(), error) {
+// leaseUnlocker releases a lease with a background context.
+type leaseUnlocker locker.Lease
+
+func (u *leaseUnlocker) unlock() { _ = (*locker.Lease)(u).Release(context.Background()) }
+
+func (l locktagLock) lock(ctx context.Context, key string) (unlocker, error) {
 	le, err := l.lk.Obtain(ctx, key, locker.Params{TTL: 10 * time.Second, Wait: time.Minute})
 	if err != nil {
 		return nil, err
 	}
-	return func() { _ = le.Release(ctx) }, nil
+	return (*leaseUnlocker)(le), nil
 }
 
 // seedLock is the approach of the articles locktag replaces: SET NX PX,
@@ -44,18 +60,18 @@ type seedLock struct {
 
 var seedUnlock = redis.NewScript(1, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
-func (s *seedLock) lock(ctx context.Context, key string) (func(), error) {
+func (s *seedLock) lock(ctx context.Context, key string) (unlocker, error) {
 	token := fmt.Sprint(s.n.Add(1))
 	for {
 		c := s.pool.Get()
 		ok, err := redis.String(c.Do("SET", key, token, "NX", "PX", 10000))
 		c.Close()
 		if err == nil && ok == "OK" {
-			return func() {
+			return unlockFunc(func() {
 				c := s.pool.Get()
 				defer c.Close()
 				_, _ = seedUnlock.Do(c, key, token)
-			}, nil
+			}), nil
 		}
 		if err != nil && !errors.Is(err, redis.ErrNil) {
 			return nil, err
@@ -71,15 +87,15 @@ func (s *seedLock) lock(ctx context.Context, key string) (func(), error) {
 // setDelRef is not a lock: a SET and a DEL, the two-round-trip floor.
 type setDelRef struct{ pool *redis.Pool }
 
-func (r setDelRef) lock(_ context.Context, key string) (func(), error) {
+func (r setDelRef) lock(_ context.Context, key string) (unlocker, error) {
 	c := r.pool.Get()
 	_, err := c.Do("SET", key, "x", "PX", 10000)
 	c.Close()
-	return func() {
+	return unlockFunc(func() {
 		c := r.pool.Get()
 		defer c.Close()
 		_, _ = c.Do("DEL", key)
-	}, err
+	}), err
 }
 
 func benchSubjects(b *testing.B, srv *redistest.Server) []struct {
@@ -119,11 +135,11 @@ func BenchmarkUncontended(b *testing.B) {
 		b.Run(s.name, func(b *testing.B) {
 			ctx := context.Background()
 			for b.Loop() {
-				unlock, err := s.l.lock(ctx, "u")
+				u, err := s.l.lock(ctx, "u")
 				if err != nil {
 					b.Fatal(err)
 				}
-				unlock()
+				u.unlock()
 			}
 		})
 	}
@@ -141,12 +157,12 @@ func BenchmarkUncontendedParallel(b *testing.B) {
 			b.RunParallel(func(pb *testing.PB) {
 				key := "p" + strconv.FormatInt(n.Add(1), 10)
 				for pb.Next() {
-					unlock, err := s.l.lock(ctx, key)
+					u, err := s.l.lock(ctx, key)
 					if err != nil {
 						b.Error(err)
 						return
 					}
-					unlock()
+					u.unlock()
 				}
 			})
 		})
@@ -177,7 +193,7 @@ func BenchmarkHotKey(b *testing.B) {
 				for w := range c {
 					wg.Go(func() {
 						for left.Add(-1) >= 0 {
-							unlock, err := s.l.lock(ctx, "hot")
+							u, err := s.l.lock(ctx, "hot")
 							if err != nil {
 								b.Error(err)
 								return
@@ -189,7 +205,7 @@ func BenchmarkHotKey(b *testing.B) {
 							counts[w]++
 							lastHolder, released = w, time.Now()
 							mu.Unlock()
-							unlock()
+							u.unlock()
 						}
 					})
 				}
@@ -287,4 +303,83 @@ func BenchmarkTelemetry(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkUncontendedCPU: c goroutines, each locking and unlocking its own
+// key, with the CPU time per pair of this process and of redis-server,
+// each split into user and kernel (system) time, from /proc/<pid>/stat
+// (Linux; 10 ms ticks, so give it a few seconds: -benchtime 5s).
+// ns/op is wall time per pair across all goroutines.
+func BenchmarkUncontendedCPU(b *testing.B) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		b.Skip("needs /proc")
+	}
+	srv := redistest.Start(b)
+	c := srv.Pool(b).Get()
+	info, err := redis.String(c.Do("INFO", "server"))
+	c.Close()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var redisPid string
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "process_id:"); ok {
+			redisPid = v
+		}
+	}
+	for _, s := range benchSubjects(b, srv) {
+		for _, c := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/c=%d", s.name, c), func(b *testing.B) {
+				ctx := context.Background()
+				var left atomic.Int64
+				left.Store(int64(b.N))
+				cu, cs := cpuTicks(b, "self")
+				ru, rs := cpuTicks(b, redisPid)
+				b.ResetTimer()
+				var wg sync.WaitGroup
+				for w := range c {
+					wg.Go(func() {
+						key := "cpu" + strconv.Itoa(w)
+						for left.Add(-1) >= 0 {
+							u, err := s.l.lock(ctx, key)
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							u.unlock()
+						}
+					})
+				}
+				wg.Wait()
+				b.StopTimer()
+				cu2, cs2 := cpuTicks(b, "self")
+				ru2, rs2 := cpuTicks(b, redisPid)
+				per := func(ticks float64) float64 { return ticks * 1e4 / float64(b.N) } // 10 ms ticks -> µs per pair
+				b.ReportMetric(per(cu2-cu), "client-user-µs/op")
+				b.ReportMetric(per(cs2-cs), "client-sys-µs/op")
+				b.ReportMetric(per(ru2-ru), "redis-user-µs/op")
+				b.ReportMetric(per(rs2-rs), "redis-sys-µs/op")
+			})
+		}
+	}
+}
+
+// cpuTicks returns the user and system CPU time of process pid ("self":
+// this one) in clock ticks (1/100 s on Linux).
+func cpuTicks(b *testing.B, pid string) (user, sys float64) {
+	b.Helper()
+	raw, err := os.ReadFile("/proc/" + pid + "/stat")
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := string(raw)
+	// Fields after the command name in parentheses: state is the first;
+	// utime and stime are the 12th and 13th (proc(5): fields 14 and 15).
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	if len(f) < 13 {
+		b.Fatalf("/proc/%s/stat: %q", pid, s)
+	}
+	user, _ = strconv.ParseFloat(f[11], 64)
+	sys, _ = strconv.ParseFloat(f[12], 64)
+	return user, sys
 }

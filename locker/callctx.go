@@ -19,6 +19,20 @@ func (o *options) callCtx(ctx context.Context) (context.Context, context.CancelF
 	return &deadlineCtx{Context: ctx, dl: dl}, func() {}
 }
 
+// callCtxIn is callCtx with the context made in dc (nil: allocated), for a
+// caller that makes one call at a time with it and then drops it.
+func (o *options) callCtxIn(ctx context.Context, dc *deadlineCtx) context.Context {
+	dl := time.Now().Add(o.callTimeout)
+	if d, ok := ctx.Deadline(); ok && d.Before(dl) {
+		return ctx
+	}
+	if dc == nil {
+		dc = new(deadlineCtx)
+	}
+	*dc = deadlineCtx{Context: ctx, dl: dl}
+	return dc
+}
+
 // cleanupCtx is the context of a clean-up call that must happen even when
 // ctx ended (a waiter leaving the queue, an undone acquisition): ctx's
 // values without its cancellation, bounded by the call timeout.
@@ -34,6 +48,13 @@ func (o *options) cleanupCtx(ctx context.Context) (context.Context, context.Canc
 // Done channel that closes at it.
 func (o *options) upkeepCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return &upkeepContext{values: ctx, dl: time.Now().Add(o.callTimeout)}, func() {}
+}
+
+// upkeepCtxIn is upkeepCtx made in c, for a call made once with it (a
+// lease's release); nothing needs cancelling.
+func (o *options) upkeepCtxIn(ctx context.Context, c *upkeepContext) context.Context {
+	*c = upkeepContext{values: ctx, dl: time.Now().Add(o.callTimeout)}
+	return c
 }
 
 // prioritized answers the priority mark's Value lookup (see upkeepContext).

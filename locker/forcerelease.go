@@ -23,9 +23,9 @@ var (
 )
 
 var (
-	scriptForce    = driver.NewScript(luaCommon + luaForce)
-	scriptSemForce = driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemForce)
-	scriptRWForce  = driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemForce)
+	scriptForce    = driver.NewScript(luaValue + luaCommon + luaForce)
+	scriptSemForce = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemForce)
+	scriptRWForce  = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemForce)
 )
 
 // maxReason caps a force-release reason, in bytes (longer ones are cut).

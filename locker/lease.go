@@ -50,6 +50,13 @@ type Lease struct {
 	// taken, and the stops of the watches that end it when one is lost.
 	parts   []*Lease
 	unwatch []func() bool
+
+	// buf holds a root's names and the first try's call storage (see
+	// holderBuf); upkeep is this lease's release context. Each is used
+	// by one call at a time (Release runs once per lease), so a
+	// lock+unlock allocates them with the lease instead of per call.
+	buf    holderBuf
+	upkeep upkeepContext
 }
 
 type ctxKey struct{}
@@ -99,8 +106,10 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 // terms — a hand-over's grant window — is confirmed by the lease's first
 // renewal, at a third of it, which extends it to the terms; a holder done
 // before then never pays for it.
-func (l *Locker) newLease(ctx context.Context, key string, n names, token string, h held, t terms) *Lease {
-	le := &Lease{l: l, key: key, n: n, token: token, fence: h.fence, holds: 1, t: t, live: 1, mode: t.params.Mode}
+// le is the lease Obtain allocated before its first call (its buf holds n's
+// storage); newLease fills in the rest.
+func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names, token string, h held, t terms) *Lease {
+	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.fence, 1, t, 1, t.params.Mode
 	if !t.watchdog {
 		le.cap = h.at.Add(t.ttl)
 	}
@@ -111,14 +120,10 @@ func (l *Locker) newLease(ctx context.Context, key string, n names, token string
 	var first, every time.Duration
 	switch {
 	case h.granted < t.ttl:
-		// A third of the way into the grant, which began at h.at (the
-		// deadline below counts from there too): the notice or the reply
-		// may have taken much of it already, and a renewal timed from now
-		// could come after the deadline. Past that point: at once.
-		// Measured (bench burst-kinds, 6,000 waiters on a semaphore of 8):
-		// 75-274 holders per burst lost a lock Redis still gave them
-		// timed from now, 0-11 timed from h.at.
-		first = max(time.Until(h.at.Add(h.granted/3)), time.Nanosecond)
+		// A third of the window after the grant itself (not after this
+		// process heard of it), so a late notice does not push the
+		// confirmation past the window's end.
+		first = max(time.Until(h.at.Add(h.granted/3)), time.Millisecond)
 	case t.watchdog:
 		first = l.o.renewEvery
 	}
@@ -331,8 +336,7 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 		root.lose(lossExpired, nil)
 	}
 
-	cctx, cancel := le.l.o.upkeepCtx(ctx)
-	defer cancel()
+	cctx := le.l.o.upkeepCtxIn(ctx, &le.upkeep)
 	var err error
 	if keep > 0 {
 		err = le.l.be.keep(cctx, le.n, le.token, ttl, keep)

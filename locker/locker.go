@@ -214,9 +214,9 @@ func (l *Locker) Supports(p Params) error {
 // notification costs at most one lease.
 func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, error) {
 	start := time.Now()
-	span := l.tel.startObtain(ctx, key, p)
+	span := l.tel.startObtain(ctx)
 	le, err := l.obtain(ctx, key, p)
-	l.tel.endObtain(span, start, p, le, err)
+	l.tel.endObtain(span, start, key, p, le, err)
 	return le, err
 }
 
@@ -247,20 +247,27 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if t.ttl <= 0 {
 		t.ttl, t.watchdog = l.o.lease, true
 	}
+	// The lease is allocated now: its storage holds the holder's names
+	// and the first call's context and arguments (holderBuf).
+	le := new(Lease)
 	var n names
 	var token string
 	switch family {
 	case familyMutex:
-		n, token = l.holder(key)
+		n, token = l.holderIn(key, &le.buf)
+		t.call = &le.buf.firstCtx
 	case familySemaphore:
 		n, token = l.semHolder(key, p.Limit)
 	default:
 		n, token = l.rwHolder(key, p.Mode)
 	}
 	n.labelArg = l.labelArg(p)
+	if family == familyMutex {
+		n = l.withFirstArgs(n, &le.buf, t)
+	}
 	h, err := l.be.obtain(ctx, key, n, token, t)
 	if err != nil {
 		return nil, err
 	}
-	return l.newLease(ctx, key, n, token, h, t), nil
+	return l.newLease(ctx, le, key, n, token, h, t), nil
 }

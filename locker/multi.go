@@ -66,9 +66,9 @@ func (l *Locker) ObtainMany(ctx context.Context, keys []string, p Params) (*Leas
 	start := time.Now()
 	keys = dedupe(keys)
 	p.keys = len(keys)
-	span := l.tel.startObtain(ctx, strings.Join(keys, ","), p)
+	span := l.tel.startObtain(ctx)
 	le, err := l.obtainMany(ctx, keys, p)
-	l.tel.endObtain(span, start, p, le, err)
+	l.tel.endObtain(span, start, strings.Join(keys, ","), p, le, err)
 	return le, err
 }
 

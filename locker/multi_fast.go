@@ -127,7 +127,7 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 	}
 	parts := make([]*Lease, len(keys))
 	for i, key := range keys {
-		parts[i] = l.newLease(ctx, key, ns[i], tokens[i], held{fence: fences[i], at: sent, granted: t.ttl}, t)
+		parts[i] = l.newLease(ctx, new(Lease), key, ns[i], tokens[i], held{fence: fences[i], at: sent, granted: t.ttl}, t)
 	}
 	return l.newMultiLease(ctx, keys, parts, p), true, nil
 }

@@ -12,12 +12,18 @@ import (
 )
 
 var (
+	//go:embed scripts/value.lua
+	luaValue string
 	//go:embed scripts/common.lua
 	luaCommon string
+	//go:embed scripts/acquire_free.lua
+	luaAcquireFree string
 	//go:embed scripts/acquire.lua
 	luaAcquire string
 	//go:embed scripts/release.lua
 	luaRelease string
+	//go:embed scripts/release_handoff.lua
+	luaReleaseHandoff string
 	//go:embed scripts/leave.lua
 	luaLeave string
 	//go:embed scripts/extend.lua
@@ -46,14 +52,17 @@ var (
 	luaSemPTTL string
 )
 
-// The scripts that can hand a lock over share common.lua's functions.
+// The scripts that can hand a lock over share common.lua's functions,
+// after value.lua's (the lock's value, fencing). A mutex's acquire and
+// release run their uncontended path between the two (acquire_free.lua,
+// release.lua), so it never defines the hand-over's helpers.
 var (
-	scriptAcquire = driver.NewScript(luaCommon + luaAcquire)
-	scriptRelease = driver.NewScript(luaCommon + luaRelease)
-	scriptLeave   = driver.NewScript(luaCommon + luaLeave)
+	scriptAcquire = driver.NewScript(luaValue + luaAcquireFree + luaCommon + luaAcquire)
+	scriptRelease = driver.NewScript(luaValue + luaRelease + luaCommon + luaReleaseHandoff)
+	scriptLeave   = driver.NewScript(luaValue + luaCommon + luaLeave)
 	scriptExtend  = driver.NewScript(luaExtend)
 	scriptPTTL    = driver.NewScript(luaPTTL)
-	scriptKeep    = driver.NewScript(luaCommon + luaKeep)
+	scriptKeep    = driver.NewScript(luaValue + luaCommon + luaKeep)
 )
 
 // scriptSet is one lock kind's scripts: a holder's names carry its kind's
@@ -75,9 +84,9 @@ var (
 	mutexScripts = &scriptSet{scriptAcquire, scriptRelease, scriptLeave, scriptExtend, scriptPTTL, scriptKeep, 1, familyMutex}
 	// semScripts: Params.Limit holders at a time (sem_*.lua).
 	semScripts = &scriptSet{
-		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
-		release:    driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
-		leave:      driver.NewScript(luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
+		acquire:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
+		release:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemRelease),
+		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
 		extendKeys: 4,
@@ -87,9 +96,9 @@ var (
 	// semaphore's release, leave, extend and pttl); the kind is acquire's
 	// extra argument.
 	rwScripts = &scriptSet{
-		acquire:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
-		release:    driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
-		leave:      driver.NewScript(luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
+		acquire:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
+		release:    driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemRelease),
+		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
 		extendKeys: 4,
@@ -98,8 +107,8 @@ var (
 )
 
 var (
-	semScriptsExtend = driver.NewScript(luaCommon + luaSemExtend)
-	semScriptsPTTL   = driver.NewScript(luaCommon + luaSemPTTL)
+	semScriptsExtend = driver.NewScript(luaValue + luaCommon + luaSemExtend)
+	semScriptsPTTL   = driver.NewScript(luaValue + luaCommon + luaSemPTTL)
 )
 
 // Lock families: a lease re-enters only a lease of its own family.
@@ -176,10 +185,32 @@ type names struct {
 	sc       *scriptSet  // the lock kind's scripts
 	limitArg any         // acquire's extra argument: a semaphore's limit, a read/write hold's kind; nil for a mutex
 	labelArg any         // acquire's last argument: the holder's label; nil for none (not sent)
+	// firstArgs are acquire's arguments for the first try ('a'), and
+	// releaseArgs release's (token, handoffGrant, window), made once per
+	// holder in its lease's storage (holderBuf); nil where a holder has
+	// none (the caller builds them per call). Read-only once made, so
+	// nested holds and concurrent calls share them.
+	firstArgs, releaseArgs []any
+}
+
+// holderBuf is the storage a root lease lends its holder's names and its
+// own calls: the keys and their boxes, the prebuilt argument lists, and
+// the first try's call context. Obtain allocates the lease before the
+// first call, so a lock+unlock pays one allocation for all of it where
+// separate slices and contexts cost six.
+type holderBuf struct {
+	keys     [4]string
+	keyArgs  [4]any
+	first    [7]any
+	release  [3]any
+	firstCtx deadlineCtx // the first try's (and a waiter's re-checks') call context, one call at a time
 }
 
 // holder returns the names of key's lock and a new owner token for it.
-func (l *Locker) holder(key string) (names, string) {
+func (l *Locker) holder(key string) (names, string) { return l.holderIn(key, new(holderBuf)) }
+
+// holderIn is holder with the names' storage in buf.
+func (l *Locker) holderIn(key string, buf *holderBuf) (names, string) {
 	// One allocation for the five names and the token: they are slices of
 	// one string.
 	var b strings.Builder
@@ -200,12 +231,27 @@ func (l *Locker) holder(key string) (names, string) {
 	all := b.String()
 	channel := all[4*n+6 : 5*n+8]
 	token := all[5*n+8:]
+	buf.keys = [4]string{all[:n], all[n : 2*n+2], all[2*n+2 : 3*n+4], all[3*n+4 : 4*n+6]}
+	var tokenArg any = token
+	buf.release = [3]any{tokenArg, handoffGrant, l.windowArg}
 	return names{
-		keys:     driver.NewKeys(all[:n], all[n:2*n+2], all[2*n+2:3*n+4], all[3*n+4:4*n+6]),
-		channel:  channel,
-		tokenArg: token,
-		sc:       mutexScripts,
+		keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:]),
+		channel:     channel,
+		tokenArg:    tokenArg,
+		sc:          mutexScripts,
+		releaseArgs: buf.release[:],
 	}, token
+}
+
+// withFirstArgs returns n with acquire's first-try arguments for terms t
+// made in buf (see names.firstArgs), n's label last when it has one.
+func (l *Locker) withFirstArgs(n names, buf *holderBuf, t terms) names {
+	buf.first = [7]any{n.tokenArg, l.msArg(t.ttl), l.msArg(t.wait), modeAcquire, l.sidArg, l.windowArg, n.labelArg}
+	n.firstArgs = buf.first[:6]
+	if n.labelArg != nil {
+		n.firstArgs = buf.first[:7]
+	}
+	return n
 }
 
 // semHolder returns the names of the semaphore key with limit permits and

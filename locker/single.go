@@ -27,7 +27,7 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 		defer b.nd.hub.unregister(w)
 	}
 	sent := time.Now()
-	r, err := b.acquire(ctx, n, t.ttl, t.wait, modeAcquire)
+	r, err := b.acquire(ctx, n, t.ttl, t.wait, modeAcquire, t.call)
 	if err != nil {
 		b.abandon(n, token, err)
 		return held{}, obtainFailed(ctx, err)
@@ -41,10 +41,18 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 	return b.wait(ctx, n, token, t, w, sent, r)
 }
 
-// acquire runs acquire.lua for n's holder (n.tokenArg).
-func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string) (reply, error) {
-	cctx, cancel := b.o.callCtx(ctx)
-	defer cancel()
+// acquire runs acquire.lua for n's holder (n.tokenArg), with its call
+// context in dc (nil: allocated).
+func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string, dc *deadlineCtx) (reply, error) {
+	cctx := b.o.callCtxIn(ctx, dc)
+	if mode == modeAcquire && n.firstArgs != nil {
+		// The first try's arguments, made with the holder (names.firstArgs).
+		v, err := b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.firstArgs...)
+		if err != nil {
+			return reply{}, err
+		}
+		return parseReply(v, ttl)
+	}
 	// A re-check's wait is what is left of it, a new value each time: only
 	// a first try's is worth keeping boxed.
 	var waitArg any
@@ -128,7 +136,7 @@ func (b *single) lease(ctx context.Context, n names, token string, fence int64, 
 }
 
 func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
-	r, err := b.acquire(ctx, n, ttl, 0, modeReenter)
+	r, err := b.acquire(ctx, n, ttl, 0, modeReenter, nil)
 	if err != nil {
 		return 0, false, err
 	}
@@ -147,7 +155,13 @@ func (b *single) extend(ctx context.Context, n names, token string, ttl time.Dur
 }
 
 func (b *single) release(ctx context.Context, n names, token string, _ time.Duration) error {
-	v, err := b.nd.drv.Eval(ctx, n.sc.release, n.keys, n.tokenArg, handoffGrant, b.windowArg)
+	var v any
+	var err error
+	if n.releaseArgs != nil {
+		v, err = b.nd.drv.Eval(ctx, n.sc.release, n.keys, n.releaseArgs...)
+	} else {
+		v, err = b.nd.drv.Eval(ctx, n.sc.release, n.keys, n.tokenArg, handoffGrant, b.windowArg)
+	}
 	if err != nil {
 		return unavailable(err)
 	}

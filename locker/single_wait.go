@@ -35,7 +35,7 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			r, err = b.acquire(ctx, n, t.ttl, time.Until(waitUntil), modeRecheck)
+			r, err = b.acquire(ctx, n, t.ttl, time.Until(waitUntil), modeRecheck, t.call)
 			if err != nil {
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.
@@ -78,8 +78,24 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 			// answered r, and r was answered after sent: a conservative
 			// local time of the grant.
 			at := sent.Add(time.Duration(g.server-r.server-1) * time.Millisecond)
-			if time.Until(at.Add(g.pttl)) > 0 {
+			left := time.Until(at.Add(g.pttl))
+			if left > 0 && (g.pttl >= t.ttl || left >= g.pttl*2/3) {
 				return held{fence: g.fence, at: at, granted: g.pttl}, nil
+			}
+			if left > 0 {
+				// A grant window that reached this process late (it was
+				// starved or paused): a third of it has gone, so the
+				// lease's first renewal would come too late to confirm
+				// it. Confirm it now, before the caller enters its
+				// critical section; if it lapsed meanwhile, Redis says so.
+				h, ok, err := b.confirm(ctx, n, token, g.fence, at, t)
+				if err != nil {
+					b.abandon(n, token, nil)
+					return held{}, obtainFailed(ctx, err)
+				}
+				if ok {
+					return h, nil
+				}
 			}
 			// Handed over while this process could not run (paused or
 			// starved), the grant may have lapsed: Redis knows.
@@ -107,4 +123,25 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 			return held{}, errors.Join(ErrNotObtained, ctx.Err())
 		}
 	}
+}
+
+// confirm extends a hand-over's grant window, granted at at, to the
+// caller's terms at once: the Locker's lease in watchdog mode, else the
+// rest of the TTL counted from the grant. ok is false when the grant had
+// lapsed (the token no longer holds the lock).
+func (b *single) confirm(ctx context.Context, n names, token string, fence int64, at time.Time, t terms) (held, bool, error) {
+	ttl := t.ttl
+	if !t.watchdog {
+		ttl -= time.Since(at)
+		if ttl <= 0 {
+			return held{}, false, nil
+		}
+	}
+	ok, err := b.extend(ctx, n, token, ttl)
+	if err != nil || !ok {
+		return held{}, false, err
+	}
+	// The lease ends ttl after the extend ran, which is after at: at +
+	// t.ttl is a conservative local end (the cap itself for a fixed TTL).
+	return held{fence: fence, at: at, granted: t.ttl}, true, nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"reflect"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel"
@@ -86,7 +87,30 @@ type nameAttrs struct {
 	outcomes map[string]attrOpts
 	renewals map[string]attrOpts
 	idem     map[string]attrOpts
+	// spanBase is the span attributes of the terms last seen with this
+	// name (see base): a route's calls all pass the same.
+	spanBase atomic.Pointer[spanBase]
 }
+
+// spanBase is base's attributes for one set of terms.
+type spanBase struct {
+	k  baseKey
+	kv []attribute.KeyValue
+}
+
+// baseKey is what base's attributes depend on besides the lock name.
+type baseKey struct {
+	template string
+	fixed    bool
+	limit    int
+	mode     Mode
+	keys     int
+}
+
+// kvScratch holds the attribute lists spans are given: the SDK copies
+// them (SetAttributes appends to the span's own list), so a pooled array
+// saves an allocation per span. An array is Put back cleared.
+var kvScratch = sync.Pool{New: func() any { return new([16]attribute.KeyValue) }}
 
 // attrOpts is one attribute set as ready-made option slices: passing a
 // prebuilt slice to the variadic Record and Add allocates nothing, where a
@@ -192,19 +216,22 @@ func lockName(p Params) string {
 	return "locker"
 }
 
-// startObtain opens the obtain span.
-func (t *telemetry) startObtain(ctx context.Context, key string, p Params) trace.Span {
+// startObtain opens the obtain span; endObtain gives it its attributes.
+func (t *telemetry) startObtain(ctx context.Context) trace.Span {
 	_, span := t.start(ctx, "locktag.obtain")
-	if span.IsRecording() {
-		span.SetAttributes(t.base(key, p)...)
-		span.SetAttributes(AttrWait.Int64(p.Wait.Milliseconds()))
-	}
 	return span
 }
 
-func (t *telemetry) base(key string, p Params) []attribute.KeyValue {
+// base returns the attributes every span of a lock with terms p carries,
+// except the key (see setAttrs). Read-only: it is shared.
+func (t *telemetry) base(p Params) []attribute.KeyValue {
+	a := t.attrs(lockName(p))
+	k := baseKey{template: p.Template, fixed: p.TTL > 0, limit: p.Limit, mode: p.Mode, keys: p.keys}
+	if b := a.spanBase.Load(); b != nil && b.k == k {
+		return b.kv
+	}
 	mode := "watchdog"
-	if p.TTL > 0 {
+	if k.fixed {
 		mode = "fixed"
 	}
 	kv := []attribute.KeyValue{AttrLockName.String(lockName(p)), AttrMode.String(mode)}
@@ -223,22 +250,37 @@ func (t *telemetry) base(key string, p Params) []attribute.KeyValue {
 	if p.Template != "" {
 		kv = append(kv, AttrKeyTemplate.String(p.Template))
 	}
-	if t.keys {
-		kv = append(kv, AttrKey.String(key))
-	}
+	a.spanBase.Store(&spanBase{k: k, kv: kv})
 	return kv
 }
 
-// endObtain closes the obtain span and records the outcome.
-func (t *telemetry) endObtain(span trace.Span, start time.Time, p Params, le *Lease, err error) {
+// setAttrs sets a lock span's attributes in one call (each call grows the
+// SDK span's list once): base, the key when WithKeyAttribute asks, extra.
+func (t *telemetry) setAttrs(span trace.Span, key string, p Params, extra ...attribute.KeyValue) {
+	buf := kvScratch.Get().(*[16]attribute.KeyValue)
+	kv := append(buf[:0], t.base(p)...)
+	if t.keys {
+		kv = append(kv, AttrKey.String(key))
+	}
+	kv = append(kv, extra...)
+	span.SetAttributes(kv...)
+	clear(kv)
+	kvScratch.Put(buf)
+}
+
+// endObtain gives the obtain span its attributes, closes it and records
+// the outcome.
+func (t *telemetry) endObtain(span trace.Span, start time.Time, key string, p Params, le *Lease, err error) {
 	outcome := obtainOutcome(le, err)
 	a := t.attrs(lockName(p))
 	t.acquire.Record(context.Background(), time.Since(start).Seconds(), a.outcomes[outcome].rec...)
 	t.outcomes.Add(context.Background(), 1, a.outcomes[outcome].add...)
 	if span.IsRecording() {
-		span.SetAttributes(AttrOutcome.String(outcome))
+		wait, out := AttrWait.Int64(p.Wait.Milliseconds()), AttrOutcome.String(outcome)
 		if le != nil {
-			span.SetAttributes(AttrFence.Int64(le.fence), AttrHolds.Int(le.holds))
+			t.setAttrs(span, key, p, wait, out, AttrFence.Int64(le.fence), AttrHolds.Int(le.holds))
+		} else {
+			t.setAttrs(span, key, p, wait, out)
 		}
 		if outcome == OutcomeError {
 			span.RecordError(err)
@@ -279,8 +321,7 @@ func (t *telemetry) startHold(ctx context.Context, key string, p Params, fence i
 	t.held.Add(context.Background(), 1, t.attrs(lockName(p)).name.add...)
 	ctx, span := t.start(ctx, "locktag.hold")
 	if span.IsRecording() {
-		span.SetAttributes(t.base(key, p)...)
-		span.SetAttributes(AttrFence.Int64(fence))
+		t.setAttrs(span, key, p, AttrFence.Int64(fence))
 	}
 	return ctx, span
 }
@@ -321,8 +362,7 @@ func (t *telemetry) startRelease(ctx context.Context) trace.Span {
 // endRelease closes it.
 func (t *telemetry) endRelease(span trace.Span, le *Lease, err error) {
 	if span.IsRecording() {
-		span.SetAttributes(t.base(le.key, le.root.t.params)...)
-		span.SetAttributes(AttrHolds.Int(le.holds))
+		t.setAttrs(span, le.key, le.root.t.params, AttrHolds.Int(le.holds))
 		if err != nil {
 			span.RecordError(err)
 			if !errors.Is(err, ErrNotHeld) {

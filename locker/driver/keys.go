@@ -18,6 +18,18 @@ func NewKeys(names ...string) Keys {
 	return Keys{names: names, args: args}
 }
 
+// KeysIn returns the Keys names, boxing them into args (len(args) >=
+// len(names)): where the caller already has storage for both — a
+// lock holder embeds it in its lease — the Keys cost no allocation of their
+// own beyond the boxes. It keeps names and args: do not modify them later.
+func KeysIn(args []any, names []string) Keys {
+	args = args[:len(names)]
+	for i, n := range names {
+		args[i] = n
+	}
+	return Keys{names: names, args: args}
+}
+
 // Len is the number of keys.
 func (k Keys) Len() int { return len(k.names) }
 

@@ -19,3 +19,15 @@ func TestKeys(t *testing.T) {
 		t.Fatal("zero Keys has keys")
 	}
 }
+
+func TestKeysIn(t *testing.T) {
+	names := []string{"a", "b"}
+	args := make([]any, 4)
+	k := KeysIn(args, names)
+	if k.Len() != 2 || k.Names()[1] != "b" || len(k.Args()) != 2 || k.Args()[0] != "a" || k.Args()[1] != "b" {
+		t.Fatalf("KeysIn: %v %v", k.Names(), k.Args())
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = KeysIn(args, names) }); n > 2 {
+		t.Fatalf("KeysIn allocates %v, want at most the 2 boxes", n)
+	}
+}

@@ -53,17 +53,31 @@ func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Key
 	if len(d.conns) > 1 {
 		pc = d.conns[d.next.Add(1)%uint32(len(d.conns))]
 	}
-	argv := scriptArgs(make([]any, 0, 2+keys.Len()+len(args)), s, keys, args)
-	v, err := pc.do(ctx, "EVALSHA", argv)
-	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
-		argv[0] = s.SourceArg()
-		v, err = pc.do(ctx, "EVAL", argv)
+	c := callPool.Get().(*pipeCall)
+	c.args = scriptArgs(c.argv[:0], s, keys, args)
+	v, err, done := pc.do(ctx, "EVALSHA", c)
+	if e, ok := err.(redis.Error); ok && done && strings.HasPrefix(string(e), "NOSCRIPT") {
+		c.args[0] = s.SourceArg()
+		v, err, done = pc.do(ctx, "EVAL", c)
+	}
+	if done {
+		// Answered: the session holds c no more (an abandoned call it
+		// still holds is left to the garbage collector).
+		clear(c.args)
+		c.args, c.reply, c.err = nil, nil, nil
+		callPool.Put(c)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return normalize(v), nil
 }
+
+// callPool recycles the calls that were answered: a call, its two
+// channels, its timer and its argument list cost 7 allocations otherwise.
+var callPool = sync.Pool{New: func() any {
+	return &pipeCall{done: make(chan struct{}, 1), lead: make(chan struct{}, 1)}
+}}
 
 // Close is called by Locker.Close: it closes the pipelined connections
 // (calls in flight fail) besides the reserved one.
@@ -85,14 +99,18 @@ type pipeConn struct {
 	closed bool
 }
 
-// pipeCall is one queued command and, once done is closed, its reply.
+// pipeCall is one queued command and, once answered, its reply. Calls
+// are recycled (callPool): do resets one for each use.
 type pipeCall struct {
 	cmd      string
 	args     []any
+	argv     [12]any   // args' storage, for the usual script call
 	deadline time.Time // zero: none
+	timer    *time.Timer
 	reply    any
 	err      error
-	done     chan struct{}
+	fin      atomic.Bool   // answered (set before the signal on done)
+	done     chan struct{} // cap 1: signalled once, when answered; received once, by the caller
 	lead     chan struct{} // cap 1: the reader role is offered to this caller
 
 	// Guarded by the session's mu.
@@ -110,12 +128,15 @@ func (c *pipeCall) offer() {
 	}
 }
 
+// finish answers c, once. c's caller may reuse c as soon as it has the
+// signal, so finish touches c no more after sending it.
 func (c *pipeCall) finish(v any, err error) {
 	c.reply, c.err = v, err
-	close(c.done)
+	c.fin.Store(true)
+	c.done <- struct{}{}
 }
 
-func (c *pipeCall) answered() bool { return isClosed(c.done) }
+func (c *pipeCall) answered() bool { return c.fin.Load() }
 
 // isClosed reports whether ch is closed (it is only ever closed, never sent on).
 func isClosed(ch <-chan struct{}) bool {
@@ -127,29 +148,47 @@ func isClosed(ch <-chan struct{}) bool {
 	}
 }
 
-func (pc *pipeConn) do(ctx context.Context, cmd string, args []any) (any, error) {
+// do sends cmd with c.args and waits for the reply. done reports that c
+// was answered (or never submitted), so that the caller may reuse it: a
+// call whose caller left is still held by the session.
+func (pc *pipeConn) do(ctx context.Context, cmd string, c *pipeCall) (v any, err error, done bool) {
 	if err := ctx.Err(); err != nil {
-		return nil, notSent(err)
+		return nil, notSent(err), true
 	}
-	c := &pipeCall{cmd: cmd, args: args, done: make(chan struct{}), lead: make(chan struct{}, 1)}
+	c.cmd, c.deadline, c.reply, c.err = cmd, time.Time{}, nil, nil
+	c.fin.Store(false)
+	c.offered, c.abandoned = false, false
+	select {
+	case <-c.lead: // an offer its last caller never took
+	default:
+	}
 	var expired <-chan time.Time
 	if dl, ok := ctx.Deadline(); ok {
 		wait := time.Until(dl)
 		if wait <= 0 {
-			return nil, notSent(context.DeadlineExceeded)
+			return nil, notSent(context.DeadlineExceeded), true
 		}
 		c.deadline = dl
 		// ctx's Done need not fire at its deadline (the locker's call
-		// contexts add a deadline without a timer).
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		expired = t.C
+		// contexts add a deadline without a timer). Stop leaves no stale
+		// tick behind (Go 1.23 timers), so the timer is reused.
+		if c.timer == nil {
+			c.timer = time.NewTimer(wait)
+		} else {
+			c.timer.Reset(wait)
+		}
+		defer c.timer.Stop()
+		expired = c.timer.C
 	}
 	s, err := pc.submit(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, err, !c.abandoned
 	}
-	return s.await(ctx, c, expired)
+	v, err = s.await(ctx, c, expired)
+	s.mu.Lock()
+	done = !c.abandoned
+	s.mu.Unlock()
+	return v, err, done
 }
 
 // submit hands c to the live session and returns it. A session that died

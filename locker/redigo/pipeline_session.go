@@ -39,7 +39,11 @@ type pipeSession struct {
 	spare    []*pipeCall
 	writing  bool
 	inflight []*pipeCall // written, not yet answered, in order
-	reading  bool        // a caller or the helper holds the reader role
+	// inflightBuf is the start of inflight's array: readers take calls
+	// off its front, so once it is empty, writers start over from here
+	// rather than appending to a slice with no room left.
+	inflightBuf []*pipeCall
+	reading     bool // a caller or the helper holds the reader role
 
 	once sync.Once
 	err  error // set before dead is closed
@@ -133,7 +137,13 @@ func (s *pipeSession) write(batch []*pipeCall) error {
 	s.mu.Lock()
 	dead := s.broken()
 	if !dead {
+		if len(s.inflight) == 0 {
+			s.inflight = s.inflightBuf[:0]
+		}
 		s.inflight = append(s.inflight, batch...)
+		if cap(s.inflight) > cap(s.inflightBuf) {
+			s.inflightBuf = s.inflight[:0]
+		}
 		if !s.reading {
 			// Nothing was in flight: the reader role goes to the first
 			// call's caller (often this writer itself).

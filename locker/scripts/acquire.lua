@@ -12,13 +12,9 @@
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
 -- The common case, a free lock taken with a new token and the whole ttl,
--- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}.
+-- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}; it is
+-- answered by acquire_free.lua, before common.lua.
 local token, ttl, wait, mode, sid, window, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
-if mode == 'a' and redis.call('EXISTS', KEYS[1], KEYS[3]) == 0 then
-  -- The common case: free, nobody queued. One call tells, where GET and
-  -- then EXISTS on the queue took two; a busy first try pays one more.
-  return take(token, ttl, '0', nil, label)
-end
 local v = redis.call('GET', KEYS[1])
 if v then
   local o, f, n, w, rest = parse(v)

@@ -1,11 +1,6 @@
 -- Shared by the scripts that take or hand over a lock.
--- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
---         lease as expiry; waiting is 1 when the lock came from the queue or
---         waiters joined while it was held (its release then goes through
---         free); granted is when the owner got it (server ms), label the
---         owner's description (Params.Label), only when it has one. What
---         follows waiting is kept as it is by every rewrite of the value.
--- KEYS[2] fencing counter (expires FENCE_TTL after it was seeded)
+-- KEYS[1] lock and KEYS[2] fencing counter: see value.lua, which comes
+--         before this file in every script (now_ms, parse, fmt, mint, take).
 -- KEYS[3] waiter queue: zset of waiter tokens scored by arrival in server
 --         microseconds (first come, first served). A token's entry is found
 --         by ZSCORE and removed by ZREM: no queue operation reads the queue.
@@ -19,57 +14,17 @@
 -- the server, so the uncontended paths make as few as they can.
 -- The lock's channel is KEYS[1]..':c' (see names in scripts.go): made
 -- here, on the paths that publish, rather than sent with every call.
-local FENCE_TTL = 3600000
-
 local function chan() return KEYS[1] .. ':c' end
-
-local function now_ms(t)
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
 
 local function now_us(t)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
-
--- parse reads the lock value; rest is what follows waiting (" granted[
--- label]", or "" for a value written before grant times were kept).
-local function parse(v)
-  local o, f, n, w, rest = string.match(v, '^(%S+) (%d+) (%d+) (%d)(.*)$')
-  return o, f, tonumber(n), w, rest
-end
-
-local function fmt(x) return string.format('%.0f', x) end
 
 -- keep makes key live at least ms milliseconds more.
 local function keep(key, ms)
   if redis.call('PTTL', key) < ms then
     redis.call('PEXPIRE', key, ms)
   end
-end
-
--- mint returns a fencing token larger than every earlier one for this key.
--- A missing counter (first use, expired, or a restart without persistence)
--- is seeded from the server clock in microseconds, which is larger than any
--- token minted before as long as fewer than a million are minted a second.
-local function mint()
-  local f = redis.call('INCR', KEYS[2])
-  if f == 1 then
-    local t = redis.call('TIME')
-    f = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    redis.call('SET', KEYS[2], fmt(f), 'PX', FENCE_TTL)
-  end
-  return f
-end
-
--- take makes owner the holder for ttl ms, granted at nowms (nil: now),
--- with label (nil or '': none).
-local function take(owner, ttl, waiting, nowms, label)
-  local f = mint()
-  nowms = nowms or now_ms(redis.call('TIME'))
-  local v = owner .. ' ' .. fmt(f) .. ' 1 ' .. waiting .. ' ' .. fmt(nowms)
-  if label and label ~= '' then v = v .. ' ' .. label end
-  redis.call('SET', KEYS[1], v, 'PX', ttl)
-  return f
 end
 
 -- cut reports whether sid's entry that arrived at arrival (microseconds)

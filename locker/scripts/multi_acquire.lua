@@ -4,13 +4,13 @@
 -- queues). Only on a deployment where every key is on one node and
 -- scripts may span slots (a single server, Sentinel); see multi_fast.go.
 -- KEYS, per lock i (from 0): [3i+1] lock, [3i+2] fencing counter,
--- [3i+3] waiter queue — the layout of common.lua.
+-- [3i+3] waiter queue — the layout of value.lua and common.lua.
 -- ARGV: ttl_ms, then one owner token per lock, then optionally the
 -- holders' label (see acquire.lua).
 -- Reply: 0 when some lock is held or has waiters (nothing was written),
 -- else the array of the fencing tokens minted, in KEYS order.
 -- The value and the fencing counter are written as take and mint in
--- common.lua write them ("owner fence holds waiting granted[ label]"; a
+-- value.lua write them ("owner fence holds waiting granted[ label]"; a
 -- counter seeded
 -- from the server clock in microseconds, expiring after an hour), so
 -- every other script reads these locks as its own.

@@ -1,0 +1,68 @@
+package reliability
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/reliability/faults"
+	"github.com/locktag/locktag/locker"
+)
+
+// TestLateGrantConfirmed: a waiter's process is frozen (SIGSTOP) when the
+// holder hands the lock to it, and resumes three quarters into the grant
+// window — the grant is still valid, but most of it has gone. The waiter
+// confirms the grant before its Obtain returns, so it holds the lock on its
+// full lease: another Locker queued behind it does not get the lock when
+// the window would have ended, and the resumed holder's release succeeds.
+//
+// Before the fix, the new holder scheduled its first renewal a third of
+// the window after it heard of the grant: past the window's end, so the
+// lock went to the next waiter while the first still believed it held it
+// (the other Locker obtained the lock, and the resumed holder's release
+// answered "not held").
+func TestLateGrantConfirmed(t *testing.T) {
+	srv := redistest.Start(t)
+	const (
+		window = 6 * time.Second
+		frozen = window * 3 / 4 // the fault: the new holder cannot run
+	)
+	key := "late-grant"
+	ctx := context.Background()
+	lk := newLocker(t, srv.Pool(t), locker.WithGrantWindow(window))
+	first, err := lk.Obtain(ctx, key, locker.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute}.env()...)
+	eventually(t, 30*time.Second, "the child's waiter queued", func() bool {
+		n, err := srv.Do("ZCARD", lockKeys(key)[1])
+		return err == nil && n.(int64) == 1
+	})
+	ch.Stop()
+	if err := first.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(frozen)
+	ch.Cont()
+	ch.Expect("HELD", 30*time.Second)
+
+	// Queued behind the resumed holder for longer than the rest of the
+	// window: it must not be handed a lock that is still held.
+	other := newLocker(t, srv.Pool(t))
+	le, err := other.Obtain(ctx, key, locker.Params{Wait: window * 2 / 3})
+	if err == nil {
+		_ = le.Release(ctx)
+		t.Fatal("another Locker obtained the lock while the resumed holder held it: the late grant was not confirmed")
+	}
+	if !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("other Obtain: %v, want ErrNotObtained", err)
+	}
+	ch.Send("release")
+	if got := ch.Expect("RELEASED", 30*time.Second); got != "ok" {
+		t.Fatalf("resumed holder's release: %q, want ok", got)
+	}
+}
