@@ -323,11 +323,19 @@ func (r kindBurstResult) check(t *testing.T, total int64) {
 // lapsed grant costs is TestPausedWaitersCutOff's subject.
 const burstWindow = 5 * time.Second
 
+// burstCallTimeout bounds each Redis call of the bursts' Lockers, including
+// its wait for one of the Locker's call slots (WithMaxConcurrentCalls). At
+// 700 waiters per process under -race on a loaded machine that wait passed
+// the children's usual 1s now and then (48 of 2,100 calls failed as
+// unavailable, "waiting for a call slot"), so the bursts allow 10s: a
+// burst must not read as Redis being down while it is up.
+const burstCallTimeout = 10 * time.Second
+
 // semBurst is the semaphore burst's plan: waiters per process over three
 // processes, limit permits, each held for a short section.
 func semBurst(waiters, limit int, prefix func(int) string) kindBurst {
 	return kindBurst{procs: 3, waiters: waiters, prefix: prefix,
-		child: childEnv{limit: limit, ttl: 20 * time.Second, wait: 2 * time.Minute, think: 3 * time.Millisecond, window: burstWindow}}
+		child: childEnv{limit: limit, ttl: 20 * time.Second, wait: 2 * time.Minute, think: 3 * time.Millisecond, window: burstWindow, call: burstCallTimeout}}
 }
 
 // TestSemaphoreBurst: 1,500 waiters over 3 processes arrive at once at one
@@ -367,7 +375,7 @@ func TestSemaphoreBurstControl(t *testing.T) {
 // processes, every 10th a writer.
 func rwBurst(waiters int, prefix func(int) string) kindBurst {
 	return kindBurst{procs: 3, waiters: waiters, writers: 10, prefix: prefix,
-		child: childEnv{ttl: 20 * time.Second, wait: 2 * time.Minute, think: 2 * time.Millisecond, window: burstWindow}}
+		child: childEnv{ttl: 20 * time.Second, wait: 2 * time.Minute, think: 2 * time.Millisecond, window: burstWindow, call: burstCallTimeout}}
 }
 
 // TestReadWriteBurst: 2,100 waiters over 3 processes — 10% writers, the

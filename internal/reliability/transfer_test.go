@@ -151,11 +151,11 @@ func transfer(lk *locker.Locker, pool *redis.Pool, from, to int, amount int64, e
 const envGoroutines = "LT_GOROUTINES"
 
 // transferPlan is a transfer run's size: processes, goroutines in each
-// (0: 4), transfers per goroutine, and the Lockers' grant window (0: the
-// default).
+// (0: 4), transfers per goroutine, and the Lockers' grant window and call
+// timeout (0: the defaults).
 type transferPlan struct {
 	procs, goroutines, iters int
-	window                   time.Duration
+	window, call             time.Duration
 }
 
 // runTransfers starts, against srv, p.procs transfer processes (each with a key prefix
@@ -172,7 +172,7 @@ func runTransfers(t *testing.T, srv *redistest.Server, p transferPlan, prefix fu
 	children := make([]*faults.Child, p.procs)
 	for i := range children {
 		e := childEnv{addr: srv.Addr(), client: strconv.Itoa(i + 1), prefix: prefix(i),
-			iters: p.iters, wait: 30 * time.Second, think: 300 * time.Microsecond, window: p.window}
+			iters: p.iters, wait: 30 * time.Second, think: 300 * time.Microsecond, window: p.window, call: p.call}
 		children[i] = faults.StartChild(t, "transfers", append(e.env(), envGoroutines+"="+strconv.Itoa(p.goroutines))...)
 	}
 	for _, ch := range children {
@@ -275,7 +275,7 @@ func TestTransfersBurst(t *testing.T) {
 	const procs, goroutines, iters = 3, 350, 3
 	srv := redistest.Start(t)
 	start := time.Now()
-	overlaps, balanced, errs := runTransfers(t, srv, transferPlan{procs: procs, goroutines: goroutines, iters: iters, window: burstWindow}, func(int) string { return "" })
+	overlaps, balanced, errs := runTransfers(t, srv, transferPlan{procs: procs, goroutines: goroutines, iters: iters, window: burstWindow, call: burstCallTimeout}, func(int) string { return "" })
 	peak, _ := redis.Int(srv.Do("GET", "tr:max"))
 	t.Logf("%d transfers by %d goroutines over %d processes in %v; most in flight at once %d", procs*goroutines*iters, procs*goroutines, procs, time.Since(start).Round(time.Millisecond), peak)
 	for _, e := range errs {
