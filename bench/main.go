@@ -45,7 +45,7 @@ type config struct {
 func (c *config) want(scenario string) bool { return c.scenarios == nil || c.scenarios[scenario] }
 func (c *config) wantLib(lib string) bool   { return c.libs == nil || c.libs[lib] }
 
-// allScenarios run by default; burst runs only when named.
+// allScenarios run by default; burst and burst-kinds run only when named.
 var allScenarios = []string{"uncontended", "hot", "procs", "redlock", "e2e", "kinds"}
 
 func main() {
@@ -55,12 +55,15 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-burst-child" {
 		os.Exit(burstChildMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-burst-kinds-child" {
+		os.Exit(burstKindsChildMain(os.Args[2:])) // bench/burst_kinds.go
+	}
 	var (
 		cfg        config
 		csFlag     = flag.String("c", "2,16,64", "worker counts (contention levels), comma-separated")
 		quick      = flag.Bool("quick", false, "CI-sized run: 400ms windows, c=2,16")
 		libs       = flag.String("libs", "", "libraries to run, comma-separated (default all): "+libNames())
-		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst, which runs only when named")
+		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst and burst-kinds, which run only when named")
 		burst      = flag.String("burst", "1000,6000", "burst: buyer counts, comma-separated (stock N·5/12)")
 		addr       = flag.String("addr", "", "use this redis-server (host:port) instead of starting one; it must be idle, since INFO commandstats deltas are read")
 		addrs      = flag.String("addrs", "", "five redis-server masters for Redlock (comma-separated) instead of starting them")
@@ -163,7 +166,7 @@ func main() {
 		}
 	}
 
-	if cfg.control || cfg.scenarios["burst"] {
+	if cfg.control || cfg.scenarios["burst"] || cfg.scenarios["burst-kinds"] {
 		// The burst's stock lives on a server of its own, as a shop's data
 		// would: its reads and writes neither queue behind the lock's
 		// Redis (stretching the hold) nor count in that server's INFO.

@@ -164,6 +164,9 @@ func runAll(cfg *config, rep *report) {
 	if cfg.scenarios["burst"] { // minutes long: only when named
 		runBurst(cfg, rep)
 	}
+	if cfg.scenarios["burst-kinds"] { // only when named
+		runBurstKinds(cfg, rep) // bench/burst_kinds.go
+	}
 	rtt2 := pingRTT(cfg.addrs[0], 300*time.Millisecond)
 	fmt.Fprintf(&rep.md, "PING p50 at the end of the run: %s (start: %s).\n\n", fmtD(rtt2), fmtD(rep.rtt))
 	rep.targets()

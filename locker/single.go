@@ -116,7 +116,9 @@ func (b *single) abandon(n names, token string, err error) {
 // (a reply slower than the lease, a paused process). Redis was healthy and
 // the lock was simply not usable any more, so the error also matches
 // ErrNotObtained (busy: try again), not ErrUnavailable. The grant is
-// released by token.
+// released by token. A queued waiter whose re-check is granted late
+// queues again for the rest of its wait instead: only a first try, or a
+// grant at the very end of the wait, fails with ErrLate.
 var ErrLate = errors.New("locker: lease ended before the reply arrived")
 
 // errLate is the error of a late grant.

@@ -22,6 +22,9 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 	defer deadline.Stop()
 	recheck := false
 	observed := false
+	// A late grant this waiter handed back (see below): its fence, and the
+	// server time at which the waiter was queued again (0: not yet).
+	var dropped, requeued int64
 	for {
 		missed, err := wt.ensure(ctx, sent)
 		if err != nil {
@@ -40,7 +43,21 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				return held{}, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
-				return b.lease(ctx, n, token, r.fence, sent, r.pttl)
+				h, err := b.lease(ctx, n, token, r.fence, sent, r.pttl)
+				if !errors.Is(err, ErrLate) || !time.Now().Before(waitUntil) {
+					return h, err
+				}
+				dropped, requeued = r.fence, 0
+				// Granted (a hand-over's short window) but over before
+				// this re-check's reply arrived: the process was too slow
+				// to take the grant up (starved, paused). lease handed it
+				// on; the caller's wait is not over, so queue again for
+				// the rest of it rather than fail as busy long before it.
+				recheck = true
+				continue
+			}
+			if dropped != 0 && requeued == 0 {
+				requeued = r.server
 			}
 			observed = false
 		}
@@ -50,6 +67,13 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 		}
 		select {
 		case g := <-w.grant:
+			if g.fence < dropped || (g.fence == dropped && g.server < requeued) {
+				// The notice of the grant handed back above, arriving
+				// after it: the token no longer holds it. A grant since
+				// it was queued again has a larger fence (a reader's can
+				// be equal: it gets the current one) and a later time.
+				continue
+			}
 			// The grant happened g.server-r.server ms after the server
 			// answered r, and r was answered after sent: a conservative
 			// local time of the grant.

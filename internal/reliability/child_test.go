@@ -34,6 +34,8 @@ func TestHelperProcess(t *testing.T) {
 		childWaiters()
 	case "transfers":
 		childTransfers()
+	case "kindburst":
+		childKindBurst()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)
@@ -46,6 +48,10 @@ type childEnv struct {
 	addr, store, client, key, prefix      string
 	iters                                 int
 	ttl, wait, lease, renew, think, pause time.Duration
+	// window is the Locker's grant window (locker.WithGrantWindow) and
+	// call the bound of each Redis call (locker.WithCallTimeout); 0: the
+	// default, and 1s.
+	window, call time.Duration
 	// The lock kind: limit (a semaphore) or mode ("read", "write").
 	limit int
 	mode  string
@@ -60,6 +66,7 @@ func readChildEnv() childEnv {
 		addr: os.Getenv("LT_ADDR"), store: os.Getenv("LT_STORE"), client: os.Getenv("LT_CLIENT"),
 		key: os.Getenv("LT_KEY"), prefix: os.Getenv("LT_PREFIX"), iters: n,
 		ttl: dur("LT_TTL"), wait: dur("LT_WAIT"), lease: dur("LT_LEASE"), renew: dur("LT_RENEW"), think: dur("LT_THINK"), pause: dur("LT_PAUSE"),
+		window: dur("LT_WINDOW"), call: dur("LT_CALL_TIMEOUT"),
 	}
 }
 
@@ -70,7 +77,7 @@ func (e childEnv) env() []string {
 		"LT_PREFIX=" + e.prefix, "LT_ITERS=" + strconv.Itoa(e.iters),
 		"LT_TTL=" + e.ttl.String(), "LT_WAIT=" + e.wait.String(), "LT_LEASE=" + e.lease.String(),
 		"LT_RENEW=" + e.renew.String(), "LT_THINK=" + e.think.String(), "LT_PAUSE=" + e.pause.String(),
-		"LT_LIMIT=" + strconv.Itoa(e.limit), "LT_MODE=" + e.mode,
+		"LT_LIMIT=" + strconv.Itoa(e.limit), "LT_MODE=" + e.mode, "LT_WINDOW=" + e.window.String(), "LT_CALL_TIMEOUT=" + e.call.String(),
 	}
 }
 
@@ -90,12 +97,19 @@ func (e childEnv) locker() *locker.Locker {
 				redis.DialReadTimeout(5*time.Second), redis.DialWriteTimeout(5*time.Second))
 		},
 	}
-	opts := []locker.Option{locker.WithCallTimeout(time.Second)}
+	call := time.Second
+	if e.call > 0 {
+		call = e.call
+	}
+	opts := []locker.Option{locker.WithCallTimeout(call)}
 	if e.lease > 0 {
 		opts = append(opts, locker.WithWatchdog(e.lease, e.renew))
 	}
 	if e.prefix != "" {
 		opts = append(opts, locker.WithKeyPrefix(e.prefix))
+	}
+	if e.window > 0 {
+		opts = append(opts, locker.WithGrantWindow(e.window))
 	}
 	lk, err := locker.New(redigo.New(pool), opts...)
 	if err != nil {

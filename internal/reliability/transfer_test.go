@@ -1,9 +1,11 @@
 package reliability
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -32,24 +34,49 @@ func balanceKey(i int) string { return "bal:" + strconv.Itoa(i) }
 // errors it met ("ERR ..."), then "DONE". Inside each transfer it counts
 // itself in on both accounts (INCR in:<account>); a count above 1 is an
 // overlap, counted in "overlaps".
+//
+// With LT_GOROUTINES (a burst) it runs that many goroutines instead, all
+// started when the parent sends "go" after READY, and counts the requests
+// in flight across processes (from before ObtainMany to after Release) in
+// Redis, keeping the most at once in "tr:max".
 func childTransfers() {
 	e := readChildEnv()
 	lk := e.locker()
-	pool := &redis.Pool{MaxIdle: 8, DialContext: func(ctx context.Context) (redis.Conn, error) {
+	pool := &redis.Pool{MaxIdle: 64, DialContext: func(ctx context.Context) (redis.Conn, error) {
 		return redis.DialContext(ctx, "tcp", e.addr, redis.DialReadTimeout(5*time.Second), redis.DialWriteTimeout(5*time.Second))
 	}}
 	seed, _ := strconv.ParseUint(e.client, 10, 64)
 	var mu sync.Mutex
 	var net [transferAccounts]int64
 	var wg sync.WaitGroup
+	goroutines, _ := strconv.Atoi(os.Getenv(envGoroutines))
+	burst := goroutines > 0
+	if !burst {
+		goroutines = 4
+	}
+	inFlight := func(s *redis.Script) {
+		if !burst {
+			return
+		}
+		c := pool.Get()
+		defer c.Close()
+		if _, err := s.Do(c, "tr:in", "tr:w", "tr:max", "tr:maxw", "tr:bad", "r"); err != nil {
+			say("ERR in-flight count: %v", err)
+		}
+	}
+	start := make(chan struct{})
 	say("READY")
-	for g := range 4 {
+	for g := range goroutines {
 		rng := rand.New(rand.NewPCG(seed, uint64(g)))
 		wg.Go(func() {
+			<-start
 			for range e.iters {
 				from, to := rng.IntN(transferAccounts), rng.IntN(transferAccounts)
 				amount := int64(1 + rng.IntN(10))
-				if err := transfer(lk, pool, from, to, amount, e); err != nil {
+				inFlight(occEnter)
+				err := transfer(lk, pool, from, to, amount, e)
+				inFlight(occLeave)
+				if err != nil {
 					say("ERR %v", err)
 					continue
 				}
@@ -60,6 +87,12 @@ func childTransfers() {
 			}
 		})
 	}
+	if burst {
+		sc := bufio.NewScanner(os.Stdin)
+		for sc.Scan() && sc.Text() != "go" {
+		}
+	}
+	close(start)
 	wg.Wait()
 	say("NET %d %d %d", net[0], net[1], net[2])
 	say("DONE")
@@ -113,25 +146,42 @@ func transfer(lk *locker.Locker, pool *redis.Pool, from, to int, amount int64, e
 	return le.Context().Err() // a lock lost meanwhile voids the section
 }
 
-// runTransfers starts procs transfer processes (each with a key prefix
+// envGoroutines names the variable that tells a "transfers" child how many
+// goroutines to run.
+const envGoroutines = "LT_GOROUTINES"
+
+// transferPlan is a transfer run's size: processes, goroutines in each
+// (0: 4), transfers per goroutine, and the Lockers' grant window and call
+// timeout (0: the defaults).
+type transferPlan struct {
+	procs, goroutines, iters int
+	window, call             time.Duration
+}
+
+// runTransfers starts, against srv, p.procs transfer processes (each with a key prefix
 // from prefix(i)) and returns the overlaps seen, whether the balances
 // are right (each the initial plus every process's net flow, and the
 // total unchanged), and the processes' errors.
-func runTransfers(t *testing.T, procs, iters int, prefix func(i int) string) (overlaps int, balanced bool, errs []string) {
+func runTransfers(t *testing.T, srv *redistest.Server, p transferPlan, prefix func(i int) string) (overlaps int, balanced bool, errs []string) {
 	t.Helper()
-	srv := redistest.Start(t)
 	for i := range transferAccounts {
 		if _, err := srv.Do("SET", balanceKey(i), transferInitial); err != nil {
 			t.Fatal(err)
 		}
 	}
-	children := make([]*faults.Child, procs)
+	children := make([]*faults.Child, p.procs)
 	for i := range children {
-		children[i] = faults.StartChild(t, "transfers", childEnv{addr: srv.Addr(), client: strconv.Itoa(i + 1), prefix: prefix(i),
-			iters: iters, wait: 30 * time.Second, think: 300 * time.Microsecond}.env()...)
+		e := childEnv{addr: srv.Addr(), client: strconv.Itoa(i + 1), prefix: prefix(i),
+			iters: p.iters, wait: 30 * time.Second, think: 300 * time.Microsecond, window: p.window, call: p.call}
+		children[i] = faults.StartChild(t, "transfers", append(e.env(), envGoroutines+"="+strconv.Itoa(p.goroutines))...)
 	}
 	for _, ch := range children {
 		ch.Expect("READY", 30*time.Second)
+	}
+	if p.goroutines > 0 {
+		for _, ch := range children {
+			ch.Send("go")
+		}
 	}
 	var want [transferAccounts]int64
 	for i := range want {
@@ -186,7 +236,7 @@ func runTransfers(t *testing.T, procs, iters int, prefix func(i int) string) (ov
 // multi-key locks: no deadlock (all done within the bound, no wait ran
 // out), no overlap on any account, no lost update, total unchanged.
 func TestTransfersAcrossProcesses(t *testing.T) {
-	overlaps, balanced, errs := runTransfers(t, 3, 40, func(int) string { return "" })
+	overlaps, balanced, errs := runTransfers(t, redistest.Start(t), transferPlan{procs: 3, iters: 40}, func(int) string { return "" })
 	for _, e := range errs {
 		t.Error(e)
 	}
@@ -199,7 +249,7 @@ func TestTransfersAcrossProcesses(t *testing.T) {
 // of its own, so no two share a lock — and asserts that the detectors
 // catch it: overlaps are seen, or balances are wrong.
 func TestTransfersControl(t *testing.T) {
-	overlaps, balanced, errs := runTransfers(t, 3, 40, func(i int) string { return "broken" + strconv.Itoa(i) + ":" })
+	overlaps, balanced, errs := runTransfers(t, redistest.Start(t), transferPlan{procs: 3, iters: 40}, func(i int) string { return "broken" + strconv.Itoa(i) + ":" })
 	for _, e := range errs {
 		t.Error(e)
 	}
@@ -207,4 +257,39 @@ func TestTransfersControl(t *testing.T) {
 		t.Fatalf("control: no overlap seen under a broken lock (balances right: %v)", balanced)
 	}
 	t.Logf("control: %d overlaps, balances right: %v", overlaps, balanced)
+}
+
+// TestTransfersBurst is the transfer workload at the flash-sale scale: 3
+// processes of 350 goroutines each, started together, make 3 transfers
+// each (3,150 in all) between the same 3 accounts, naming the two keys in
+// random orders, so over a thousand multi-key requests are in flight at
+// once (measured across processes in Redis). No deadlock (every process
+// done within the bound, no wait ran out), no overlap on any account, no
+// lost update, the total unchanged, no error at all (so none read as
+// Redis unavailable), and nothing of the accounts' locks left held or
+// queued. TestTransfersControl proves the detectors on the same workload.
+func TestTransfersBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("1,050 concurrent transfers over 3 processes")
+	}
+	const procs, goroutines, iters = 3, 350, 3
+	srv := redistest.Start(t)
+	start := time.Now()
+	overlaps, balanced, errs := runTransfers(t, srv, transferPlan{procs: procs, goroutines: goroutines, iters: iters, window: burstWindow, call: burstCallTimeout}, func(int) string { return "" })
+	peak, _ := redis.Int(srv.Do("GET", "tr:max"))
+	t.Logf("%d transfers by %d goroutines over %d processes in %v; most in flight at once %d", procs*goroutines*iters, procs*goroutines, procs, time.Since(start).Round(time.Millisecond), peak)
+	for _, e := range errs {
+		t.Error(e)
+	}
+	if overlaps != 0 || !balanced {
+		t.Fatalf("overlaps %d, balances right: %v", overlaps, balanced)
+	}
+	if peak < 1000 {
+		t.Fatalf("at most %d transfers in flight at once, want over 1,000: the burst was not one", peak)
+	}
+	for a := range transferAccounts {
+		if left := leftBehind(t, srv, "acct:"+strconv.Itoa(a)); len(left) != 0 {
+			t.Errorf("account %d: left behind in Redis: %v", a, left)
+		}
+	}
 }
