@@ -26,9 +26,11 @@ deps:
 	@command -v chromium >/dev/null 2>&1 || { \
 		echo "installing chromium"; \
 		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
-		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
+			|| echo "chromium could not be installed: locker/ops's browser test will skip and say so"; \
 	}
-	@redis-server --version && redis-cli --version && chromium --version
+	@redis-server --version && redis-cli --version
+	@chromium --version 2>/dev/null || true
 
 vet:
 	$(GO) vet ./...
