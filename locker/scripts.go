@@ -218,38 +218,10 @@ type holderBuf struct {
 // holder returns the names of key's lock and a new owner token for it.
 func (l *Locker) holder(key string) (names, string) { return l.holderIn(key, new(holderBuf)) }
 
-// holderIn is holder with the names' storage in buf.
+// holderIn is holder with the names' storage in buf: the mutex is the kind
+// whose keys have no suffix.
 func (l *Locker) holderIn(key string, buf *holderBuf) (names, string) {
-	// One allocation for the five names and the token: they are slices of
-	// one string.
-	var b strings.Builder
-	n := len(l.o.prefix) + len(key) + 2
-	b.Grow(5*n + 8 + tokenLen)
-	for _, suffix := range [...]string{"", ":f", ":q", ":w", ":c"} {
-		b.WriteString(l.o.prefix)
-		b.WriteByte('{')
-		b.WriteString(key)
-		b.WriteByte('}')
-		b.WriteString(suffix)
-	}
-	var raw [16]byte
-	var enc [tokenLen]byte
-	_, _ = rand.Read(raw[:]) // never fails (crypto/rand documents it)
-	base64.RawURLEncoding.Encode(enc[:], raw[:])
-	b.Write(enc[:])
-	all := b.String()
-	channel := all[4*n+6 : 5*n+8]
-	token := all[5*n+8:]
-	buf.keys = [4]string{all[:n], all[n : 2*n+2], all[2*n+2 : 3*n+4], all[3*n+4 : 4*n+6]}
-	var tokenArg any = token
-	buf.release = [3]any{tokenArg, handoffGrant, l.windowArg}
-	return names{
-		keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:]),
-		channel:     channel,
-		tokenArg:    tokenArg,
-		sc:          mutexScripts,
-		releaseArgs: buf.release[:],
-	}, token
+	return l.kindHolderIn(key, "", mutexScripts, nil, buf)
 }
 
 // withFirstArgs returns n with acquire's first-try arguments for terms t
