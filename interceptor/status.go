@@ -47,8 +47,8 @@ const (
 //	TagMistake, Internal                              Internal
 //	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
 //	Unavailable                                       Unavailable (+ RetryInfo)
-//	Deadline                                          DeadlineExceeded
-//	Canceled                                          Canceled
+//	Deadline                                          DeadlineExceeded (+ RetryInfo)
+//	Canceled                                          Canceled (+ RetryInfo)
 //	NoScope                                           Unauthenticated
 //	Mismatch, NotStored                               FailedPrecondition
 func Code(k guard.Kind) codes.Code { return codes.Code(rpccore.CodeOf(k)) }

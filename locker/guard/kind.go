@@ -101,7 +101,8 @@ type Outcome struct {
 	Err error
 	// RetryAfter is a hint for the client for Busy and LimitFull (the tag's
 	// wait rounded up to whole seconds, at least 1s, or WithRetryAfter), Unavailable
-	// and InFlight (1s); zero otherwise.
+	// and InFlight (1s); zero otherwise. Retry gives the hint to send,
+	// with the default for the other retryable kinds.
 	RetryAfter time.Duration
 	// Name is the guard's low-cardinality name: the tag's name field, or
 	// the route or method the adapter gave.
@@ -124,6 +125,23 @@ type Record struct {
 
 // hint is the retry hint for kinds that have one.
 const hint = time.Second
+
+// Retry is the retry hint a client gets with o: o.RetryAfter when the
+// guard gave one (Busy and LimitFull: the tag's wait or WithRetryAfter),
+// else 1s for every other refusal the client may send again as it is
+// (Unavailable, InFlight, Lost, Deadline, Canceled), else zero. The
+// adapters send it as Retry-After or google.rpc.RetryInfo, so every 503
+// and every retryable RPC code says when to try again, decided here once.
+func (o Outcome) Retry() time.Duration {
+	if o.RetryAfter > 0 {
+		return o.RetryAfter
+	}
+	switch o.Kind {
+	case Busy, LimitFull, Unavailable, InFlight, Lost, Deadline, Canceled:
+		return hint
+	}
+	return 0
+}
 
 // classify sorts an error from Key.Eval or Locker.Obtain into a Kind.
 func classify(err error) Kind {

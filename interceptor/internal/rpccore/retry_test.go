@@ -10,7 +10,8 @@ import (
 
 // Every Unavailable and Aborted refusal carries a google.rpc.RetryInfo,
 // whichever kind and guard answer it, with and without a hint of the
-// outcome's own; other codes carry the outcome's hint only.
+// outcome's own (guard.Outcome.Retry decides it); other codes carry the
+// outcome's hint, and DeadlineExceeded and Canceled the default one.
 func TestRetryInfoOnEveryRetryableCode(t *testing.T) {
 	retryable := 0
 	for k := guard.OK; k.String() != "unknown"; k++ {
@@ -31,20 +32,20 @@ func TestRetryInfoOnEveryRetryableCode(t *testing.T) {
 					}
 				}
 				switch {
-				case (c == Unavailable || c == Aborted) && hint == 0:
+				case (c == Unavailable || c == Aborted || c == DeadlineExceeded || c == Canceled) && hint == 0:
 					retryable++
 					if got != time.Second {
 						t.Errorf("%v (idempotency %v): code %d with RetryInfo %v, want 1s", k, idem, c, got)
 					}
 				case hint > 0 && k != guard.BadKey && got != hint: // BadKey never has one
 					t.Errorf("%v (idempotency %v): RetryInfo %v, want the outcome's %v", k, idem, got, hint)
-				case hint == 0 && got != 0:
+				case hint == 0 && got != 0 && c != ResourceExhausted:
 					t.Errorf("%v (idempotency %v): code %d with RetryInfo %v, want none", k, idem, c, got)
 				}
 			}
 		}
 	}
-	if retryable != 8 { // Unavailable, Busy, InFlight, Lost; lock and idempotency
-		t.Fatalf("%d Unavailable/Aborted cases, want 8: the kinds answered with them changed", retryable)
+	if retryable != 12 { // Unavailable, Busy, InFlight, Lost, Deadline, Canceled; lock and idempotency
+		t.Fatalf("%d retryable cases, want 12: the kinds answered with them changed", retryable)
 	}
 }

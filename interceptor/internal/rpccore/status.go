@@ -3,7 +3,6 @@ package rpccore
 import (
 	"errors"
 	"strings"
-	"time"
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
@@ -55,8 +54,8 @@ const (
 //	TagMistake, Internal                              Internal
 //	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
 //	Unavailable                                       Unavailable (+ RetryInfo)
-//	Deadline                                          DeadlineExceeded
-//	Canceled                                          Canceled
+//	Deadline                                          DeadlineExceeded (+ RetryInfo)
+//	Canceled                                          Canceled (+ RetryInfo)
 //	NoScope                                           Unauthenticated
 //	Mismatch, NotStored                               FailedPrecondition
 func CodeOf(k guard.Kind) Code {
@@ -141,26 +140,10 @@ func Refusal(o guard.Outcome) (Code, string, []proto.Message) {
 	default:
 		msg = "lock service error"
 	}
-	if d := RetryDelay(o); d > 0 {
+	if d := o.Retry(); d > 0 {
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 	}
 	return c, msg, details
-}
-
-// retryableDelay is the RetryInfo of an Unavailable or Aborted refusal
-// whose outcome has no retry hint of its own (a lost lock or claim): the
-// guard's hint for Redis being down.
-const retryableDelay = time.Second
-
-// RetryDelay is the google.rpc.RetryInfo delay a refusal of o carries:
-// o's retry hint, or retryableDelay for the codes a client may retry
-// (Unavailable, Aborted) when o has none, so that every Unavailable and
-// Aborted refusal says when to try again. Zero: no RetryInfo.
-func RetryDelay(o guard.Outcome) time.Duration {
-	if c := CodeOf(o.Kind); o.RetryAfter <= 0 && (c == Unavailable || c == Aborted) {
-		return retryableDelay
-	}
-	return o.RetryAfter
 }
 
 // badKey is InvalidArgument naming the placeholder, with a BadRequest

@@ -53,26 +53,10 @@ func Status(k guard.Kind) int {
 	return http.StatusInternalServerError
 }
 
-// unavailableRetry is the Retry-After of a 503 whose outcome has no retry
-// hint of its own (a lost lock or claim, a wait ended by the request's
-// deadline): the guard's hint for Redis being down.
-const unavailableRetry = time.Second
-
-// RetryAfter is the Retry-After an answer to o carries: o's retry hint,
-// or unavailableRetry for an answer of 503 without one, so that every 503
-// tells the client when to try again (RFC 9110 section 10.2.3). Zero: no
-// Retry-After.
-func RetryAfter(o guard.Outcome) time.Duration {
-	if o.RetryAfter <= 0 && Status(o.Kind) == http.StatusServiceUnavailable {
-		return unavailableRetry
-	}
-	return o.RetryAfter
-}
-
-// SetRetryAfter sets Retry-After to RetryAfter(o) in whole seconds,
-// rounded up, when there is one.
+// SetRetryAfter sets Retry-After to o's retry hint (guard.Outcome.Retry)
+// in whole seconds, rounded up, when there is one.
 func SetRetryAfter(h http.Header, o guard.Outcome) {
-	if d := RetryAfter(o); d > 0 {
+	if d := o.Retry(); d > 0 {
 		h.Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
 	}
 }

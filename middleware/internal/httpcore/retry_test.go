@@ -10,7 +10,8 @@ import (
 
 // Every 503 carries Retry-After, whichever kind and guard answer it: the
 // lock's and the idempotency guard's, with and without a hint of the
-// outcome's own. Other statuses carry the outcome's hint only.
+// outcome's own (guard.Outcome.Retry decides it); so do 409 and 429.
+// Other statuses carry the outcome's hint only.
 func TestRetryAfterOnEvery503(t *testing.T) {
 	n503 := 0
 	for k := guard.OK; k.String() != "unknown"; k++ {
@@ -21,10 +22,12 @@ func TestRetryAfterOnEvery503(t *testing.T) {
 				SetRetryAfter(h, o)
 				got := h.Get("Retry-After")
 				switch {
-				case Status(k) == http.StatusServiceUnavailable && hint == 0:
-					n503++
+				case hint == 0 && (Status(k) == http.StatusServiceUnavailable || Status(k) == http.StatusConflict || Status(k) == http.StatusTooManyRequests):
+					if Status(k) == http.StatusServiceUnavailable {
+						n503++
+					}
 					if got != "1" {
-						t.Errorf("%v (idempotency %v): 503 with Retry-After %q, want 1", k, idem, got)
+						t.Errorf("%v (idempotency %v): %d with Retry-After %q, want 1", k, idem, Status(k), got)
 					}
 				case hint > 0 && got != "3":
 					t.Errorf("%v (idempotency %v): Retry-After %q, want the outcome's 3", k, idem, got)
