@@ -3,6 +3,7 @@ package reliability
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -37,7 +38,12 @@ func TestLateGrantConfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute}.env()...)
+	// A 10s call timeout: right after a pause of seconds, the first calls
+	// over the pipelined default connection can take longer than the
+	// child's usual 1s (seen in 3 of 32 runs; 0 of 12 with pooled calls),
+	// a separate open problem noted in docs/locking.md (Pipelining). This
+	// test is about the grant, not that.
+	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute, call: 10 * time.Second}.env()...)
 	eventually(t, 30*time.Second, "the child's waiter queued", func() bool {
 		n, err := srv.Do("ZCARD", lockKeys(key)[1])
 		return err == nil && n.(int64) == 1
@@ -48,7 +54,18 @@ func TestLateGrantConfirmed(t *testing.T) {
 	}
 	time.Sleep(frozen)
 	ch.Cont()
-	ch.Expect("HELD", 30*time.Second)
+	for {
+		line, ok := ch.Next(30 * time.Second)
+		if !ok {
+			t.Fatalf("the child exited before it held the lock; stderr: %s", ch.Stderr())
+		}
+		if strings.HasPrefix(line, "FAILED") {
+			t.Fatalf("the resumed waiter did not get the lock: %s", line)
+		}
+		if strings.HasPrefix(line, "HELD") {
+			break
+		}
+	}
 
 	// Queued behind the resumed holder for longer than the rest of the
 	// window: it must not be handed a lock that is still held.
