@@ -1,22 +1,21 @@
 # locktag — developer entry points. `make test` is the one CI runs.
 GO ?= go
+# Every package of every module in go.work (the library modules, the
+# example app, the test-only modules and the load tool).
+ALL := github.com/locktag/locktag/...
 
-.PHONY: test deps vet fmt bench fuzz
+.PHONY: test deps vet fmt lint footprint unit reliability versions apicheck bench fuzz soak
 
-## test: install what the tests need (redis-server) and run the whole suite with
-## -race: the library module, the fault suite (its own module, so its tooling
-## stays out of the library's go.mod) and the go.work consumer check.
-test: deps
-	$(GO) vet ./...
-	cd internal/reliability && $(GO) vet ./...
-	bash .ci/consumer-check.sh
-	cd bench && $(GO) vet ./...
-	$(GO) test -race -count=1 -timeout 15m ./...
-	cd internal/reliability && $(GO) test -race -count=1 -timeout 15m ./...
+## test: install what the tests need and run the whole suite: vet and gofmt,
+## the footprint check (one fresh consumer per transport), every module's
+## tests with -race, the fault suite, the library on its minimum and on the
+## latest dependency versions and on the next Go release, and the
+## API-compatibility check against the last release.
+test: deps lint footprint unit reliability versions apicheck
 
-## deps: install redis-server and redis-cli (for the Cluster tests), and
-## chromium (for locker/ops's browser test), when missing (Debian/Ubuntu,
-## needs root or sudo).
+## deps: install redis-server and redis-cli (the Cluster tests need the
+## CLI) and chromium (for the ops page's browser test), when missing
+## (Debian/Ubuntu, needs root or sudo).
 deps:
 	@{ command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || { \
 		echo "installing redis-server and redis-tools"; \
@@ -27,17 +26,45 @@ deps:
 		echo "installing chromium"; \
 		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
-			|| echo "chromium could not be installed: locker/ops's browser test will skip and say so"; \
+			|| echo "chromium could not be installed: the ops page's browser test will skip and say so"; \
 	}
 	@redis-server --version && redis-cli --version
 	@chromium --version 2>/dev/null || true
 
-vet:
-	$(GO) vet ./...
-	cd internal/reliability && $(GO) vet ./...
+## lint: go vet over every module, gofmt, and the go.work consumer check.
+lint:
+	$(GO) vet $(ALL)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	bash .ci/consumer-check.sh
+
+vet: lint
 
 fmt:
-	gofmt -l -w .
+	gofmt -l -w $$(git ls-files '*.go')
+
+## footprint: fresh consumers per transport and their module graphs.
+footprint:
+	bash .ci/footprint.sh
+
+## unit: every module's tests with -race, but the fault suite.
+unit:
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list $(ALL) | grep -v /internal/reliability)
+
+## reliability: the fault and abuse suite (its own module).
+reliability:
+	$(GO) test -race -count=1 -timeout 15m github.com/locktag/locktag/internal/reliability/...
+
+## versions: the library modules alone (no go.work) on the minimum versions
+## their go.mod files require, on the latest versions (go get -u in a
+## scratch copy), and on the next Go release.
+versions:
+	bash .ci/versions.sh min
+	bash .ci/versions.sh latest
+	bash .ci/versions.sh go-next
+
+## apicheck: no incompatible API change against the last release.
+apicheck:
+	bash .ci/apicheck.sh
 
 ## bench: the locker benchmarks beside the sleep-retry baseline (see docs/benchmarks.md).
 bench: deps
@@ -51,6 +78,5 @@ fuzz:
 
 ## soak: the fault-injection soak (docs/reliability.md) for SOAK (default 10m).
 SOAK ?= 10m
-.PHONY: soak
 soak: deps
 	cd internal/reliability && $(GO) test -run '^TestSoak$$' -v -timeout 60m . -soak=$(SOAK)

@@ -1,20 +1,14 @@
 #!/usr/bin/env bash
-# A consumer module in a go.work beside this checkout, as a new user would set
-# it up, must build every public package of the library module without
-# replace tricks (issue 14: the fault tooling's old genproto once made
-# interceptor's imports ambiguous). The library module must not require the
-# fault tooling either.
+# A consumer module in a go.work beside this checkout's library modules, as a
+# contributor would set it up, must build every public package of every
+# library module.
 set -euo pipefail
-root="$(cd "$(dirname "$0")/.." && pwd)"
+. "$(dirname "$0")/lib.sh"
 cd "$root"
-if grep -qE 'toxiproxy|zerolog' go.mod; then
-	echo "consumer-check: go.mod requires the fault tooling (toxiproxy/zerolog)" >&2
-	exit 1
-fi
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
 mkdir "$tmp/consumer"
-pkgs=$(go list -f '{{if not (eq .Name "main")}}{{.ImportPath}}{{end}}' ./... | grep -v '/internal/')
+pkgs=$(for m in "${modules[@]}"; do (cd "$m" && GOWORK=off go list -f '{{if not (eq .Name "main")}}{{.ImportPath}}{{end}}' ./...); done | grep -v '/internal/' | grep -v '/internal$' | sort -u)
 {
 	echo "package consumer"
 	echo
@@ -24,7 +18,11 @@ pkgs=$(go list -f '{{if not (eq .Name "main")}}{{.ImportPath}}{{end}}' ./... | g
 } >"$tmp/consumer/consumer.go"
 gover=$(sed -n 's/^go //p' go.mod)
 printf 'module example.com/consumer\n\ngo %s\n' "$gover" >"$tmp/consumer/go.mod"
-printf 'go %s\n\nuse (\n\t./consumer\n\t%s\n)\n' "$gover" "$root" >"$tmp/go.work"
+{
+	printf 'go %s\n\nuse (\n\t./consumer\n' "$gover"
+	for m in "${modules[@]}"; do printf '\t%s\n' "$root/$m"; done
+	printf ')\n'
+} >"$tmp/go.work"
 cd "$tmp/consumer"
 go build ./...
 echo "consumer-check: a go.work consumer builds $(echo "$pkgs" | wc -l) packages"

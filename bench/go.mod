@@ -8,7 +8,6 @@ require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/gomodule/redigo v1.9.3
-	github.com/locktag/locktag v0.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	golang.org/x/sys v0.48.0
 	gonum.org/v1/plot v0.17.0
@@ -26,7 +25,7 @@ require (
 	github.com/bytedance/sonic/loader v0.5.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cloudwego/base64x v0.1.6 // indirect
-	github.com/gabriel-vasile/mimetype v1.4.12 // indirect
+	github.com/gabriel-vasile/mimetype v1.4.13 // indirect
 	github.com/gin-contrib/sse v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -39,6 +38,8 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
+	github.com/locktag/locktag/interceptor/internal/rpccore v0.9.0 // indirect
+	github.com/locktag/locktag/interceptor/locktagv1 v0.9.0 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
@@ -54,13 +55,32 @@ require (
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
-	golang.org/x/arch v0.22.0 // indirect
+	golang.org/x/arch v0.23.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260817212433-ac3dfec99bb1 // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-replace github.com/locktag/locktag => ../
+require (
+	github.com/locktag/locktag v0.9.0
+	github.com/locktag/locktag/example-app v0.9.0
+	github.com/locktag/locktag/interceptor v0.9.0
+	github.com/locktag/locktag/interceptor/connectrpc v0.9.0
+	github.com/locktag/locktag/middleware v0.9.0
+	github.com/locktag/locktag/middleware/stdhttp v0.9.0
+)
+
+replace (
+	github.com/locktag/locktag => ..
+	github.com/locktag/locktag/example-app => ../example-app
+	github.com/locktag/locktag/interceptor => ../interceptor
+	github.com/locktag/locktag/interceptor/connectrpc => ../interceptor/connectrpc
+	github.com/locktag/locktag/interceptor/internal/rpccore => ../interceptor/internal/rpccore
+	github.com/locktag/locktag/interceptor/locktagv1 => ../interceptor/locktagv1
+	github.com/locktag/locktag/locker/goredis => ../locker/goredis
+	github.com/locktag/locktag/middleware => ../middleware
+	github.com/locktag/locktag/middleware/stdhttp => ../middleware/stdhttp
+)

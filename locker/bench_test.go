@@ -17,9 +17,6 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/redigo"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // benchLock is what the benchmarks compare: locktag and the baselines.
@@ -270,36 +267,6 @@ func BenchmarkRedlock(b *testing.B) {
 				if err := le.Release(ctx); err != nil {
 					b.Fatal(err)
 				}
-			}
-		})
-	}
-}
-
-// BenchmarkTelemetry: the same uncontended lock+unlock with the default
-// (no-op) providers and with the OpenTelemetry SDK recording every span and
-// metric, in one run.
-func BenchmarkTelemetry(b *testing.B) {
-	srv := redistest.Start(b)
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
-	for _, tc := range []struct {
-		name string
-		opts []locker.Option
-	}{
-		{"noop", nil},
-		{"sdk", []locker.Option{locker.WithTracerProvider(tp), locker.WithMeterProvider(mp)}},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			lk := newLocker(b, srv, tc.opts...)
-			ctx := context.Background()
-			p := locker.Params{TTL: 10 * time.Second, Name: "bench"}
-			b.ReportAllocs()
-			for b.Loop() {
-				le, err := lk.Obtain(ctx, "t", p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				_ = le.Release(ctx)
 			}
 		})
 	}

@@ -16,7 +16,7 @@ import (
 // had been paused past its lease, and the lease of the holder after it.
 func pausedHolder(lk *locker.Locker, key string) (old, next *locker.Lease, err error) {
 	ctx := context.Background()
-	old, err = lk.Obtain(ctx, key, locker.Params{TTL: 50 * time.Millisecond})
+	old, err = lk.Obtain(ctx, key, locker.Params{TTL: 300 * time.Millisecond})
 	if err != nil {
 		return nil, nil, err
 	}

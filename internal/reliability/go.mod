@@ -6,7 +6,6 @@ require (
 	github.com/Shopify/toxiproxy/v2 v2.5.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/gomodule/redigo v1.9.3
-	github.com/locktag/locktag v0.0.0
 	github.com/prometheus/client_golang v1.24.1
 	github.com/rs/zerolog v1.28.0
 	go.opentelemetry.io/contrib/instrumentation/github.com/gin-gonic/gin/otelgin v0.65.0
@@ -40,6 +39,8 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
+	github.com/locktag/locktag/interceptor/internal/rpccore v0.9.0 // indirect
+	github.com/locktag/locktag/interceptor/locktagv1 v0.9.0 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -58,6 +59,7 @@ require (
 	go.mongodb.org/mongo-driver/v2 v2.5.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/otel v1.47.0 // indirect
+	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0 // indirect
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	golang.org/x/arch v0.23.0 // indirect
@@ -65,8 +67,23 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	gopkg.in/tomb.v1 v1.0.0-20141024135613-dd632973f1e7 // indirect
 )
 
-replace github.com/locktag/locktag => ../..
+require (
+	github.com/locktag/locktag v0.9.0
+	github.com/locktag/locktag/interceptor v0.9.0
+	github.com/locktag/locktag/middleware v0.9.0
+)
+
+replace (
+	github.com/locktag/locktag => ../..
+	github.com/locktag/locktag/interceptor => ../../interceptor
+	github.com/locktag/locktag/interceptor/connectrpc => ../../interceptor/connectrpc
+	github.com/locktag/locktag/interceptor/internal/rpccore => ../../interceptor/internal/rpccore
+	github.com/locktag/locktag/interceptor/locktagv1 => ../../interceptor/locktagv1
+	github.com/locktag/locktag/locker/goredis => ../../locker/goredis
+	github.com/locktag/locktag/middleware => ../../middleware
+	github.com/locktag/locktag/middleware/stdhttp => ../../middleware/stdhttp
+)

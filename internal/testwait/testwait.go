@@ -23,3 +23,16 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 		return zero
 	}
 }
+
+// Until polls cond every few milliseconds until it holds, or fails the test
+// naming what it waited for once Timeout has passed.
+func Until(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition, not synchronising
+	}
+}

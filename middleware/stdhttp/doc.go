@@ -14,7 +14,7 @@
 // It is a sibling of package middleware (Gin) rather than part of it so
 // that net/http services do not build gin. Both are thin layers on
 // package locker/guard and share the same statuses, problem+json bodies,
-// stored-response format and options (middleware/internal/httpcore); a
+// stored-response format and options (internal/httpcore); a
 // response stored by one replays through the other.
 //
 // Sources: {path.X} (r.PathValue, or WithPathValue for chi and gorilla),

@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
-	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 type getter = keyexpr.Getter[*http.Request]

@@ -1,4 +1,4 @@
-package ops_test
+package browser_test
 
 import (
 	"bytes"
@@ -314,7 +314,7 @@ func saveScreenshot(t *testing.T, ctx context.Context) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
-	path := filepath.Join("..", "..", "docs", "img", "ops-page.png")
+	path := filepath.Join("..", "..", "..", "docs", "img", "ops-page.png")
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		t.Fatal(err)
 	}

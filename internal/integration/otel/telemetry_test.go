@@ -1,4 +1,4 @@
-package locker_test
+package otel_test
 
 import (
 	"context"

@@ -18,7 +18,7 @@ import (
 )
 
 // root is the repository's top directory, from this package's.
-const root = "../.."
+const root = "../../.."
 
 var (
 	fence    = regexp.MustCompile("(?s)```.*?```")

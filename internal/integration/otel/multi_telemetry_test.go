@@ -1,4 +1,4 @@
-package locker_test
+package otel_test
 
 import (
 	"context"
@@ -15,7 +15,10 @@ func TestObtainManyTelemetry(t *testing.T) {
 	srv := redistest.Start(t)
 	lk, rec := instrumented(t, srv)
 	ctx := context.Background()
-	le := mustObtainMany(t, lk, ctx, []string{"b", "a", "b"}, locker.Params{Name: "transfer", Template: "acct:{x},acct:{y}"})
+	le, err := lk.ObtainMany(ctx, []string{"b", "a", "b"}, locker.Params{Name: "transfer", Template: "acct:{x},acct:{y}"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	a := rec.span(t, "locktag.obtain")
 	if a[locker.AttrKind].AsString() != "multi" || a[locker.AttrKeys].AsInt64() != 2 || a[locker.AttrOutcome].AsString() != locker.OutcomeAcquired {
 		t.Fatalf("obtain span %v", a)

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Footprint check: one fresh consumer module per transport, outside the tree,
+# as a user would write it (require + replace to this checkout, go mod tidy,
+# no go.work). Each must build, and its module graph (go list -m all) must
+# stay small:
+#   net/http + redigo          <= 15 modules in all
+#   Gin + redigo               <= Gin's own graph + 8
+#   gRPC + redigo              <= gRPC's own graph + 8
+#   connect-go + redigo        <= connect-go's own graph + 8
+# No library module may require test-only tooling.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+export GOWORK=off GOFLAGS=-mod=mod
+
+forbidden='chromedp|miniredis|go.opentelemetry.io/otel/sdk|go.opentelemetry.io/otel/exporters|go-chi/chi|toxiproxy|zerolog|prometheus|gonum'
+fail=0
+for m in "${modules[@]}"; do
+	if grep -E "^\s*($forbidden)" "$root/$m/go.mod" >/dev/null 2>&1 || grep -E "($forbidden)" "$root/$m/go.mod" | grep -v '^module' >/dev/null; then
+		echo "footprint: $m/go.mod requires test-only tooling:" >&2
+		grep -E "($forbidden)" "$root/$m/go.mod" >&2
+		fail=1
+	fi
+done
+
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+
+# version DIR MODULE: the version of MODULE that the library module in DIR requires.
+version() { (cd "$root/$1" && go list -m -f '{{.Version}}' "$2"); }
+
+# consumer NAME IMPORTS...: a consumer module importing IMPORTS; prints its
+# module count.
+consumer() {
+	local name=$1; shift
+	local dir="$tmp/$name"
+	mkdir -p "$dir"
+	{
+		echo "package main"
+		echo
+		echo "import ("
+		for p in "$@"; do echo "	_ \"$p\""; done
+		echo ")"
+		echo
+		echo "func main() {}"
+	} >"$dir/main.go"
+	{
+		printf 'module example.com/%s\n\ngo 1.26.0\n\n' "$name"
+		echo "replace ("
+		for m in "${modules[@]}"; do echo "	$(modpath "$m") => $root/$m"; done
+		echo ")"
+	} >"$dir/go.mod"
+	(cd "$dir" && for p in "$@"; do
+		case $p in
+		github.com/locktag/*) ;;
+		*) go get -d "$p@${pins[$p]:-latest}" >/dev/null 2>&1 || true ;;
+		esac
+	done && go mod tidy >/dev/null && go build ./... && go list -m all | wc -l)
+}
+
+declare -A pins
+pins[github.com/gin-gonic/gin]=$(version middleware github.com/gin-gonic/gin)
+pins[google.golang.org/grpc]=$(version interceptor google.golang.org/grpc)
+pins[connectrpc.com/connect]=$(version interceptor/connectrpc connectrpc.com/connect)
+
+check() { # check NAME GOT LIMIT
+	if [ "$2" -gt "$3" ]; then
+		echo "footprint: $1: $2 modules, limit $3" >&2
+		fail=1
+	else
+		echo "footprint: $1: $2 modules (limit $3)"
+	fi
+}
+
+n=$(consumer nethttp github.com/locktag/locktag/middleware/stdhttp github.com/locktag/locktag/locker/redigo)
+check "net/http consumer" "$n" 15
+if (cd "$tmp/nethttp" && go list -m all) | grep -E "($forbidden|gin-gonic|google.golang.org/grpc|connectrpc|go-redis)"; then
+	echo "footprint: the net/http consumer's graph holds the modules above" >&2
+	fail=1
+fi
+for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware" \
+	"grpc google.golang.org/grpc github.com/locktag/locktag/interceptor" \
+	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc"; do
+	set -- $t
+	base=$(consumer "$1-alone" "$2")
+	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)
+	check "$1 consumer (its own graph: $base)" "$n" $((base + 8))
+done
+exit $fail

@@ -1,0 +1,5 @@
+module github.com/locktag/locktag/interceptor/locktagv1
+
+go 1.26.0
+
+require google.golang.org/protobuf v1.36.12
