@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Tests the library modules alone (GOWORK=off: each module's own go.mod
+# decides every version) at one end of the supported range:
+#   min      the versions the go.mod files require: the oldest we support
+#   latest   every dependency upgraded (go get -u) in a scratch copy
+#   go-next  the next Go release (GO_NEXT, default go1.27.3) as toolchain
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+mode=${1:?usage: versions.sh min|latest|go-next}
+export GOWORK=off
+src=$root
+case $mode in
+min) ;;
+latest)
+	src=$(mktemp -d)
+	trap 'rm -rf "$src"' EXIT
+	(cd "$root" && git ls-files -z | tar --null -cf - -T -) | tar -xf - -C "$src"
+	for m in "${modules[@]}"; do
+		(cd "$src/$m" && GOFLAGS=-mod=mod go get -u ./... >/dev/null 2>&1 && GOFLAGS=-mod=mod go mod tidy >/dev/null)
+	done
+	echo "versions latest: upgraded to"
+	(cd "$src" && for m in "${modules[@]}"; do (cd "$m" && go list -m all); done | grep -v locktag | sort -u | grep -E 'gin-gonic/gin |google.golang.org/grpc |connectrpc.com/connect |go-redis/v9 |gomodule/redigo |go.opentelemetry.io/otel |google.golang.org/protobuf ' | sed 's/^/  /')
+	;;
+go-next)
+	export GOTOOLCHAIN=${GO_NEXT:-go1.27.3}
+	;;
+*)
+	echo "versions.sh: unknown mode $mode" >&2
+	exit 2
+	;;
+esac
+echo "versions $mode: $(cd "$src" && go version)"
+for m in "${modules[@]}"; do
+	echo "versions $mode: $m"
+	(cd "$src/$m" && go vet ./... && go test -count=1 -timeout 10m ./...)
+done
