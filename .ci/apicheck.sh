@@ -24,8 +24,16 @@ for m in "${modules[@]}"; do
 		echo "apicheck: $path is new since the release"
 		continue
 	fi
-	(cd "$tmp/base/$m" && "$tmp/bin/apidiff" -m -w "$tmp/api" "$path" 2>&1 | grep -v "^Ignoring internal package" >&2 || true)
-	out=$(cd "$root/$m" && "$tmp/bin/apidiff" -m -incompatible "$tmp/api" "$path" 2> >(grep -v "^Ignoring internal package" >&2))
+	if ! (cd "$tmp/base/$m" && "$tmp/bin/apidiff" -m -w "$tmp/api" "$path" 2>"$tmp/err"); then
+		grep -v '^Ignoring internal package' "$tmp/err" >&2
+		fail=1
+		continue
+	fi
+	if ! out=$(cd "$root/$m" && "$tmp/bin/apidiff" -m -incompatible "$tmp/api" "$path" 2>"$tmp/err"); then
+		grep -v '^Ignoring internal package' "$tmp/err" >&2
+		fail=1
+		continue
+	fi
 	if [ -n "$out" ]; then
 		echo "apicheck: $path: incompatible with the release ($base):" >&2
 		echo "$out" >&2
