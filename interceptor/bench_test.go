@@ -4,7 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/locker"
 	"google.golang.org/grpc"
 )
@@ -27,7 +28,7 @@ func BenchmarkUnary(b *testing.B) {
 	}
 	for _, c := range cases {
 		b.Run(c.name, func(b *testing.B) {
-			var client testpb.InventoryClient
+			var client testpbgrpc.InventoryClient
 			if c.plain {
 				client = startServer(b, &inventory{})
 			} else {

@@ -15,7 +15,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/locktag/locktag/interceptor"
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/internal/conformance"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -29,7 +30,7 @@ import (
 type grpcDriver struct{}
 
 type confServer struct {
-	testpb.UnimplementedInventoryServer
+	testpbgrpc.UnimplementedInventoryServer
 	h conformance.Handler
 }
 
@@ -56,7 +57,7 @@ func (grpcDriver) serve(t testing.TB, guard grpc.UnaryServerInterceptor, h confo
 		t.Fatal(err)
 	}
 	s := grpc.NewServer(grpc.ChainUnaryInterceptor(recoverUnary, guard))
-	testpb.RegisterInventoryServer(s, confServer{h: h})
+	testpbgrpc.RegisterInventoryServer(s, confServer{h: h})
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	cc, err := grpc.NewClient(lis.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
@@ -64,7 +65,7 @@ func (grpcDriver) serve(t testing.TB, guard grpc.UnaryServerInterceptor, h confo
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cc.Close() })
-	client := testpb.NewInventoryClient(cc)
+	client := testpbgrpc.NewInventoryClient(cc)
 	return func(ctx context.Context, r conformance.Request) conformance.Result {
 		if r.IdemKey != "" {
 			ctx = metadata.AppendToOutgoingContext(ctx, interceptor.IdempotencyKeyMetadata, r.IdemKey, "x-scope", r.Scope)
@@ -91,7 +92,7 @@ func (grpcDriver) serve(t testing.TB, guard grpc.UnaryServerInterceptor, h confo
 }
 
 func (d grpcDriver) Lock(t testing.TB, lk *locker.Locker, tag string, h conformance.Handler) conformance.Client {
-	ic, err := interceptor.New(lk, interceptor.Rules{testpb.Inventory_Reserve_FullMethodName: fmt.Sprintf(tag, "{req.sku}")})
+	ic, err := interceptor.New(lk, interceptor.Rules{testpbgrpc.Inventory_Reserve_FullMethodName: fmt.Sprintf(tag, "{req.sku}")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func (d grpcDriver) Lock(t testing.TB, lk *locker.Locker, tag string, h conforma
 }
 
 func (d grpcDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.Handler) conformance.Client {
-	ig, err := interceptor.NewIdempotency(lk, []string{testpb.Inventory_Reserve_FullMethodName}, guard.WithScope(func(ctx context.Context) (string, error) {
+	ig, err := interceptor.NewIdempotency(lk, []string{testpbgrpc.Inventory_Reserve_FullMethodName}, guard.WithScope(func(ctx context.Context) (string, error) {
 		if v := metadata.ValueFromIncomingContext(ctx, "x-scope"); len(v) > 0 {
 			return v[0], nil
 		}

@@ -10,7 +10,8 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/interceptor"
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -37,7 +38,7 @@ func examplePool() *redis.Pool { return exampleRedis.NewPool() }
 // inventory answers Reserve and Restock with the fencing token of the lock
 // its handler runs under.
 type inventory struct {
-	testpb.UnimplementedInventoryServer
+	testpbgrpc.UnimplementedInventoryServer
 }
 
 func (inventory) Reserve(ctx context.Context, req *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
@@ -48,7 +49,7 @@ func (inventory) Reserve(ctx context.Context, req *testpb.ReserveRequest) (*test
 }
 
 // dial serves srv on an in-memory listener and returns a client.
-func dial(srv *grpc.Server) (testpb.InventoryClient, func()) {
+func dial(srv *grpc.Server) (testpbgrpc.InventoryClient, func()) {
 	lis := bufconn.Listen(1 << 20)
 	go func() { _ = srv.Serve(lis) }()
 	conn, err := grpc.NewClient("passthrough:///inventory",
@@ -57,7 +58,7 @@ func dial(srv *grpc.Server) (testpb.InventoryClient, func()) {
 	if err != nil {
 		log.Fatal(err)
 	}
-	return testpb.NewInventoryClient(conn), func() { conn.Close(); srv.Stop() }
+	return testpbgrpc.NewInventoryClient(conn), func() { conn.Close(); srv.Stop() }
 }
 
 func ExampleNew() {
@@ -77,7 +78,7 @@ func ExampleNew() {
 		grpc.ChainUnaryInterceptor(ic.Unary()),
 		grpc.ChainStreamInterceptor(ic.Stream()),
 	)
-	testpb.RegisterInventoryServer(srv, inventory{})
+	testpbgrpc.RegisterInventoryServer(srv, inventory{})
 	client, stop := dial(srv)
 	defer stop()
 	ctx := context.Background()
@@ -149,7 +150,7 @@ func ExampleContextSource() {
 		return h(ctx, req)
 	}
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(auth, lock, printKey))
-	testpb.RegisterInventoryServer(srv, inventory{})
+	testpbgrpc.RegisterInventoryServer(srv, inventory{})
 	client, stop := dial(srv)
 	defer stop()
 
@@ -176,7 +177,7 @@ func ExampleWithErrorHandler() {
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptor.UnaryServerInterceptor(lk,
 		interceptor.Rules{"/locktag.test.v1.Inventory/Reserve": `key:"sku:{req.sku}" name:"reserve"`},
 		interceptor.WithErrorHandler(h))))
-	testpb.RegisterInventoryServer(srv, inventory{})
+	testpbgrpc.RegisterInventoryServer(srv, inventory{})
 	client, stop := dial(srv)
 	defer stop()
 

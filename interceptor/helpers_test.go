@@ -10,7 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
@@ -26,16 +27,16 @@ import (
 )
 
 const (
-	methodReserve = testpb.Inventory_Reserve_FullMethodName
-	methodRestock = testpb.Inventory_Restock_FullMethodName
-	methodWatch   = testpb.Inventory_Watch_FullMethodName
+	methodReserve = testpbgrpc.Inventory_Reserve_FullMethodName
+	methodRestock = testpbgrpc.Inventory_Restock_FullMethodName
+	methodWatch   = testpbgrpc.Inventory_Watch_FullMethodName
 )
 
 // inventory is the test service; nil hooks answer with the lease's token.
 type inventory struct {
-	testpb.UnimplementedInventoryServer
+	testpbgrpc.UnimplementedInventoryServer
 	reserve func(ctx context.Context, req *testpb.ReserveRequest) (*testpb.ReserveResponse, error)
-	watch   func(stream testpb.Inventory_WatchServer) error
+	watch   func(stream testpbgrpc.Inventory_WatchServer) error
 	calls   atomic.Int64
 }
 
@@ -58,7 +59,7 @@ func (s *inventory) Restock(ctx context.Context, req *testpb.ReserveRequest) (*t
 	return s.Reserve(ctx, req)
 }
 
-func (s *inventory) Watch(stream testpb.Inventory_WatchServer) error {
+func (s *inventory) Watch(stream testpbgrpc.Inventory_WatchServer) error {
 	s.calls.Add(1)
 	if s.watch != nil {
 		return s.watch(stream)
@@ -94,7 +95,7 @@ func newEnv(t testing.TB, opts ...locker.Option) *env {
 
 // serve starts a gRPC server over bufconn with the interceptor built from
 // rules and opts in front of impl, and returns a client.
-func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...guard.Option) testpb.InventoryClient {
+func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...guard.Option) testpbgrpc.InventoryClient {
 	t.Helper()
 	ic, err := New(e.lk, rules, opts...)
 	if err != nil {
@@ -103,11 +104,11 @@ func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...guard.Op
 	return startServer(t, impl, grpc.ChainUnaryInterceptor(ic.Unary()), grpc.ChainStreamInterceptor(ic.Stream()))
 }
 
-func startServer(t testing.TB, impl testpb.InventoryServer, opts ...grpc.ServerOption) testpb.InventoryClient {
+func startServer(t testing.TB, impl testpbgrpc.InventoryServer, opts ...grpc.ServerOption) testpbgrpc.InventoryClient {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer(opts...)
-	testpb.RegisterInventoryServer(s, impl)
+	testpbgrpc.RegisterInventoryServer(s, impl)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
@@ -117,7 +118,7 @@ func startServer(t testing.TB, impl testpb.InventoryServer, opts ...grpc.ServerO
 		t.Fatalf("grpc.NewClient: %v", err)
 	}
 	t.Cleanup(func() { _ = conn.Close() })
-	return testpb.NewInventoryClient(conn)
+	return testpbgrpc.NewInventoryClient(conn)
 }
 
 // hold takes the lock named name directly, as another process would.

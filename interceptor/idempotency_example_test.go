@@ -6,7 +6,8 @@ import (
 	"log"
 
 	"github.com/locktag/locktag/interceptor"
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/redigo"
@@ -16,7 +17,7 @@ import (
 
 // charges counts Reserve executions and answers with the count.
 type charges struct {
-	testpb.UnimplementedInventoryServer
+	testpbgrpc.UnimplementedInventoryServer
 	n int64
 }
 
@@ -42,14 +43,14 @@ func ExampleNewIdempotency() {
 		return "", nil
 	}
 	idem, err := interceptor.NewIdempotency(lk,
-		[]string{testpb.Inventory_Reserve_FullMethodName},
+		[]string{testpbgrpc.Inventory_Reserve_FullMethodName},
 		guard.WithScope(account))
 	if err != nil {
 		log.Fatal(err)
 	}
 	// The guard goes before any lock interceptor.
 	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(idem.Unary()))
-	testpb.RegisterInventoryServer(srv, &charges{})
+	testpbgrpc.RegisterInventoryServer(srv, &charges{})
 	client, stop := dial(srv)
 	defer stop()
 

@@ -11,7 +11,8 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/internal/flaky"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
@@ -47,7 +48,7 @@ func recoverPanics(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc
 
 // idemServe serves impl behind a panic recovery, the guard on Reserve built
 // with lk and opts, and the interceptors in after; it returns a client.
-func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...guard.Option) testpb.InventoryClient {
+func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...guard.Option) testpbgrpc.InventoryClient {
 	t.Helper()
 	g, err := NewIdempotency(lk, []string{methodReserve}, append([]guard.Option{userScope}, opts...)...)
 	if err != nil {
@@ -74,7 +75,7 @@ func (r callResult) replayed() bool {
 	return len(r.header.Get(ReplayedMetadata)) == 1 && len(r.trailer.Get(ReplayedMetadata)) == 1
 }
 
-func reserve(t testing.TB, c testpb.InventoryClient, key, user string, req *testpb.ReserveRequest) callResult {
+func reserve(t testing.TB, c testpbgrpc.InventoryClient, key, user string, req *testpb.ReserveRequest) callResult {
 	kv := []string{"x-user", user}
 	if key != "" {
 		kv = append(kv, IdempotencyKeyMetadata, key)
@@ -394,7 +395,7 @@ func TestIdempotencyUnaryExactlyOnce(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			var executions atomic.Int64
-			clients := make([]testpb.InventoryClient, procs)
+			clients := make([]testpbgrpc.InventoryClient, procs)
 			for i := range clients {
 				impl := &inventory{}
 				impl.reserve = func(context.Context, *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/interceptor/locktagv1"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
@@ -22,7 +23,7 @@ import (
 func TestProtoOptionRules(t *testing.T) {
 	e := newEnv(t)
 	ctx := testCtx(t)
-	restock := func(client testpb.InventoryClient, sku, itemSku string) (int64, error) {
+	restock := func(client testpbgrpc.InventoryClient, sku, itemSku string) (int64, error) {
 		resp, err := client.Restock(ctx, &testpb.ReserveRequest{Sku: sku, Item: &testpb.Item{Sku: itemSku}})
 		return resp.GetToken(), err
 	}
@@ -157,7 +158,7 @@ func TestDynamicMessage(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument)
 
 	// A copy of the generated file's descriptors.
-	copyFD, err := protodesc.NewFile(protodesc.ToFileDescriptorProto(testpb.File_interceptor_internal_testpb_test_proto), protoregistry.GlobalFiles)
+	copyFD, err := protodesc.NewFile(protodesc.ToFileDescriptorProto(testpb.File_interceptor_internal_rpccore_testpb_test_proto), protoregistry.GlobalFiles)
 	if err != nil {
 		t.Fatal(err)
 	}

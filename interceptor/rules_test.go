@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gomodule/redigo/redis"
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"

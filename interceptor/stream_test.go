@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/locktag/locktag/interceptor/internal/testpb"
+	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/internal/testpbgrpc"
 	"github.com/locktag/locktag/locker"
 	"google.golang.org/grpc/codes"
 )
@@ -17,7 +18,7 @@ func TestStreamHoldsLock(t *testing.T) {
 	client := e.serve(t, impl, Rules{methodWatch: `key:"watch:{md.X-User}:{method}" wait:"0s"`})
 	ctx := metadataCtx(testCtx(t), "x-user", "ann")
 
-	open := func() (testpb.Inventory_WatchClient, int64, error) {
+	open := func() (testpbgrpc.Inventory_WatchClient, int64, error) {
 		s, err := client.Watch(ctx)
 		if err != nil {
 			return nil, 0, err
@@ -67,7 +68,7 @@ func TestStreamHoldsLock(t *testing.T) {
 
 func TestStreamLockLost(t *testing.T) {
 	e := newEnv(t)
-	impl := &inventory{watch: func(s testpb.Inventory_WatchServer) error {
+	impl := &inventory{watch: func(s testpbgrpc.Inventory_WatchServer) error {
 		<-s.Context().Done()
 		if !errors.Is(context.Cause(s.Context()), locker.ErrLockLost) {
 			return fmt.Errorf("cause %v", context.Cause(s.Context()))

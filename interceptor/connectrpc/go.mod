@@ -5,7 +5,6 @@ go 1.26.0
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/locktag/locktag v0.9.0
-	github.com/locktag/locktag/interceptor v0.9.0
 	github.com/locktag/locktag/interceptor/internal/rpccore v0.9.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c
 	google.golang.org/protobuf v1.36.12
@@ -22,15 +21,10 @@ require (
 	go.opentelemetry.io/otel/log v1.47.0 // indirect
 	go.opentelemetry.io/otel/metric v1.47.0 // indirect
 	go.opentelemetry.io/otel/trace v1.47.0 // indirect
-	golang.org/x/net v0.60.0 // indirect
-	golang.org/x/sys v0.48.0 // indirect
-	golang.org/x/text v0.42.0 // indirect
-	google.golang.org/grpc v1.85.0 // indirect
 )
 
 replace (
 	github.com/locktag/locktag => ../..
-	github.com/locktag/locktag/interceptor => ..
 	github.com/locktag/locktag/interceptor/internal/rpccore => ../internal/rpccore
 	github.com/locktag/locktag/interceptor/locktagv1 => ../locktagv1
 )
