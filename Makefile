@@ -14,9 +14,16 @@ ALL := github.com/locktag/locktag/...
 test: deps lint footprint unit reliability versions apicheck
 
 ## deps: install redis-server and redis-cli (the Cluster tests need the
-## CLI) and chromium (for the ops page's browser test), when missing
-## (Debian/Ubuntu, needs root or sudo).
+## CLI), chromium (for the ops page's browser test) and protoc (for the
+## documented code generation test), when missing (Debian/Ubuntu, needs
+## root or sudo).
 deps:
+	@command -v protoc >/dev/null 2>&1 || { \
+		echo "installing protobuf-compiler"; \
+		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq protobuf-compiler >/dev/null \
+			|| echo "protoc could not be installed: the code generation test will skip and say so"; \
+	}
 	@{ command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || { \
 		echo "installing redis-server and redis-tools"; \
 		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
