@@ -23,3 +23,17 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 		return zero
 	}
 }
+
+// Eventually polls cond until it holds, or fails the test naming what it
+// waited for after Timeout. The poll interval is not synchronisation: cond
+// reads the state it waits for.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(Timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
