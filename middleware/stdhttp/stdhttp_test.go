@@ -112,7 +112,8 @@ func TestBodyCap(t *testing.T) {
 	}
 }
 
-// TestChi: chi's URL parameters through WithPathValue.
+// TestChi: chi's URL parameters through WithPathValue; Check reads chi's
+// patterns.
 func TestChi(t *testing.T) {
 	lk := newLocker(t)
 	r := chi.NewRouter()
@@ -124,8 +125,13 @@ func TestChi(t *testing.T) {
 	if w := send(r, "POST", "/orders/9/pay", ""); w.Code != 200 || seen != "order:9" {
 		t.Fatalf("%d %q %q", w.Code, w.Body, seen)
 	}
-	if err := lock.Check("POST /anything"); err != nil {
+	// WithPathValue changes how values are read, not the pattern syntax:
+	// Check still reads chi's {id} patterns.
+	if err := lock.Check("POST /orders/{id}/pay"); err != nil {
 		t.Fatalf("Check with a custom path getter: %v", err)
+	}
+	if err := lock.Check("POST /anything"); !errors.Is(err, stdhttp.ErrBadRule) {
+		t.Fatalf("Check with a custom path getter, a pattern without {id}: %v", err)
 	}
 }
 

@@ -1,0 +1,97 @@
+package stdhttp_test
+
+import (
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/locktag/locktag/internal/logtest"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/redigo"
+	"github.com/locktag/locktag/middleware/stdhttp"
+)
+
+// TestUnavailableLoggedOnce: the first 503 of a Redis outage writes one
+// log record naming the route; a second 503 in the same outage writes
+// none. net/http has no error channel, so without it the outage would be
+// silent in the service's log.
+func TestUnavailableLoggedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithCallTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	logger, rec := logtest.New()
+	mux := http.NewServeMux()
+	pay := stdhttp.MustLock(lk, `key:"order:{path.id}"`, guard.WithLogger(logger))
+	if err := pay.Handle(mux, "POST /orders/{id}/pay", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "paid")
+	})); err != nil {
+		t.Fatal(err)
+	}
+	if w := send(mux, "POST", "/orders/1/pay", ""); w.Code != http.StatusOK || len(rec.Records()) != 0 {
+		t.Fatalf("healthy: %d, records:\n%s", w.Code, rec)
+	}
+	srv.Stop()
+	if w := send(mux, "POST", "/orders/1/pay", ""); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("first refusal: %d %q", w.Code, w.Body)
+	}
+	recs := rec.Records()
+	if len(recs) != 1 || recs[0].Level.String() != "ERROR" || recs[0].Attrs["name"] != "POST /orders/{id}/pay" || recs[0].Attrs["outcome"] != "unavailable" {
+		t.Fatalf("want one record naming the route after the first 503, got:\n%s", rec)
+	}
+	if w := send(mux, "POST", "/orders/2/pay", ""); w.Code != http.StatusServiceUnavailable {
+		t.Fatalf("second refusal: %d %q", w.Code, w.Body)
+	}
+	if n := len(rec.Records()); n != 1 {
+		t.Fatalf("the second 503 of the outage logged again (%d records):\n%s", n, rec)
+	}
+}
+
+// TestFailOpenLoggedOnce: a fail-open route runs its handler without the
+// lock while Redis is down and says so once per outage, not per request.
+func TestFailOpenLoggedOnce(t *testing.T) {
+	srv := redistest.Start(t)
+	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithCallTimeout(300*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	srv.Stop()
+	logger, rec := logtest.New()
+	h := stdhttp.MustLock(lk, `key:"f:{query.id}"`, guard.WithLogger(logger), guard.WithFailOpen()).
+		WrapFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ran") })
+	for i := range 2 {
+		if w := send(h, "GET", "/?id=1", ""); w.Code != http.StatusOK {
+			t.Fatalf("request %d: %d", i, w.Code)
+		}
+	}
+	if recs := rec.Records(); len(recs) != 1 || recs[0].Attrs["outcome"] != "failed open" {
+		t.Fatalf("want one record for two fail-open requests, got:\n%s", rec)
+	}
+}
+
+// TestTagMistakeLoggedOncePerRoute: a lock wrapped onto a ServeMux route
+// whose pattern lacks the tag's {path.X} answers 500 (never 400) to every
+// request, and logs it once per route.
+func TestTagMistakeLoggedOncePerRoute(t *testing.T) {
+	lk := newLocker(t)
+	logger, rec := logtest.New()
+	lock := stdhttp.MustLock(lk, `key:"order:{path.orderId}"`, guard.WithLogger(logger))
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders/{id}/pay", lock.WrapFunc(func(http.ResponseWriter, *http.Request) { t.Error("handler ran") }))
+	mux.Handle("POST /orders/{id}/ship", lock.WrapFunc(func(http.ResponseWriter, *http.Request) { t.Error("handler ran") }))
+	for _, target := range []string{"/orders/1/pay", "/orders/2/pay", "/orders/1/ship", "/orders/3/pay"} {
+		if w := send(mux, "POST", target, ""); w.Code != http.StatusInternalServerError {
+			t.Fatalf("%s: %d %q", target, w.Code, w.Body)
+		}
+	}
+	recs := rec.Records()
+	if len(recs) != 2 || recs[0].Attrs["route"] != "POST /orders/{id}/pay" || recs[1].Attrs["route"] != "POST /orders/{id}/ship" {
+		t.Fatalf("want one record per route, got:\n%s", rec)
+	}
+}
