@@ -2,12 +2,14 @@ package stdhttp_test
 
 import (
 	"io"
+	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
 	"github.com/locktag/locktag/internal/logtest"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/redigo"
@@ -94,4 +96,62 @@ func TestTagMistakeLoggedOncePerRoute(t *testing.T) {
 	if len(recs) != 2 || recs[0].Attrs["route"] != "POST /orders/{id}/pay" || recs[1].Attrs["route"] != "POST /orders/{id}/ship" {
 		t.Fatalf("want one record per route, got:\n%s", rec)
 	}
+}
+
+// TestHungRedisRefusedAfterOneCallTimeout: with a Redis that accepts
+// connections but answers nothing (frozen with SIGSTOP), a locked or
+// idempotent request answers 503 after one call timeout (the default 2s),
+// whatever the tag's wait. Before, the clean-up of the unanswered acquire
+// ran on the request's path with a call timeout of its own, so every such
+// refusal took two (4s). The bound is generous: 3.5s against a floor of
+// 4s for the old behaviour.
+func TestHungRedisRefusedAfterOneCallTimeout(t *testing.T) {
+	srv := redistest.Start(t)
+	// One Locker per handler, so that the three refusals run at once
+	// without sharing a connection; the default call timeout, 2s.
+	lk := func() *locker.Locker {
+		lk, err := locker.New(redigo.New(srv.Pool(t)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = lk.Close() })
+		return lk
+	}
+	quiet := guard.WithLogger(slog.New(slog.DiscardHandler))
+	ok := func(w http.ResponseWriter, r *http.Request) { _, _ = io.WriteString(w, "ok") }
+	handlers := map[string]http.Handler{
+		`wait:"0"`:    stdhttp.MustLock(lk(), `key:"h:{query.id}" wait:"0"`, quiet).WrapFunc(ok),
+		`wait:"5s"`:   stdhttp.MustLock(lk(), `key:"h5:{query.id}" wait:"5s"`, quiet).WrapFunc(ok),
+		"idempotency": stdhttp.MustIdempotency(lk(), guard.WithPublicScope(), quiet).Wrap(http.HandlerFunc(ok)),
+	}
+	for name, h := range handlers { // healthy: scripts loaded, connections up
+		if w := send(h, "POST", "/?id=warm-"+name, "", "Idempotency-Key", `"warm"`); w.Code != http.StatusOK {
+			t.Fatalf("%s before the freeze: %d %q", name, w.Code, w.Body)
+		}
+	}
+	srv.Freeze()
+	t.Cleanup(srv.Thaw) // before Close's SIGKILL either way; a frozen server still dies
+	type result struct {
+		name    string
+		code    int
+		elapsed time.Duration
+	}
+	results := make(chan result, len(handlers))
+	for name, h := range handlers {
+		go func() {
+			start := time.Now()
+			w := send(h, "POST", "/?id=1", "", "Idempotency-Key", `"k1"`)
+			results <- result{name, w.Code, time.Since(start)}
+		}()
+	}
+	for range handlers {
+		r := testwait.Recv(t, results, "a refusal")
+		if r.code != http.StatusServiceUnavailable || r.elapsed >= 3500*time.Millisecond {
+			t.Errorf("%s: %d after %v, want 503 after one call timeout (2s), well before two (4s)", r.name, r.code, r.elapsed.Round(time.Millisecond))
+		}
+	}
+	srv.Thaw()
+	testwait.Eventually(t, "a request to get a lock once Redis answers again", func() bool {
+		return send(handlers[`wait:"0"`], "POST", "/?id=after", "").Code == http.StatusOK
+	})
 }
