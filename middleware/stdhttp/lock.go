@@ -107,9 +107,8 @@ func (h *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // logAfter logs an error the client cannot be told of: the handler ran
-// and answered, and then the release failed, or the lock was lost (or, for
-// guard.WithFailOpen, the handler ran without it). The Gin adapter puts
-// the same errors in c.Errors.
+// and answered, and then the release failed, or the lock was lost. The
+// Gin adapter puts the same errors in c.Errors.
 func logAfter(r *http.Request, l *slog.Logger, o guard.Outcome) {
 	l.WarnContext(r.Context(), "locktag: error after the handler answered", "name", o.Name, "outcome", o.Kind.String(), "error", o.Err)
 }
