@@ -109,16 +109,26 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("browser: %s: %v", what, err)
 		}
 	}
-	text := func(sel string) string {
+	// read evaluates expr on the first element matching sel (e), in one
+	// step, waiting for the element: the page swaps its rows on every
+	// refresh, so a node found by one call may be gone by the next.
+	read := func(sel, expr string) string {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
-		defer cancel()
-		s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("browser: text of %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
+		js := fmt.Sprintf(`(function () { var e = document.querySelector(%q); return e ? String(%s) : null; })()`, sel, expr)
+		var got *string
+		testwait.Eventually(t, "an element "+sel, func() bool {
+			sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
+			defer cancel()
+			v, err := chromedp.Run(sctx, chromedp.Evaluate[*string](js))
+			if err != nil {
+				t.Fatalf("browser: %s of %s: %v", expr, sel, err)
+			}
+			got = v
+			return got != nil
+		})
+		return strings.TrimSpace(*got)
 	}
+	text := func(sel string) string { t.Helper(); return read(sel, "e.innerText") }
 	row := `tr.lock[data-name="job:7"]`
 	run("open the page",
 		chromedp.EmulateViewport(1280, 900),
@@ -129,11 +139,8 @@ func TestBrowser(t *testing.T) {
 	if got, want := text(row+" .fence"), fmt.Sprintf("fence %d", holder.Fence); got != want {
 		t.Fatalf("fence shown %q, want %q", got, want)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
-	owner, err := chromedp.Run(sctx, chromedp.AttributeValue(chromedp.CSS(row+" .holder .owner"), "title"))
-	cancel()
-	if err != nil || !strings.Contains(owner.Value, holder.Owner) {
-		t.Fatalf("owner token shown %q (%v), want %q", owner.Value, err, holder.Owner)
+	if owner := read(row+" .holder .owner", "e.title"); !strings.Contains(owner, holder.Owner) {
+		t.Fatalf("owner token shown %q, want %q", owner, holder.Owner)
 	}
 	if got := text(row + " .label"); got != holder.Label || !strings.Contains(got, "GET /jobs/{id}") {
 		t.Fatalf("label shown %q, want %q (the guard's: the route)", got, holder.Label)
@@ -151,16 +158,14 @@ func TestBrowser(t *testing.T) {
 		!strings.Contains(got, "waited") || !strings.Contains(got, "gives up in") {
 		t.Fatalf("report:daily waiter shown %q", got)
 	}
-	sctx, cancel = context.WithTimeout(ctx, 2*testwait.Timeout)
-	waiterOwner, err := chromedp.Run(sctx, chromedp.AttributeValue(chromedp.CSS(sem+" li.waiter .owner"), "title"))
-	cancel()
-	if st, _ := lk.Inspect(t.Context(), "report:daily"); err != nil || len(st.Waiters) != 1 || waiterOwner.Value != "owner token "+st.Waiters[0].Owner {
-		t.Fatalf("waiter's owner token shown %q (%v), want %+v", waiterOwner.Value, err, st.Waiters)
+	waiterOwner := read(sem+" li.waiter .owner", "e.title")
+	if st, err := lk.Inspect(t.Context(), "report:daily"); err != nil || len(st.Waiters) != 1 || waiterOwner != "owner token "+st.Waiters[0].Owner {
+		t.Fatalf("waiter's owner token shown %q, want %+v (%v)", waiterOwner, st, err)
 	}
 
 	// It fits 1280 px: nothing wider than the window, and every release
 	// button wholly inside the viewport, without scrolling sideways.
-	sctx, cancel = context.WithTimeout(ctx, 2*testwait.Timeout)
+	sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
 	fit, err := chromedp.Run(sctx, chromedp.Evaluate[string](`(function () {
 		var d = document.documentElement, out = [];
 		if (d.scrollWidth > d.clientWidth) { out.push("page " + d.scrollWidth + "px wide in " + d.clientWidth); }
