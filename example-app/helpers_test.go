@@ -21,6 +21,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		main() // the app itself, as a child process of a test (startApp)
+		return
+	}
 	gin.SetMode(gin.ReleaseMode)
 	os.Exit(m.Run())
 }

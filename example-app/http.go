@@ -170,6 +170,8 @@ func errorStatus(err error) (int, string) {
 		return http.StatusConflict, "item busy, retry"
 	case errors.Is(err, locker.ErrUnavailable):
 		return http.StatusServiceUnavailable, "lock service unavailable"
+	case errors.Is(err, errShuttingDown):
+		return http.StatusServiceUnavailable, "server shutting down, retry"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return http.StatusServiceUnavailable, "request ended"
 	}

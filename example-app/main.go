@@ -5,6 +5,10 @@
 //	go run ./example-app -demo    # oversold with and without the lock tag
 //	go run ./example-app -otel    # also print locktag's spans and metrics
 //
+// Ctrl-C (or SIGTERM) stops it gracefully: requests in flight finish and
+// release their locks (after -grace, 10s, they are cancelled: they answer
+// 503 and unlock), and it exits 0. A second Ctrl-C quits at once.
+//
 // It uses every part of locktag a service reaches for: a lock tag on a Gin
 // route (POST /items/:id/buy, key item:{path.id}), a lock declared as a proto
 // option on a gRPC method (shop.v1.Shop/Buy, key item:{req.sku}), an
@@ -44,6 +48,7 @@ type config struct {
 	Stock    int           // -demo: units in stock
 	Latency  time.Duration // the store's write latency, the window of the race
 	Quiet    bool          // no access log
+	Grace    time.Duration // how long a shutdown waits for requests in flight; 0: defaultGrace
 	Getenv   func(string) string
 	// Ready, if set, is called once both servers listen (tests use it).
 	Ready func(httpAddr, grpcAddr string)
@@ -59,16 +64,31 @@ func main() {
 	flag.IntVar(&cfg.Stock, "stock", 100, "-demo: units in stock")
 	flag.DurationVar(&cfg.Latency, "latency", 5*time.Millisecond, "store write latency (the window in which unlocked purchases race)")
 	flag.BoolVar(&cfg.Quiet, "quiet", false, "no access log")
+	flag.DurationVar(&cfg.Grace, "grace", defaultGrace, "on Ctrl-C or SIGTERM, how long requests in flight may run on before they are cancelled")
 	flag.Parse()
 
 	gin.SetMode(gin.ReleaseMode)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// The first signal starts a graceful stop (serve); a second one
+	// ends the process at once, as without the handler.
+	go func() { <-ctx.Done(); stop() }()
 	if err := run(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "example-app:", err)
 		stop()
 		os.Exit(1)
 	}
+}
+
+// defaultGrace is how long a shutdown lets requests in flight finish.
+const defaultGrace = 10 * time.Second
+
+// grace is cfg.Grace, or defaultGrace when unset.
+func (cfg config) grace() time.Duration {
+	if cfg.Grace > 0 {
+		return cfg.Grace
+	}
+	return defaultGrace
 }
 
 // run opens the backend and serves until ctx ends, or runs the demo.

@@ -286,14 +286,16 @@ func idemFailed(ctx context.Context, err error) error {
 }
 
 // idemCleanup abandons a claim that a failed call may have made, now and
-// once more a call timeout later (the lost call may still be on its way).
+// once more a call timeout later (the lost call may still be on its way);
+// off the caller's path, as single.abandon does, so that a Redis that does
+// not answer refuses the request after one call timeout, not two.
 func (l *Locker) idemCleanup(nd *node, k idemKeys, token string) {
 	end := func() {
 		ctx, cancel := l.o.cleanupCtx(context.Background())
 		defer cancel()
 		_, _ = nd.drv.Eval(ctx, scriptIdemEnd, k.keys, token, "a", "", 1, k.channel)
 	}
-	end()
+	go end()
 	time.AfterFunc(l.o.callTimeout, end)
 }
 

@@ -116,6 +116,13 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 			return out
 		}
 	}
+	if t.broken() && !reentry {
+		// Too many masters failed: obtain returns and the token is not
+		// used again, so the clean-up need not hold the caller up.
+		out.err = t.err()
+		go b.undo(n, token, took)
+		return out
+	}
 	b.undo(n, token, took)
 	if t.broken() {
 		out.err = t.err()
@@ -192,7 +199,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 		}
 		if err != nil {
 			if queued {
-				b.withdraw(n, token)
+				go b.withdraw(n, token) // the token is done: off the caller's path
 			}
 			return held{}, err
 		}
@@ -226,7 +233,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 		case <-w.check:
 		case <-timer.C:
 		case <-ctx.Done():
-			b.withdraw(n, token)
+			go b.withdraw(n, token)
 			return held{}, errors.Join(ErrNotObtained, ctx.Err())
 		}
 	}

@@ -94,17 +94,19 @@ func (b *single) leave(ctx context.Context, n names, token, mode string) (reply,
 // abandon cleans up after an acquire that failed with err and whose outcome
 // is unknown (its reply was lost or its context ended mid-call): the script
 // may have run, so the token may hold the lock or sit in the queue. Best
-// effort, on a fresh context, so that nothing is left behind when Obtain
-// returns. A first call that never left this process (err matches
-// ErrNotSent: no connection or call slot could be had) wrote nothing, and
-// nothing is sent for it: a burst of failures must not turn into a burst of
-// clean-up calls. A queued waiter's failed re-check passes err nil: its
-// earlier call queued it, so it always cleans up.
+// effort, on a fresh context, and off the caller's path: the token is not
+// used again, and a Redis that does not answer would otherwise hold the
+// caller's refusal up for a second call timeout (the clean-up's own). A
+// first call that never left this process (err matches ErrNotSent: no
+// connection or call slot could be had) wrote nothing, and nothing is sent
+// for it: a burst of failures must not turn into a burst of clean-up calls.
+// A queued waiter's failed re-check passes err nil: its earlier call queued
+// it, so it always cleans up.
 func (b *single) abandon(n names, token string, err error) {
 	if errors.Is(err, ErrNotSent) {
 		return
 	}
-	_, _ = b.leave(context.Background(), n, token, modeDrop)
+	go func() { _, _ = b.leave(context.Background(), n, token, modeDrop) }()
 	// The lost call may still be on its way on its dead connection and run
 	// after this clean-up; a second one a call timeout later catches that.
 	// Anything later still is bounded by the lease and the wait.

@@ -28,7 +28,9 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 	for {
 		missed, err := wt.ensure(ctx, sent)
 		if err != nil {
-			_, _ = b.leave(ctx, n, token, modeDrop)
+			// Queued by the first try; the token is done, so off the
+			// caller's path (leave's context drops ctx's cancellation).
+			go func() { _, _ = b.leave(ctx, n, token, modeDrop) }()
 			return held{}, errors.Join(ErrNotObtained, err)
 		}
 		recheck = recheck || missed

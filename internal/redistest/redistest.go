@@ -333,6 +333,29 @@ func (s *Server) Stop() {
 	}
 }
 
+// Freeze stops the server process with SIGSTOP: it keeps its port and
+// the kernel still accepts connections and buffers commands, but nothing
+// is answered — a hung Redis, a paused VM or container, a network path
+// that drops replies. Thaw resumes it; Stop and Close work on a frozen
+// server.
+func (s *Server) Freeze() { s.signal(syscall.SIGSTOP) }
+
+// Thaw resumes a server stopped by Freeze.
+func (s *Server) Thaw() { s.signal(syscall.SIGCONT) }
+
+func (s *Server) signal(sig syscall.Signal) {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil {
+		s.errorf("redistest: %v to a server that is not running", sig)
+		return
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		s.errorf("redistest: %v: %v", sig, err)
+	}
+}
+
 // Close stops the server and removes its directory.
 func (s *Server) Close() {
 	s.Stop()

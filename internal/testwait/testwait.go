@@ -24,9 +24,10 @@ func Recv[T any](t testing.TB, ch <-chan T, what string) T {
 	}
 }
 
-// Until polls cond every few milliseconds until it holds, or fails the test
-// naming what it waited for once Timeout has passed.
-func Until(t testing.TB, what string, cond func() bool) {
+// Eventually polls cond until it holds, or fails the test naming what it
+// waited for after Timeout. The poll interval is not synchronisation: cond
+// reads the state it waits for.
+func Eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(Timeout)
 	for !cond() {

@@ -11,12 +11,14 @@ import (
 
 // Idempotency is an idempotency guard for an adapter's request type R: each
 // (route, caller scope, client key) runs the call at most once, and retries
-// get the stored answer. It is immutable and safe for concurrent use.
+// get the stored answer. It is safe for concurrent use; its only state is
+// what it has logged (see WithLogger).
 type Idempotency[R any] struct {
 	l      *locker.Locker
 	format string
 	scope  ScopeFunc[R]
 	s      *settings
+	outage outage // Unavailable refusals, logged once per outage
 }
 
 // NewIdempotency builds an idempotency guard. format is the two-character
@@ -116,6 +118,10 @@ type Answer struct {
 // panic goes on after), when a lock guard inside call refused the request,
 // for None, and as the policies say. Storing and freeing use a context
 // that keeps ctx's values but not its cancellation.
+//
+// Unavailable is logged as a lock guard logs it (Lock.Run): when Redis
+// stops answering the guard, at most once a minute while it stays down,
+// and when it answers again — never once per request.
 func (g *Idempotency[R]) Run(ctx context.Context, r R, q Request, call func(ctx context.Context) Answer) Outcome {
 	name := q.Name
 	if name == "" {
@@ -126,6 +132,12 @@ func (g *Idempotency[R]) Run(ctx context.Context, r R, q Request, call func(ctx 
 		o.Kind, o.Err = k, err
 		if k == InFlight || k == Unavailable {
 			o.RetryAfter = hint
+		}
+		switch k {
+		case Unavailable:
+			g.outage.refused(ctx, g.s.logger, o)
+		case InFlight, Mismatch:
+			g.outage.answered(ctx, g.s.logger, name)
 		}
 		return o
 	}
@@ -163,6 +175,7 @@ func (g *Idempotency[R]) Run(ctx context.Context, r R, q Request, call func(ctx 
 	if err != nil {
 		return fail(classifyIdem(err), err)
 	}
+	g.outage.answered(ctx, g.s.logger, name)
 	if out, ok := claim.Replay(); ok {
 		rec, notStored, err := decodeRecord(g.format, out)
 		switch {

@@ -13,7 +13,8 @@ import (
 )
 
 // Lock is one compiled lock tag bound to an adapter's request type R. It is
-// immutable and safe for concurrent use; build it once, at registration.
+// safe for concurrent use; build it once, at registration. Its only state
+// is what it has logged (see WithLogger).
 type Lock[R any] struct {
 	l          *locker.Locker
 	spec       *keyexpr.Spec
@@ -22,6 +23,8 @@ type Lock[R any] struct {
 	params     locker.Params
 	retryAfter time.Duration
 	s          *settings
+	outage     outage   // Unavailable refusals, logged once per outage
+	mistakes   onceEach // names whose TagMistake was logged
 }
 
 // CompileLock parses tag (keyexpr.ParseTag) and builds its guard with
@@ -134,6 +137,12 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // Canceled, Lost, Internal), except that WithFailOpen runs it for
 // Unavailable (FailedOpen). A refusal inside an idempotency guard's call
 // frees the idempotency key, so a retry runs afresh.
+//
+// What only the server can fix is logged through the WithLogger logger,
+// never once per request: a TagMistake once per name, and Unavailable (or
+// FailedOpen) when Redis stops answering this guard, then at most once a
+// minute while it stays down (with the number of requests refused), and
+// once, at Info, when Redis answers it again.
 func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx context.Context) error) (o Outcome) {
 	p := g.params
 	if p.Name == "" {
@@ -149,11 +158,13 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 		}
 		if kind == Unavailable && g.s.failOpen {
 			o.Kind, o.Err = FailedOpen, err
+			g.outage.refused(ctx, g.s.logger, o)
 			_ = call(context.WithValue(ctx, failedOpenKey{}, err))
 			return o
 		}
-		return g.refuse(ctx, o, kind, err)
+		return g.refuse(ctx, o, kind, err, name)
 	}
+	g.outage.answered(ctx, g.s.logger, p.Name)
 	var keep time.Duration // set once the call succeeded
 	defer func() {
 		rerr := lease.ReleaseAfter(context.WithoutCancel(ctx), keep)
@@ -203,17 +214,21 @@ func (g *Lock[R]) obtain(ctx context.Context, r R, p locker.Params) (*locker.Lea
 }
 
 // refuse fills in a refusal, marks it for an enclosing idempotency guard
-// and logs a tag mistake.
-func (g *Lock[R]) refuse(ctx context.Context, o Outcome, kind Kind, err error) Outcome {
+// and logs what only the server can fix: a tag mistake, once per route
+// (the adapter's name for it), and Redis's unavailability, once per outage.
+func (g *Lock[R]) refuse(ctx context.Context, o Outcome, kind Kind, err error, route string) Outcome {
 	o.Kind, o.Err = kind, err
 	switch kind {
 	case Busy, LimitFull:
 		o.RetryAfter = g.retryAfter
+		g.outage.answered(ctx, g.s.logger, o.Name)
 	case Unavailable:
 		o.RetryAfter = hint
+		g.outage.refused(ctx, g.s.logger, o)
 	case TagMistake:
-		g.s.logger.ErrorContext(ctx, "locktag: the lock tag names something the request cannot have; fix the tag or the route",
-			"tag", g.spec.Tag, "name", o.Name, "error", err)
+		if g.mistakes.first(route) {
+			g.s.logger.ErrorContext(ctx, logTagMistake, "tag", g.spec.Tag, "name", o.Name, "route", route, "error", err)
+		}
 	}
 	if m, _ := ctx.Value(refusedKey{}).(*atomic.Bool); m != nil {
 		m.Store(true)

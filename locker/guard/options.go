@@ -186,11 +186,12 @@ func option(name string, u Target, apply func(*settings) error) Option {
 	return Option{name: name, use: u, apply: apply}
 }
 
-// WithLogger sets where a guard logs what only the server can fix (a
-// TagMistake, naming the tag and the guard's name), and where adapters
-// without an error channel of their own (net/http) log an error that
-// came after the handler ran (Logger). Both guards. The default is
-// slog.Default().
+// WithLogger sets where a guard logs what only the server can fix — a
+// TagMistake (once per route or method, naming the tag), Redis unavailable
+// (once when an outage starts, at most once a minute while it lasts, once
+// when it ends; see Lock.Run) — and where adapters without an error
+// channel of their own (net/http) log an error that came after the
+// handler ran (Logger). Both guards. The default is slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return option("WithLogger", forBoth, func(s *settings) error {
 		if l == nil {

@@ -1,7 +1,8 @@
 // Package ops is an operations page for a Locker: a mountable http.Handler
 // that serves a JSON API and a small server-rendered HTML page listing the
 // locks under a prefix — kind, holders (label, owner token, fencing token,
-// holds, a lease countdown), waiters (how many, the longest wait) — and,
+// holds, a lease countdown), waiters (how many, the longest wait, and the
+// first five of the queue with their labels and waits) — and,
 // when the service allows it, a force-release button that asks for a
 // reason.
 //

@@ -22,6 +22,13 @@ const listSteps = 16
 // inspectParallel is how many Inspect calls one page runs at once.
 const inspectParallel = 4
 
+// pageWaiters is how many waiters of each lock the HTML page lists (the
+// queue's head first); the rest are in the lock's JSON detail.
+const pageWaiters = 5
+
+// allWaiters asks lockOf for every waiter Inspect returned (the detail).
+const allWaiters = -1
+
 // Page is the answer of GET api/locks: one page of locks under a prefix.
 type Page struct {
 	// Prefix is the name prefix listed ("" for all).
@@ -58,7 +65,8 @@ type Lock struct {
 	// GaveUp counts listed waiters whose wait is over: their callers gave
 	// up, and their entries are cleared by the next grant.
 	GaveUp int `json:"gaveUp"`
-	// Waiters lists the queue (detail only, at most 1000).
+	// Waiters lists the queue, head first: in api/lock's detail (at most
+	// 1000), and the first few on the HTML page; never in api/locks.
 	Waiters []Waiter `json:"waiters,omitempty"`
 	// CanRelease says the caller may force-release this lock.
 	CanRelease bool `json:"canRelease"`
@@ -104,9 +112,10 @@ var errPrefixTooLong = errors.New("ops: prefix too long")
 // errNotFound: the lock is neither held nor waited for.
 var errNotFound = errors.New("ops: no such lock (not held, nobody waiting)")
 
-// lockOf turns Inspect's state into a row; ok is false for a lock that is
-// neither held nor waited for (gone between List and Inspect).
-func (h *handler) lockOf(st *locker.State, detail bool) (Lock, bool) {
+// lockOf turns Inspect's state into a row with up to waiters of its
+// waiters (allWaiters: every one); ok is false for a lock that is neither
+// held nor waited for (gone between List and Inspect).
+func (h *handler) lockOf(st *locker.State, waiters int) (Lock, bool) {
 	holders := holdersOf(st)
 	if len(holders) == 0 && st.Queued == 0 && len(st.Waiters) == 0 {
 		return Lock{}, false
@@ -125,7 +134,7 @@ func (h *handler) lockOf(st *locker.State, detail bool) (Lock, bool) {
 		if w.WaitLeft <= 0 {
 			l.GaveUp++
 		}
-		if detail {
+		if waiters == allWaiters || i < waiters {
 			l.Waiters = append(l.Waiters, Waiter{Label: w.Label, Mode: w.Mode, Owner: w.Owner,
 				WaitedMs: w.Waited.Milliseconds(), WaitLeftMs: w.WaitLeft.Milliseconds()})
 		}
@@ -159,8 +168,9 @@ func holdersOf(st *locker.State) []Holder {
 }
 
 // page lists up to pageSize locks under prefix from cursor and inspects
-// each. Errors are the Locker's.
-func (h *handler) page(ctx context.Context, prefix, cursor string) (*Page, error) {
+// each, keeping up to waiters of each lock's waiters. Errors are the
+// Locker's.
+func (h *handler) page(ctx context.Context, prefix, cursor string, waiters int) (*Page, error) {
 	if len(prefix) > maxNameBytes {
 		return nil, errPrefixTooLong
 	}
@@ -202,7 +212,7 @@ func (h *handler) page(ctx context.Context, prefix, cursor string) (*Page, error
 		return nil, err
 	}
 	for _, st := range states {
-		if l, ok := h.lockOf(st, false); ok {
+		if l, ok := h.lockOf(st, waiters); ok {
 			p.Locks = append(p.Locks, l)
 		}
 	}
@@ -215,7 +225,7 @@ func (h *handler) detail(ctx context.Context, name string) (Lock, error) {
 	if err != nil {
 		return Lock{}, err
 	}
-	l, ok := h.lockOf(st, true)
+	l, ok := h.lockOf(st, allWaiters)
 	if !ok {
 		return Lock{}, errNotFound
 	}
@@ -235,6 +245,9 @@ func leaseLeft(ms int64) string {
 func duration(ms int64) string {
 	return time.Duration(ms * int64(time.Millisecond)).Round(100 * time.Millisecond).String()
 }
+
+// moreWaiters is how many of l's queued callers the page does not list.
+func moreWaiters(l Lock) int { return max(l.Queued-len(l.Waiters), 0) }
 
 // short shortens an owner token for the page (the full one is its title).
 func short(s string) string {

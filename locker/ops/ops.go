@@ -146,7 +146,7 @@ func (h *handler) allowed(w http.ResponseWriter, r *http.Request, a Action, name
 
 func (h *handler) list(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	p, err := h.page(r.Context(), q.Get("prefix"), q.Get("cursor"))
+	p, err := h.page(r.Context(), q.Get("prefix"), q.Get("cursor"), 0)
 	if err != nil {
 		writeLockerError(w, err)
 		return

@@ -18,6 +18,7 @@ var pageTemplate = template.Must(template.New("page.html").Funcs(template.FuncMa
 	"leaseLeft": leaseLeft,
 	"duration":  duration,
 	"short":     short,
+	"more":      moreWaiters,
 }).ParseFS(assets, "assets/page.html"))
 
 // pageData is what page.html renders.
@@ -33,7 +34,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	d := pageData{RefreshMs: h.o.refresh.Milliseconds(), ReadOnly: h.o.authorize == nil}
 	status := http.StatusOK
-	p, err := h.page(r.Context(), q.Get("prefix"), q.Get("cursor"))
+	p, err := h.page(r.Context(), q.Get("prefix"), q.Get("cursor"), pageWaiters)
 	if err != nil {
 		// The status and message the API would answer, on the page.
 		status, d.Error = lockerStatus(err)

@@ -68,3 +68,23 @@ func ExampleIdempotency_Wrap() {
 	// 201 charge 1 replayed=""
 	// 201 charge 1 replayed="true"
 }
+
+// ExampleCheckRoute checks the locks on routes before traffic. With chi,
+// chi.Walk(r, stdhttp.CheckRoute) calls it for every route of a router;
+// here it is called by hand for two routes: a lock as the handler, and a
+// lock among the route's middlewares.
+func ExampleCheckRoute() {
+	lk, err := locker.New(redigo.New(exampleRedis.NewPool()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	pay := http.HandlerFunc(func(http.ResponseWriter, *http.Request) {})
+	good := stdhttp.MustLock(lk, `key:"order:{path.id}"`)
+	bad := stdhttp.MustLock(lk, `key:"order:{path.orderId}"`)
+	fmt.Println(stdhttp.CheckRoute("POST", "/orders/{id}/pay", good.Wrap(pay)))
+	fmt.Println(stdhttp.CheckRoute("POST", "/orders/{id}/pay", pay, bad.Wrap))
+	// Output:
+	// <nil>
+	// middleware: bad rule: POST /orders/{id}/pay: keyexpr: tag `key:"order:{path.orderId}"`: field key at byte 11: template "order:{path.orderId}": placeholder {path.orderId} at byte 6: the rule's route has no parameter {orderId} (it has {id})
+}

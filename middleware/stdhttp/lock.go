@@ -12,13 +12,13 @@ import (
 	"github.com/locktag/locktag/locker/guard"
 )
 
-// Lock is one compiled lock tag for net/http handlers. It is immutable and
-// safe for concurrent use; build it once, at registration, and wrap as
-// many handlers with it as share the tag.
+// Lock is one compiled lock tag for net/http handlers. It is safe for
+// concurrent use; build it once, at registration, and wrap as many
+// handlers with it as share the tag.
 type Lock struct {
 	g       *guard.Lock[*http.Request]
 	s       *settings
-	custom  bool  // the application replaced the path source or getter
+	custom  bool  // the application replaced the "path" source
 	maxBody int64 // the guard's WithMaxRequestBytes, set before any request
 }
 
@@ -38,7 +38,7 @@ func NewLock(l *locker.Locker, tag string, opts ...guard.Option) (*Lock, error) 
 		return nil, err
 	}
 	_, customPath := s.Sources["path"]
-	m := &Lock{s: s, custom: customPath || !isPathValue(s.PathValue), maxBody: guard.DefaultMaxRequestBytes}
+	m := &Lock{s: s, custom: customPath, maxBody: guard.DefaultMaxRequestBytes}
 	if m.g, err = guard.CompileLock(l, tag, m.sources(), opts...); err != nil {
 		return nil, err
 	}
@@ -62,43 +62,53 @@ func MustLock(l *locker.Locker, tag string, opts ...guard.Option) *Lock {
 //
 // Per request, through a guard.Lock: the key is resolved (400 for a
 // missing, empty or over-long value; 413 for an over-long body; 500 for a
-// {path.X} the ServeMux pattern lacks — before Redis is touched); the lock
+// {path.X} the route pattern lacks — before Redis is touched); the lock
 // is obtained, waiting up to the tag's wait but never past the request's
 // context (409 + Retry-After when busy, 503 + Retry-After when Redis is
 // unavailable, 503 when the wait ends); next runs with the lease's context,
 // which is cancelled with cause locker.ErrLockLost if the lock is lost
-// (503 if nothing was written by then); the lock is released — also when
-// next panics, and the panic goes on. next never runs without the lock,
-// unless guard.WithFailOpen allows it when Redis is unavailable. An error
-// after next answered (a failed release, a lock lost once the response was
-// written, the cause of a fail-open run) is logged at Warn through the
-// guard.WithLogger logger (default slog.Default()): net/http has no error
-// channel to put it in.
-func (m *Lock) Wrap(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := &recorder{ResponseWriter: w}
-		o := m.g.Run(r.Context(), r, m.s.Route(r), func(ctx context.Context) error {
-			next.ServeHTTP(rec, r.WithContext(ctx))
-			if rec.status == 0 {
-				return errNotWritten
-			}
-			if rec.status < 200 || rec.status > 299 {
-				return guard.ErrUnsuccessful // a keep tag keeps the lock after 2xx only
-			}
-			return nil
-		})
-		if !o.Kind.Ran() && (o.Kind != guard.Lost || rec.status == 0) {
-			refuse(w, r, m.s, o)
-		} else if o.Err != nil {
-			logAfter(r, m.g.Logger(), o)
+// (503 if nothing was written by then; a response next writes stands);
+// the lock is released — also when next panics, and the panic goes on.
+// next never runs without the lock, unless guard.WithFailOpen allows it
+// when Redis is unavailable.
+//
+// Logged through the guard.WithLogger logger (default slog.Default()),
+// since net/http has no error channel: by the guard, a 500 for a tag
+// mistake once per route and Redis unavailable once per outage (see
+// guard.Lock.Run); here, at Warn, an error after next answered (a failed
+// release, a lock lost once the response was written).
+func (m *Lock) Wrap(next http.Handler) http.Handler { return &guarded{m: m, next: next} }
+
+// guarded is a handler behind a Lock; CheckRoute recognises it.
+type guarded struct {
+	m    *Lock
+	next http.Handler
+}
+
+func (h *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m := h.m
+	rec := &recorder{ResponseWriter: w}
+	o := m.g.Run(r.Context(), r, m.s.Route(r), func(ctx context.Context) error {
+		h.next.ServeHTTP(rec, r.WithContext(ctx))
+		if rec.status == 0 {
+			return errNotWritten
 		}
+		if rec.status < 200 || rec.status > 299 {
+			return guard.ErrUnsuccessful // a keep tag keeps the lock after 2xx only
+		}
+		return nil
 	})
+	switch {
+	case !o.Kind.Ran() && (o.Kind != guard.Lost || rec.status == 0):
+		refuse(w, r, m.s, o)
+	case o.Err != nil && o.Kind != guard.FailedOpen: // the guard logs those once per outage
+		logAfter(r, m.g.Logger(), o)
+	}
 }
 
 // logAfter logs an error the client cannot be told of: the handler ran
-// and answered, and then the release failed, or the lock was lost (or, for
-// guard.WithFailOpen, the handler ran without it). The Gin adapter puts
-// the same errors in c.Errors.
+// and answered, and then the release failed, or the lock was lost. The
+// Gin adapter puts the same errors in c.Errors.
 func logAfter(r *http.Request, l *slog.Logger, o guard.Outcome) {
 	l.WarnContext(r.Context(), "locktag: error after the handler answered", "name", o.Name, "outcome", o.Kind.String(), "error", o.Err)
 }
@@ -109,11 +119,13 @@ func (m *Lock) WrapFunc(next func(http.ResponseWriter, *http.Request)) http.Hand
 }
 
 // Check reports, before traffic, whether the lock's tag can be resolved on
-// the ServeMux pattern: every {path.X} must be a wildcard of the pattern.
-// The error wraps ErrBadRule and is a *keyexpr.TagError naming the
-// placeholder. Found at request time instead, the mistake is a 500 and a
-// log line. With WithPathValue or a "path" WithSource, patterns are not
-// ServeMux's and Check reports nothing.
+// a route pattern: every {path.X} must be a parameter of the pattern —
+// {X} or {X...} (ServeMux), {X} or {X:regexp} (chi, gorilla/mux), or a
+// trailing * for {path.*} (chi). A leading method ("POST /orders/{id}") is
+// allowed. The error wraps ErrBadRule and is a *keyexpr.TagError naming
+// the placeholder. Found at request time instead, the mistake is a 500
+// and one log record per route, never a 400. With a "path" WithSource the
+// application reads path parameters itself and Check reports nothing.
 func (m *Lock) Check(pattern string) error {
 	if m.custom {
 		return nil
@@ -144,10 +156,3 @@ func FailedOpen(r *http.Request) error { return guard.FailOpenCause(r.Context())
 
 // errNotWritten tells the guard that the handler wrote nothing.
 var errNotWritten = errors.New("stdhttp: nothing written")
-
-// isPathValue reports whether get is the default path getter.
-func isPathValue(get func(*http.Request, string) string) bool {
-	r := &http.Request{}
-	r.SetPathValue("locktag", "probe")
-	return get(r, "locktag") == "probe"
-}

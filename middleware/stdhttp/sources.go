@@ -3,6 +3,7 @@ package stdhttp
 import (
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/locktag/locktag/internal/httpcore"
@@ -33,15 +34,19 @@ func (m *Lock) sources() keyexpr.Sources[*http.Request] {
 	return s
 }
 
-// pathGetter reads a path parameter. With ServeMux, an empty value on a
-// pattern without the wildcard is a mistake in the tag (ErrNoRouteParam, a
-// 500), not in the request.
+// pathGetter reads a path parameter. An empty value on a route whose
+// pattern (WithRoute; r.Pattern, which ServeMux and chi set) lacks the
+// parameter is a mistake in the tag (ErrNoRouteParam, a 500), not in the
+// request. Without a pattern it cannot be told apart from an empty value
+// the client sent, and is a 400.
 func (m *Lock) pathGetter(name string) getter {
-	get, custom := m.s.PathValue, m.custom
+	get, route := m.s.PathValue, m.s.Route
 	return func(r *http.Request) (string, error) {
 		v := get(r, name)
-		if v == "" && !custom && r.Pattern != "" && !hasWildcard(r.Pattern, name) {
-			return "", ErrNoRouteParam
+		if v == "" {
+			if p := route(r); p != "" && !hasWildcard(p, name) {
+				return "", ErrNoRouteParam
+			}
 		}
 		return v, nil
 	}
@@ -65,28 +70,42 @@ func clientIP(r *http.Request) (string, error) {
 	return r.RemoteAddr, nil
 }
 
-// wildcards returns the wildcard names of a ServeMux pattern
-// ("POST example.com/orders/{id}/files/{path...}" has id and path).
+// wildcards returns the parameter names of a route pattern: ServeMux's
+// {name} and {name...} ("POST example.com/orders/{id}/files/{path...}"
+// has id and path), chi's and gorilla/mux's {name:regexp} (braces inside
+// the regexp nest), and chi's trailing catch-all "*", named "*".
 func wildcards(pattern string) []string {
 	names := []string{}
-	for rest := pattern; ; {
-		i := strings.IndexByte(rest, '{')
-		j := strings.IndexByte(rest, '}')
-		if i < 0 || j < i {
-			return names
+	for i := 0; i < len(pattern); i++ {
+		if pattern[i] != '{' {
+			continue
 		}
-		if name := strings.TrimSuffix(rest[i+1:j], "..."); name != "$" && name != "" {
+		depth, end := 0, -1
+		for j := i; j < len(pattern) && end < 0; j++ {
+			switch pattern[j] {
+			case '{':
+				depth++
+			case '}':
+				if depth--; depth == 0 {
+					end = j
+				}
+			}
+		}
+		if end < 0 {
+			break
+		}
+		name, _, _ := strings.Cut(pattern[i+1:end], ":")
+		if name = strings.TrimSuffix(strings.TrimSpace(name), "..."); name != "$" && name != "" {
 			names = append(names, name)
 		}
-		rest = rest[j+1:]
+		i = end
 	}
+	if strings.HasSuffix(pattern, "/*") || pattern == "*" {
+		names = append(names, "*")
+	}
+	return names
 }
 
 func hasWildcard(pattern, name string) bool {
-	for _, w := range wildcards(pattern) {
-		if w == name {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(wildcards(pattern), name)
 }

@@ -27,9 +27,11 @@ import (
 // docs/img/ops-page.png (the picture in docs/operations.md).
 const screenshotEnv = "LOCKTAG_UPDATE_SCREENSHOT"
 
-// The page in a real browser: a net/http route holds a lock while its
-// request runs; the page lists it with its holder and a moving lease
-// countdown; an operator types a reason and clicks force-release; the lock
+// The page in a real browser, in a 1280x900 window: a net/http route holds
+// a lock while its request runs; the page lists it with its holder and a
+// moving lease countdown, and another lock with its waiter; the page fits
+// the window (no horizontal scrolling; the release button inside the
+// viewport); an operator types a reason and clicks force-release; the lock
 // is freed, the holder's request ends with 503 (lock lost, nothing
 // written), and the release is audited.
 func TestBrowser(t *testing.T) {
@@ -89,7 +91,7 @@ func TestBrowser(t *testing.T) {
 	waiter, stopWaiter := context.WithCancel(t.Context())
 	t.Cleanup(stopWaiter)
 	go func() {
-		if le, err := lk.Obtain(waiter, "report:daily", locker.Params{Wait: time.Minute, Limit: 2}); err == nil {
+		if le, err := lk.Obtain(waiter, "report:daily", locker.Params{Wait: time.Minute, Limit: 2, Label: "reports@host-9 pid 3; retry"}); err == nil {
 			_ = le.Release(context.Background())
 		}
 	}()
@@ -107,19 +109,29 @@ func TestBrowser(t *testing.T) {
 			t.Fatalf("browser: %s: %v", what, err)
 		}
 	}
-	text := func(sel string) string {
+	// read evaluates expr on the first element matching sel (e), in one
+	// step, waiting for the element: the page swaps its rows on every
+	// refresh, so a node found by one call may be gone by the next.
+	read := func(sel, expr string) string {
 		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
-		defer cancel()
-		s, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
-		if err != nil {
-			t.Fatalf("browser: text of %s: %v", sel, err)
-		}
-		return strings.TrimSpace(s)
+		js := fmt.Sprintf(`(function () { var e = document.querySelector(%q); return e ? String(%s) : null; })()`, sel, expr)
+		var got *string
+		testwait.Eventually(t, "an element "+sel, func() bool {
+			sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
+			defer cancel()
+			v, err := chromedp.Run(sctx, chromedp.Evaluate[*string](js))
+			if err != nil {
+				t.Fatalf("browser: %s of %s: %v", expr, sel, err)
+			}
+			got = v
+			return got != nil
+		})
+		return strings.TrimSpace(*got)
 	}
+	text := func(sel string) string { t.Helper(); return read(sel, "e.innerText") }
 	row := `tr.lock[data-name="job:7"]`
 	run("open the page",
-		chromedp.EmulateViewport(1600, 300),
+		chromedp.EmulateViewport(1280, 900),
 		chromedp.Navigate(ts.URL+"/debug/locktag/"),
 		chromedp.WaitVisible(chromedp.CSS(row)))
 
@@ -127,11 +139,8 @@ func TestBrowser(t *testing.T) {
 	if got, want := text(row+" .fence"), fmt.Sprintf("fence %d", holder.Fence); got != want {
 		t.Fatalf("fence shown %q, want %q", got, want)
 	}
-	sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
-	owner, err := chromedp.Run(sctx, chromedp.AttributeValue(chromedp.CSS(row+" .owner"), "title"))
-	cancel()
-	if err != nil || !strings.Contains(owner.Value, holder.Owner) {
-		t.Fatalf("owner token shown %q (%v), want %q", owner.Value, err, holder.Owner)
+	if owner := read(row+" .holder .owner", "e.title"); !strings.Contains(owner, holder.Owner) {
+		t.Fatalf("owner token shown %q, want %q", owner, holder.Owner)
 	}
 	if got := text(row + " .label"); got != holder.Label || !strings.Contains(got, "GET /jobs/{id}") {
 		t.Fatalf("label shown %q, want %q (the guard's: the route)", got, holder.Label)
@@ -142,6 +151,38 @@ func TestBrowser(t *testing.T) {
 	sem := `tr.lock[data-name="report:daily"]`
 	if got := text(sem + " .queued"); got != "1 queued" {
 		t.Fatalf("report:daily waiters shown %q", got)
+	}
+	// The waiter itself, listed in the row: its label, owner token and
+	// how long it has waited and will wait.
+	if got := text(sem + " li.waiter"); !strings.Contains(got, "reports@host-9 pid 3; retry") ||
+		!strings.Contains(got, "waited") || !strings.Contains(got, "gives up in") {
+		t.Fatalf("report:daily waiter shown %q", got)
+	}
+	waiterOwner := read(sem+" li.waiter .owner", "e.title")
+	if st, err := lk.Inspect(t.Context(), "report:daily"); err != nil || len(st.Waiters) != 1 || waiterOwner != "owner token "+st.Waiters[0].Owner {
+		t.Fatalf("waiter's owner token shown %q, want %+v (%v)", waiterOwner, st, err)
+	}
+
+	// It fits 1280 px: nothing wider than the window, and every release
+	// button wholly inside the viewport, without scrolling sideways.
+	sctx, cancel := context.WithTimeout(ctx, 2*testwait.Timeout)
+	fit, err := chromedp.Run(sctx, chromedp.Evaluate[string](`(function () {
+		var d = document.documentElement, out = [];
+		if (d.scrollWidth > d.clientWidth) { out.push("page " + d.scrollWidth + "px wide in " + d.clientWidth); }
+		var m = document.querySelector("main");
+		if (m.scrollWidth > m.clientWidth) { out.push("table " + m.scrollWidth + "px wide in " + m.clientWidth); }
+		document.querySelectorAll("button.release-button").forEach(function (b) {
+			var r = b.getBoundingClientRect();
+			if (r.width === 0 || r.left < 0 || r.right > window.innerWidth || r.top < 0 || r.bottom > window.innerHeight) {
+				out.push("button at " + r.left + ".." + r.right + " x " + r.top + ".." + r.bottom + " in " + window.innerWidth + "x" + window.innerHeight);
+			}
+		});
+		if (document.querySelectorAll("button.release-button").length !== 2) { out.push("want 2 release buttons"); }
+		return out.join("; ");
+	})()`))
+	cancel()
+	if err != nil || fit != "" {
+		t.Fatalf("the page does not fit 1280x900: %s (%v)", fit, err)
 	}
 	if got := text(sem + " .kind"); got != "semaphore (limit 2)" {
 		t.Fatalf("report:daily kind shown %q", got)
@@ -288,7 +329,7 @@ func newBrowser(t *testing.T, path string) context.Context {
 		chromedp.Flag("disable-sync", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
 		chromedp.UserDataDir(t.TempDir()),
-		chromedp.WindowSize(1600, 520),
+		chromedp.WindowSize(1280, 900),
 	)
 	ctx, cancel := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancel(); cancelAlloc() })

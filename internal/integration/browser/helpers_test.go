@@ -27,7 +27,7 @@ func newLocker(t *testing.T) (*locker.Locker, *redistest.Server) {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	testwait.Until(t, what, cond)
+	testwait.Eventually(t, what, cond)
 }
 
 // allowAll is an authorizer that allows everything.

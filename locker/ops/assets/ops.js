@@ -41,6 +41,12 @@
     return fetch(location.href, { headers: { "Accept": "text/html" }, credentials: "same-origin" })
       .then(function (r) { return r.text(); })
       .then(function (html) {
+        // The operator may have started typing while this was on its way:
+        // swapping the rows now would wipe the reason.
+        if (!force && editing()) {
+          if (state) { state.textContent = "refresh paused while you type a reason"; }
+          return;
+        }
         var doc = new DOMParser().parseFromString(html, "text/html");
         var rows = doc.getElementById("rows");
         if (!rows) { return; }
