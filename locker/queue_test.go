@@ -304,6 +304,25 @@ func commandUsec(t *testing.T, srv *redistest.Server, cmd string) (calls, usec i
 	return calls, usec
 }
 
+// progress polls measure until it returns target, failing only when it
+// stops changing for a while: on a loaded machine thousands of waiters
+// take long to queue, but they keep queueing, so a wall-clock bound would
+// fail a correct run while a stall still fails a broken one.
+func progress(t *testing.T, what string, measure func() int64, target int64) {
+	t.Helper()
+	const stall = 30 * time.Second
+	last, since := measure(), time.Now()
+	for last != target {
+		if time.Since(since) > stall {
+			t.Fatalf("%s: no progress for %v (at %d)", what, stall, last)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising
+		if v := measure(); v != last {
+			last, since = v, time.Now()
+		}
+	}
+}
+
 // queueCosts queues n waiters behind a holder and reports Redis's own
 // microseconds per script call when they all re-check (their subscriber
 // connection is killed, so each asks Redis again) and when they all leave.
@@ -325,17 +344,20 @@ func queueCosts(t *testing.T, srv *redistest.Server, n int) (recheck, leave floa
 	for range n {
 		wg.Go(func() { _, _ = lk.Obtain(wctx, key, locker.Params{TTL: time.Minute, Wait: time.Minute}) })
 	}
-	eventually(t, 60*time.Second, "waiters queued", func() bool { return queueLen(t, srv, key) == int64(n) })
+	progress(t, "waiters queued", func() int64 { return queueLen(t, srv, key) }, int64(n))
 
 	cost := func(what string, trigger func(), done func(calls int64) bool) float64 {
 		if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
 			t.Fatal(err)
 		}
 		trigger()
-		eventually(t, 60*time.Second, what, func() bool {
+		progress(t, what, func() int64 {
 			calls, _ := commandUsec(t, srv, "evalsha")
-			return done(calls)
-		})
+			if done(calls) {
+				return -1
+			}
+			return calls
+		}, -1)
 		calls, usec := commandUsec(t, srv, "evalsha")
 		return float64(usec) / float64(calls)
 	}
