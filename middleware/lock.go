@@ -10,6 +10,7 @@ import (
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // Lock returns a per-route middleware that holds the lock described by tag
@@ -116,6 +117,9 @@ var errNotWritten = errors.New("middleware: nothing written")
 func (m *locks) serve(c *gin.Context, g *guard.Lock[*gin.Context]) {
 	orig := c.Request
 	o := g.Run(orig.Context(), c, c.FullPath(), func(ctx context.Context) error {
+		if q := guard.QuotaFromContext(ctx); q != nil && g.Spec().Rate.N > 0 {
+			httpcore.SetRateLimit(c.Writer.Header(), q, 0) // this guard's admission, before the handler writes
+		}
 		locked := orig.WithContext(ctx)
 		c.Request = locked
 		defer restore(c, orig, locked)

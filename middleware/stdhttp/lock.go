@@ -78,6 +78,9 @@ func (m *Lock) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := &recorder{ResponseWriter: w}
 		o := m.g.Run(r.Context(), r, m.s.Route(r), func(ctx context.Context) error {
+			if q := guard.QuotaFromContext(ctx); q != nil && m.g.Spec().Rate.N > 0 {
+				httpcore.SetRateLimit(w.Header(), q, 0) // this guard's admission, before the handler writes
+			}
 			next.ServeHTTP(rec, r.WithContext(ctx))
 			if rec.status == 0 {
 				return errNotWritten
