@@ -18,6 +18,11 @@ import (
 //
 //	r.POST("/orders/:id/pay", middleware.Lock(lk, `key:"order:{path.id}" wait:"2s"`), pay)
 //
+// A rate tag (docs/tags.md#rate-and-burst) makes it a rate limit on the
+// key instead: the chain runs while the key is within its rate, with the
+// RateLimit-Policy and RateLimit fields set, and otherwise the request is
+// refused with 429, Retry-After and those fields.
+//
 // Lock panics if the tag or an option is invalid, with the error NewLock would
 // return (for a bad tag a *keyexpr.TagError naming the tag, the field and
 // the byte position). It is meant for tags written in code at registration.

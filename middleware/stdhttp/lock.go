@@ -22,7 +22,8 @@ type Lock struct {
 	maxBody int64 // the guard's WithMaxRequestBytes, set before any request
 }
 
-// NewLock compiles tag (docs/tags.md) into a lock for net/http handlers.
+// NewLock compiles tag (docs/tags.md) into a lock for net/http handlers
+// (for a rate tag, a rate limit: see ExampleNewLock_rate).
 // opts are guard options (guard.WithFailOpen, guard.WithMaxValueLen,
 // guard.WithMaxRequestBytes, ...) and this package's WithSource,
 // WithPathValue, WithRoute and WithErrorHandler. Errors:
