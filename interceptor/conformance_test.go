@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"testing"
+	"time"
 
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -51,12 +52,12 @@ func recoverUnary(ctx context.Context, req any, _ *grpc.UnaryServerInfo, next gr
 	return next(ctx, req)
 }
 
-func (grpcDriver) serve(t testing.TB, guard grpc.UnaryServerInterceptor, h conformance.Handler) conformance.Client {
+func (grpcDriver) serve(t testing.TB, h conformance.Handler, guards ...grpc.UnaryServerInterceptor) conformance.Client {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer(grpc.ChainUnaryInterceptor(recoverUnary, guard))
+	s := grpc.NewServer(grpc.ChainUnaryInterceptor(append([]grpc.UnaryServerInterceptor{recoverUnary}, guards...)...))
 	testpbgrpc.RegisterInventoryServer(s, confServer{h: h})
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
@@ -77,17 +78,21 @@ func (grpcDriver) serve(t testing.TB, guard grpc.UnaryServerInterceptor, h confo
 			body, _ = proto.MarshalOptions{Deterministic: true}.Marshal(resp)
 		}
 		st := status.Convert(err)
-		reason, retry := "", false
+		reason, retry, quota, delay := "", false, false, time.Duration(0)
 		for _, d := range st.Details() {
 			switch d := d.(type) {
 			case *errdetails.ErrorInfo:
 				reason = d.GetReason()
 			case *errdetails.RetryInfo:
-				retry = true
+				retry, delay = true, d.GetRetryDelay().AsDuration()
+			case *errdetails.QuotaFailure:
+				quota = len(d.GetViolations()) > 0
 			}
 		}
 		replayed := len(header.Get(interceptor.ReplayedMetadata)) > 0
-		return conformance.ClassifyRPC(uint32(st.Code()), reason, retry, replayed, body, st.String())
+		res := conformance.ClassifyRPC(uint32(st.Code()), reason, retry, replayed, body, st.String())
+		res.RetryIn, res.Quota = delay, quota
+		return res
 	}
 }
 
@@ -96,7 +101,19 @@ func (d grpcDriver) Lock(t testing.TB, lk *locker.Locker, tag string, h conforma
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.serve(t, ic.Unary(), h)
+	return d.serve(t, h, ic.Unary())
+}
+
+func (d grpcDriver) Chain(t testing.TB, lk *locker.Locker, tags []string, h conformance.Handler) conformance.Client {
+	ics := make([]grpc.UnaryServerInterceptor, len(tags))
+	for i, tag := range tags {
+		ic, err := interceptor.New(lk, interceptor.Rules{testpbgrpc.Inventory_Reserve_FullMethodName: fmt.Sprintf(tag, "{req.sku}")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ics[i] = ic.Unary()
+	}
+	return d.serve(t, h, ics...)
 }
 
 func (d grpcDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.Handler) conformance.Client {
@@ -109,7 +126,7 @@ func (d grpcDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.H
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.serve(t, ig.Unary(), h)
+	return d.serve(t, h, ig.Unary())
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, grpcDriver{}) }

@@ -56,6 +56,13 @@
 // contain the resolved key or the Redis address. WithErrorHandler replaces
 // the mapping; see Code and DefaultErrorHandler.
 //
+// A rule with a rate (`key:"user:{md.x-user}" rate:"10/1m"`, or rate in
+// the proto option) is a rate limit on its key instead of a lock: over the
+// rate, codes.ResourceExhausted with ErrorInfo (reason RATE_LIMITED),
+// RetryInfo (the time to the next slot) and google.rpc.QuotaFailure.
+// To limit a method's rate and lock it too, give the rate rules an
+// Interceptor of their own, chained before the lock's.
+//
 // # The guard layer
 //
 // The lock flow and the idempotency policy are package locker/guard's: an

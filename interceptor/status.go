@@ -24,6 +24,7 @@ const (
 
 	ReasonBusy        = rpccore.ReasonBusy        // Aborted: the lock stayed busy for the rule's whole wait
 	ReasonLimitFull   = rpccore.ReasonLimitFull   // ResourceExhausted: every permit of the rule's limit stayed taken
+	ReasonRateLimited = rpccore.ReasonRateLimited // ResourceExhausted: the rule's rate is used up (with RetryInfo and QuotaFailure)
 	ReasonLost        = rpccore.ReasonLost        // Aborted: the lock was lost while the handler ran
 	ReasonUnavailable = rpccore.ReasonUnavailable // Unavailable: Redis could not be used for the lock
 
@@ -44,6 +45,7 @@ const (
 //	BadKey, MissingIdempotencyKey, BadIdempotencyKey  InvalidArgument
 //	TooLarge                                          ResourceExhausted
 //	LimitFull                                         ResourceExhausted (+ RetryInfo)
+//	RateLimited                                       ResourceExhausted (+ RetryInfo, QuotaFailure)
 //	TagMistake, Internal                              Internal
 //	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
 //	Unavailable                                       Unavailable (+ RetryInfo)
@@ -57,8 +59,10 @@ func Code(k guard.Kind) codes.Code { return codes.Code(rpccore.CodeOf(k)) }
 // a message that names no key, value or address, and details: a
 // google.rpc.ErrorInfo (domain ErrorDomain, a Reason... constant, metadata
 // lockName = o.Name for lock refusals, firstCode for NotStored), a
-// google.rpc.RetryInfo where the outcome has a retry hint, and a
-// google.rpc.BadRequest field violation for a bad {req...} key value.
+// google.rpc.RetryInfo where the outcome has a retry hint (for a rate
+// rule, the exact time to the next slot), a google.rpc.QuotaFailure for
+// a rate rule's refusal, and a google.rpc.BadRequest field violation for
+// a bad {req...} key value.
 func DefaultErrorHandler(_ context.Context, _ string, o guard.Outcome) error {
 	c, msg, details := rpccore.Refusal(o)
 	v1 := make([]protoadapt.MessageV1, len(details))

@@ -17,7 +17,7 @@ var (
 	// start with a separator character.
 	ErrSyntax = errors.New("keyexpr: syntax error")
 	// ErrUnknownField reports a tag field other than key, keys, expire, wait,
-	// name, long, limit, keep and mode.
+	// name, long, limit, keep, mode, rate and burst.
 	ErrUnknownField = errors.New("keyexpr: unknown field")
 	// ErrDuplicateField reports a tag field given twice.
 	ErrDuplicateField = errors.New("keyexpr: duplicate field")
@@ -25,7 +25,8 @@ var (
 	// rejects, a negative one, or an expire below one millisecond.
 	ErrBadDuration = errors.New("keyexpr: bad duration")
 	// ErrBadValue reports a tag field whose value is not one of the allowed
-	// values: long other than "hash" or "reject", or an empty name.
+	// values: long other than "hash" or "reject", an empty name, a malformed
+	// limit, mode, rate or burst, or two fields that cannot go together.
 	ErrBadValue = errors.New("keyexpr: bad value")
 	// ErrMissingKey reports a tag with neither a key nor a keys field, an
 	// empty one, or an empty template in a keys list ("a,,b", "a,").

@@ -25,7 +25,7 @@ func ExampleParseTag() {
 	// order:{path.id} 30s 2s false
 	// {path.id}: source "path", path "id" at byte 6
 	// true
-	// keyexpr: tag `key:"order:{path.id}" expiry:"30s"`: field expiry at byte 22: unknown field "expiry" (known: key, keys, expire, wait, name, long, limit, keep, mode)
+	// keyexpr: tag `key:"order:{path.id}" expiry:"30s"`: field expiry at byte 22: unknown field "expiry" (known: key, keys, expire, wait, name, long, limit, keep, mode, rate, burst)
 }
 
 // request stands in for a transport's request type (*gin.Context, a gRPC
@@ -81,4 +81,12 @@ func ExampleEscape() {
 	id := "A:17"
 	fmt.Println("order:" + keyexpr.Escape(id))
 	// Output: order:A%3A17
+}
+
+// A rate tag limits how often its key is used: here 100 requests a minute
+// per user in the long run, and at most 20 at once.
+func ExampleParseTag_rate() {
+	s := keyexpr.MustParseTag(`key:"api:{header.X-User}" rate:"100/1m" burst:"20"`)
+	fmt.Println(s.Rate.N, s.Rate.Period, s.Rate.Burst, s.Rate.Interval())
+	// Output: 100 1m0s 20 600ms
 }

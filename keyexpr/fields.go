@@ -20,18 +20,20 @@ type Fields struct {
 	Limit  string // permits of a semaphore, 1 to MaxLimit; "" = a mutex
 	Keep   string // Go duration of at least 1ms held after a successful call; "" = none
 	Mode   string // "read" or "write": a read/write lock; "" = a mutex
+	Rate   string // "N/period", such as "100/1m": a rate limit, which takes no lock; "" = none
+	Burst  string // requests admitted at once, 1 to MaxRate; only with Rate; "" = Rate's N
 }
 
 // NewSpec builds the *Spec the equivalent tag would parse to, with the same
 // validation as ParseTag and without writing and re-reading tag text. Errors
 // are *TagError values, as from ParseTag, naming the field; Spec.Tag (and
 // TagError.Tag) is the equivalent tag, in the field order key, keys,
-// expire, wait, name, long, limit, keep, mode, so that messages and logs
+// expire, wait, name, long, limit, keep, mode, rate, burst, so that messages and logs
 // can quote it.
 func NewSpec(f Fields) (*Spec, error) {
 	s := &Spec{}
 	type field struct{ name, value string }
-	all := [...]field{{"key", f.Key}, {"keys", f.Keys}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}, {"keep", f.Keep}, {"mode", f.Mode}}
+	all := [...]field{{"key", f.Key}, {"keys", f.Keys}, {"expire", f.Expire}, {"wait", f.Wait}, {"name", f.Name}, {"long", f.Long}, {"limit", f.Limit}, {"keep", f.Keep}, {"mode", f.Mode}, {"rate", f.Rate}, {"burst", f.Burst}}
 	var tag []byte
 	starts := make([]int, len(all))
 	for i, fl := range all {
@@ -81,5 +83,6 @@ func NewSpec(f Fields) (*Spec, error) {
 		i := max(at(a), at(b))
 		return nil, &TagError{Tag: s.Tag, Field: all[i].name, Pos: starts[i] - len(all[i].name) - 1, Err: err}
 	}
+	s.defaults()
 	return s, nil
 }

@@ -18,6 +18,9 @@ func FuzzParseTag(f *testing.F) {
 		`key:"\u00e9{path.}"`, `key:"a"wait:"1s"`, `key:"a\"`, `key:"a" key:"b"`,
 		`key:"{x.a}{x.b}"`, `expire:"-1s"`, "", " ",
 		`keys:"acct:{body.from}, acct:{body.to}" wait:"1s"`, `keys:"a,,b"`, `keys:"a,b:{p.}"`, `key:"a" keys:"b"`,
+		`key:"api:{header.X-User}" rate:"100/1m" burst:"20"`, `key:"a" rate:"10/s" wait:"1s"`, `key:"a" rate:"5/100ms"`,
+		`key:"a" rate:"1/8760h" burst:"1"`, `key:"a" rate:"1000000/1s"`, `key:"a" rate:"0/s"`, `key:"a" rate:"1/0s"`,
+		`key:"a" rate:"1/1h" burst:"9000"`, `key:"a" burst:"2"`, `key:"a" rate:"1/s" limit:"2"`, `key:"a" rate:"1/"`,
 	} {
 		f.Add(s)
 	}
@@ -64,6 +67,17 @@ func FuzzParseTag(f *testing.F) {
 		}
 		if v, _ := st.Lookup("name"); v != s.Name {
 			t.Fatalf("name %q, reflect reads %q", s.Name, v)
+		}
+		// A rate is within its bounds, takes no lock, and is there only
+		// when the tag has a rate field.
+		r := s.Rate
+		if _, ok := st.Lookup("rate"); ok != (r.N > 0) || (r == Rate{}) != (r.N == 0) {
+			t.Fatalf("rate %+v, field present %v", r, ok)
+		}
+		if r.N > 0 && (r.N > MaxRate || r.Burst < 1 || r.Burst > MaxRate || r.Period < time.Millisecond || r.Period > MaxRatePeriod ||
+			r.Interval() < MinRateInterval || time.Duration(r.Burst) > MaxRatePeriod/r.Interval() ||
+			s.Keys != nil || s.Expire != 0 || s.Limit != 0 || s.Keep != 0 || s.Mode != "") {
+			t.Fatalf("bad rate spec %+v", s)
 		}
 	})
 }

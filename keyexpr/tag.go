@@ -19,6 +19,7 @@ type Spec struct {
 	Limit    int           // field `limit`: a semaphore of Limit permits; 0 = absent (a mutex)
 	Keep     time.Duration // field `keep`: hold the lock this long after a successful call; 0 = release at once
 	Mode     string        // field `mode`: "read" or "write" (a read/write lock); "" = a mutex
+	Rate     Rate          // fields `rate` and `burst`: a rate limit, which takes no lock; the zero Rate = absent
 
 	keyQuote int  // offset of the key value's opening quote in Tag
 	keyExact bool // the quoted key value has no escapes: offsets inside it match the template's
@@ -48,7 +49,11 @@ type Spec struct {
 // MaxLimit: the lock is a semaphore of that many permits; omitted = a
 // mutex) and keep (a time.Duration of at least 1ms: the lock stays held
 // that long after a successful call; not with limit) and mode ("read" or
-// "write": a read/write lock; not with limit or keep).
+// "write": a read/write lock; not with limit or keep), rate ("N/period",
+// such as "100/1m" or "10/s": a rate limit on the key, which takes no
+// lock; not with keys, expire, limit, keep or mode) and burst (a whole
+// number from 1 to MaxRate: requests admitted at once; only with rate;
+// default: the rate's N).
 //
 // Errors are *TagError values naming the field and byte position and wrapping
 // ErrSyntax, ErrUnknownField, ErrDuplicateField, ErrBadDuration, ErrBadValue
@@ -115,7 +120,8 @@ func ParseTag(tag string) (*Spec, error) {
 		if name == "keys" {
 			s.keysQuote, s.keysExact = valStart, quoted[1:len(quoted)-1] == value
 		}
-		if name == "keep" || name == "limit" || name == "mode" || name == "key" || name == "keys" {
+		switch name {
+		case "keep", "limit", "mode", "key", "keys", "expire", "rate", "burst":
 			kindPos[name] = nameStart
 		}
 		if err := s.setField(name, value); err != nil {
@@ -145,7 +151,15 @@ func ParseTag(tag string) (*Spec, error) {
 		}
 		return fail(b, kindPos[b], err)
 	}
+	s.defaults()
 	return s, nil
+}
+
+// defaults fills in what an absent field means, once the fields agree.
+func (s *Spec) defaults() {
+	if s.Rate.N > 0 && s.Rate.Burst == 0 {
+		s.Rate.Burst = s.Rate.N
+	}
 }
 
 // conflict reports two fields a and b that cannot go together; the
@@ -165,7 +179,8 @@ func (s *Spec) conflict() (a, b string, err error) {
 	case s.Mode != "" && s.Keep > 0:
 		return "mode", "keep", fmt.Errorf("%w: mode with keep: a read/write lock cannot be kept after the call", ErrBadValue)
 	}
-	return "", "", nil
+	// Before defaults: Rate.Burst is the burst field's value, 0 if absent.
+	return s.rateConflict(s.Rate.Burst)
 }
 
 // MustParseTag is like ParseTag but panics, with the *TagError ParseTag would
@@ -249,8 +264,20 @@ func (s *Spec) setField(name, value string) error {
 			return fmt.Errorf("%w: limit %q: want a whole number of permits from 1 to %d", ErrBadValue, value, MaxLimit)
 		}
 		s.Limit = n
+	case "rate":
+		r, err := parseRate(value)
+		if err != nil {
+			return err
+		}
+		s.Rate.N, s.Rate.Period = r.N, r.Period
+	case "burst":
+		n, err := parseBurst(value)
+		if err != nil {
+			return err
+		}
+		s.Rate.Burst = n
 	default:
-		return fmt.Errorf("%w %q (known: key, keys, expire, wait, name, long, limit, keep, mode)", ErrUnknownField, name)
+		return fmt.Errorf("%w %q (known: key, keys, expire, wait, name, long, limit, keep, mode, rate, burst)", ErrUnknownField, name)
 	}
 	return nil
 }

@@ -97,7 +97,7 @@ func TestParseTagErrors(t *testing.T) {
 		{`key:"a" mode:"read" limit:"2"`, ErrBadValue, "limit", 20, "mode with limit"},
 		{`key:"a" limit:"2" mode:"write"`, ErrBadValue, "mode", 18, "mode with limit"},
 		{`key:"a" mode:"write" keep:"1s"`, ErrBadValue, "keep", 21, "mode with keep"},
-		{`key:"a" lock:"read"`, ErrUnknownField, "lock", 8, `(known: key, keys, expire, wait, name, long, limit, keep, mode)`},
+		{`key:"a" lock:"read"`, ErrUnknownField, "lock", 8, `(known: key, keys, expire, wait, name, long, limit, keep, mode, rate, burst)`},
 		{`key:"a"wait:"1s"`, ErrSyntax, "", 7, "missing space"},
 		{`key:"a`, ErrSyntax, "key", 4, "unterminated"},
 		{`key:"a\"`, ErrSyntax, "key", 4, "unterminated"},

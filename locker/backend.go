@@ -48,6 +48,9 @@ type backend interface {
 	// records returns the node idempotency records live on, or an error
 	// matching ErrIdempotencyUnsupported saying why there is none.
 	records() (*node, error)
+	// rates returns the node rate keys live on, or an error matching
+	// ErrKindUnsupported saying why there is none (rate.go).
+	rates() (*node, error)
 	// ping checks that every node answers.
 	ping(ctx context.Context) error
 	// healthy checks that enough nodes answer to obtain a lock: every

@@ -31,9 +31,10 @@ const (
 	AttrFence       = attribute.Key("locktag.lock.fence")     // fencing token
 	AttrHolds       = attribute.Key("locktag.lock.holds")     // hold count reached
 	AttrRenewal     = attribute.Key("locktag.renewal.result") // "ok", "error" or "refused"
-	AttrKind        = attribute.Key("locktag.lock.kind")      // "mutex", "semaphore", "read", "write" or "multi"
+	AttrKind        = attribute.Key("locktag.lock.kind")      // "mutex", "semaphore", "read", "write", "multi" or "rate"
 	AttrLimit       = attribute.Key("locktag.lock.limit")     // a semaphore's permits (Params.Limit)
 	AttrKeys        = attribute.Key("locktag.lock.keys")      // a multi-key lock's distinct keys (ObtainMany)
+	AttrRate        = attribute.Key("locktag.rate")           // a rate limit's terms, "100/1m0s" (RateParams)
 )
 
 // Outcomes of an idempotency check (attribute locktag.outcome on
@@ -55,6 +56,13 @@ const (
 	OutcomeCanceled  = "canceled" // the caller's context ended first
 	OutcomeError     = "error"    // Redis unavailable, quorum not reached
 	OutcomeLost      = "lost"
+)
+
+// Outcomes of an Allow (a rate-limit decision); canceled and error as
+// for Obtain.
+const (
+	OutcomeAdmitted    = "admitted"     // the request is within the rate
+	OutcomeRateLimited = "rate_limited" // ErrRateLimited: refused, no slot within the wait
 )
 
 // telemetry holds a Locker's instruments. With the default (no-op) global
@@ -148,7 +156,7 @@ func newTelemetry(o *options) *telemetry {
 	t.hold, _ = m.Float64Histogram("locktag.lock.hold.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time locks were held, from obtained to released or lost."), buckets)
 	t.outcomes, _ = m.Int64Counter("locktag.lock.outcomes", metric.WithUnit("{outcome}"),
-		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error) and locks lost."))
+		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error), locks lost, and rate-limit decisions (admitted, rate_limited)."))
 	t.renewals, _ = m.Int64Counter("locktag.lock.renewals", metric.WithUnit("{renewal}"),
 		metric.WithDescription("Watchdog renewals by result (ok, error, refused)."))
 	t.idem, _ = m.Int64Counter("locktag.idempotency.outcomes", metric.WithUnit("{request}"),
@@ -195,7 +203,7 @@ func (t *telemetry) attrs(name string) *nameAttrs {
 	for _, o := range []string{IdemExecuted, IdemReplayed, IdemConflict, IdemMismatch, OutcomeCanceled, OutcomeError} {
 		a.idem[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
-	for _, o := range []string{OutcomeAcquired, OutcomeReentered, OutcomeBusy, OutcomeCanceled, OutcomeError, OutcomeLost} {
+	for _, o := range []string{OutcomeAcquired, OutcomeReentered, OutcomeBusy, OutcomeCanceled, OutcomeError, OutcomeLost, OutcomeAdmitted, OutcomeRateLimited} {
 		a.outcomes[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, r := range []string{"ok", "error", "refused"} {

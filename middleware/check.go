@@ -35,7 +35,8 @@ func routeCheck(c *gin.Context) {
 		return
 	}
 	p.gated, p.names = true, c.HandlerNames()
-	if !slices.ContainsFunc(c.HandlerNames(), isLockHandler) {
+	p.lockers = countFunc(p.names, isLockHandler)
+	if p.lockers == 0 {
 		c.Abort() // nothing to check; the handler must not run
 	}
 }
@@ -53,8 +54,9 @@ func isLockHandler(name string) bool { return strings.HasPrefix(name, lockHandle
 //
 // CheckRoutes sends one probe request per route through e, with no body;
 // RouteCheck must be e's first middleware (else CheckRoutes fails with
-// ErrNotChecked and sends nothing). Middleware between RouteCheck and a
-// Lock sees the probe; the handlers never do. A route whose chain stops
+// ErrNotChecked and sends nothing). Every Lock of a route is checked (a
+// rate tag and the lock tag after it). Middleware between RouteCheck and
+// the last Lock sees the probe; the handlers never do. A route whose chain stops
 // before its Lock (an authentication middleware refusing the probe) is
 // reported with ErrNotChecked. Errors are joined: each wraps ErrBadRule
 // (the route and a *keyexpr.TagError) or ErrNotChecked.
@@ -106,10 +108,11 @@ type probeKey struct{}
 
 // probe collects what one probe request found.
 type probe struct {
-	gated bool
-	names []string
-	locks int
-	errs  []error
+	gated   bool
+	names   []string
+	lockers int // the Lock handlers in the route's chain
+	locks   int // those the probe went through
+	errs    []error
 }
 
 // IsProbe reports whether c is one of CheckRoutes' probe requests, for
@@ -125,13 +128,27 @@ func probeOf(c *gin.Context) *probe {
 	return p
 }
 
-// check verifies spec against the probed route and stops the chain.
+// check verifies spec against the probed route and stops the chain at
+// its last Lock (a rate tag chained before a lock tag: both are checked).
 func (p *probe) check(c *gin.Context, m *locks, spec *keyexpr.Spec) {
 	p.locks++
 	if err := m.checkParams(spec, routeParams(c.FullPath())); err != nil {
 		p.errs = append(p.errs, err)
 	}
+	if p.locks < p.lockers {
+		return // gin goes on to the next handler, up to the next Lock
+	}
 	c.Abort()
+}
+
+func countFunc(names []string, f func(string) bool) int {
+	n := 0
+	for _, s := range names {
+		if f(s) {
+			n++
+		}
+	}
+	return n
 }
 
 // probeWriter discards a probe's response.

@@ -52,6 +52,7 @@ func TestCheckRoutes(t *testing.T) {
 		r.Use(gin.Recovery())
 		r.POST("/orders/:id/pay",
 			middleware.Idempotency(lk, guard.WithPublicScope()),
+			middleware.Lock(lk, `key:"api:{header.X-User}" rate:"5/s"`), // checked, then on to the lock
 			middleware.Lock(lk, payTag), handler)
 		r.GET("/orders/:id", handler) // no lock: a probe must stop before the handler
 		r.PUT("/carts/*path", middleware.Lock(lk, `key:"cart:{path.path}"`), handler)

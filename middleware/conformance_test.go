@@ -17,12 +17,12 @@ import (
 // gin's Recovery (500).
 type ginDriver struct{}
 
-func (ginDriver) serve(t testing.TB, mw gin.HandlerFunc, h conformance.Handler) conformance.Client {
+func (ginDriver) serve(t testing.TB, h conformance.Handler, mws ...gin.HandlerFunc) conformance.Client {
 	e := gin.New()
 	e.Use(gin.RecoveryWithWriter(io.Discard))
-	handle := func(c *gin.Context) { conformance.WriteReply(c.Writer, c.Request, h) }
-	e.GET("/", mw, handle)
-	e.POST("/", mw, handle)
+	chain := append(mws, func(c *gin.Context) { conformance.WriteReply(c.Writer, c.Request, h) })
+	e.GET("/", chain...)
+	e.POST("/", chain...)
 	return conformance.ServeHTTP(t, e)
 }
 
@@ -31,7 +31,19 @@ func (d ginDriver) Lock(t testing.TB, lk *locker.Locker, tag string, h conforman
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.serve(t, mw, h)
+	return d.serve(t, h, mw)
+}
+
+func (d ginDriver) Chain(t testing.TB, lk *locker.Locker, tags []string, h conformance.Handler) conformance.Client {
+	mws := make([]gin.HandlerFunc, len(tags))
+	for i, tag := range tags {
+		mw, err := middleware.NewLock(lk, fmt.Sprintf(tag, "{query."+conformance.HTTPKeyParam+"}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mws[i] = mw
+	}
+	return d.serve(t, h, mws...)
 }
 
 func (d ginDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.Handler) conformance.Client {
@@ -41,7 +53,7 @@ func (d ginDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.Ha
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.serve(t, mw, h)
+	return d.serve(t, h, mw)
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, ginDriver{}) }

@@ -19,6 +19,12 @@
 // LockRules does the same for a whole table of routes from one global
 // middleware, keyed by "METHOD /route/pattern".
 //
+// A tag with a rate (`key:"api:{header.X-User}" rate:"100/1m"`) is a rate
+// limit on its key instead of a lock: the chain runs when the request is
+// within the rate (with the RateLimit-Policy and RateLimit fields set),
+// else 429 with Retry-After and the same fields. Chain it before the
+// route's lock tag, so a refused request never queues for the lock.
+//
 // # Registration-time errors
 //
 // Every mistake in a tag — bad syntax, an unknown field, a bad duration, a key
@@ -46,6 +52,7 @@
 //	JSON body over the size cap                            413
 //	tag names a path parameter the route lacks             500 (logged)
 //	lock busy after the tag's wait                         409 + Retry-After
+//	a rate tag's rate used up                              429 + Retry-After, RateLimit
 //	request deadline or cancellation while waiting         503
 //	Redis unavailable or pool exhausted (fail-closed)      503
 //	lock lost while the handler ran, nothing written yet   503

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
@@ -16,6 +17,11 @@ import (
 // while the rest of the chain runs:
 //
 //	r.POST("/orders/:id/pay", middleware.Lock(lk, `key:"order:{path.id}" wait:"2s"`), pay)
+//
+// A rate tag (docs/tags.md#rate-and-burst) makes it a rate limit on the
+// key instead: the chain runs while the key is within its rate, with the
+// RateLimit-Policy and RateLimit fields set, and otherwise the request is
+// refused with 429, Retry-After and those fields.
 //
 // Lock panics if the tag or an option is invalid, with the error NewLock would
 // return (for a bad tag a *keyexpr.TagError naming the tag, the field and
@@ -116,6 +122,9 @@ var errNotWritten = errors.New("middleware: nothing written")
 func (m *locks) serve(c *gin.Context, g *guard.Lock[*gin.Context]) {
 	orig := c.Request
 	o := g.Run(orig.Context(), c, c.FullPath(), func(ctx context.Context) error {
+		if q := guard.QuotaFromContext(ctx); q != nil && g.Spec().Rate.N > 0 {
+			httpcore.SetRateLimit(c.Writer.Header(), q, 0) // this guard's admission, before the handler writes
+		}
 		locked := orig.WithContext(ctx)
 		c.Request = locked
 		defer restore(c, orig, locked)

@@ -19,6 +19,7 @@ const ProblemContentType = httpcore.ProblemContentType
 //	Busy, InFlight                                     409 + Retry-After
 //	TooLarge                                           413
 //	LimitFull                                          429 + Retry-After
+//	RateLimited                                        429 + Retry-After, RateLimit-Policy, RateLimit
 //	Mismatch, NotStored                                422
 //	TagMistake, Internal                               500
 //	Unavailable, Deadline, Canceled, Lost              503 + Retry-After
@@ -31,7 +32,7 @@ func refuse(c *gin.Context, s *settings, o guard.Outcome) {
 		_ = c.Error(o.Err)
 	}
 	c.Abort()
-	httpcore.SetRetryAfter(c.Writer.Header(), o)
+	httpcore.SetRefusalHeaders(c.Writer.Header(), o)
 	s.ErrorHandler(c, o, Status(o.Kind))
 }
 
@@ -43,7 +44,7 @@ func refuse(c *gin.Context, s *settings, o guard.Outcome) {
 //	 "detail":"another request holds the lock; retry later"}
 //
 // The type names the outcome: bad-lock-key, body-too-large, lock-tag-mistake,
-// lock-busy, limit-full, lock-wait-ended, lock-unavailable, lock-lost
+// lock-busy, limit-full, rate-limited, lock-wait-ended, lock-unavailable, lock-lost
 // (docs/gin.md), and
 // idempotency-key-missing, idempotency-key-invalid,
 // idempotency-scope-unresolved, idempotency-key-in-flight,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
@@ -24,7 +25,7 @@ import (
 // X-Scope the scope; connect.WithRecover turns a panic into CodeInternal.
 type connectDriver struct{}
 
-func (connectDriver) serve(t testing.TB, ic connect.Interceptor, h conformance.Handler) conformance.Client {
+func (connectDriver) serve(t testing.TB, h conformance.Handler, ics ...connect.Interceptor) conformance.Client {
 	mux := http.NewServeMux()
 	mux.Handle(reserve, connect.NewUnaryHandler(reserve, func(ctx context.Context, _ *connect.Request[testpb.ReserveRequest]) (*connect.Response[testpb.ReserveResponse], error) {
 		n, err := h(ctx)
@@ -34,7 +35,7 @@ func (connectDriver) serve(t testing.TB, ic connect.Interceptor, h conformance.H
 		return connect.NewResponse(&testpb.ReserveResponse{Token: n}), nil
 	}, connect.WithRecover(func(context.Context, connect.Spec, http.Header, any) error {
 		return connect.NewError(connect.CodeInternal, errors.New("panic"))
-	}), connect.WithInterceptors(ic)))
+	}), connect.WithInterceptors(ics...)))
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	client := connect.NewClient[testpb.ReserveRequest, testpb.ReserveResponse](srv.Client(), srv.URL+reserve)
@@ -49,18 +50,22 @@ func (connectDriver) serve(t testing.TB, ic connect.Interceptor, h conformance.H
 			body, _ := proto.MarshalOptions{Deterministic: true}.Marshal(resp.Msg)
 			return conformance.ClassifyRPC(0, "", false, resp.Header().Get(connectrpc.ReplayedHeader) == "true", body, "ok")
 		}
-		reason, retry := "", false
+		reason, retry, quota, delay := "", false, false, time.Duration(0)
 		if ce := new(connect.Error); errors.As(err, &ce) {
 			for _, d := range ce.Details() {
 				switch v, _ := d.Value(); v := v.(type) {
 				case *errdetails.ErrorInfo:
 					reason = v.GetReason()
 				case *errdetails.RetryInfo:
-					retry = true
+					retry, delay = true, v.GetRetryDelay().AsDuration()
+				case *errdetails.QuotaFailure:
+					quota = len(v.GetViolations()) > 0
 				}
 			}
 		}
-		return conformance.ClassifyRPC(uint32(connect.CodeOf(err)), reason, retry, false, nil, err.Error())
+		res := conformance.ClassifyRPC(uint32(connect.CodeOf(err)), reason, retry, false, nil, err.Error())
+		res.RetryIn, res.Quota = delay, quota
+		return res
 	}
 }
 
@@ -69,7 +74,19 @@ func (d connectDriver) Lock(t testing.TB, lk *locker.Locker, tag string, h confo
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.serve(t, ic, h)
+	return d.serve(t, h, ic)
+}
+
+func (d connectDriver) Chain(t testing.TB, lk *locker.Locker, tags []string, h conformance.Handler) conformance.Client {
+	ics := make([]connect.Interceptor, len(tags))
+	for i, tag := range tags {
+		ic, err := connectrpc.New(lk, connectrpc.Rules{reserve: fmt.Sprintf(tag, "{req.sku}")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ics[i] = ic
+	}
+	return d.serve(t, h, ics...)
 }
 
 func (d connectDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.Handler) conformance.Client {
@@ -82,7 +99,7 @@ func (d connectDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformanc
 	if err != nil {
 		t.Fatal(err)
 	}
-	return d.serve(t, ig, h)
+	return d.serve(t, h, ig)
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, connectDriver{}) }

@@ -104,7 +104,8 @@ func Code(k guard.Kind) connect.Code { return connect.Code(rpccore.CodeOf(k)) }
 // DefaultErrorHandler maps an outcome to a *connect.Error with Code(o.Kind),
 // a message that names no key, value or address, and the gRPC adapter's
 // details: google.rpc.ErrorInfo (domain "locktag", reasons such as
-// LOCK_BUSY), google.rpc.RetryInfo with a retry hint, google.rpc.BadRequest
+// LOCK_BUSY, RATE_LIMITED), google.rpc.RetryInfo with a retry hint,
+// google.rpc.QuotaFailure for a rate rule's refusal, google.rpc.BadRequest
 // for a bad {req...} value.
 func DefaultErrorHandler(_ context.Context, _ string, o guard.Outcome) *connect.Error {
 	c, msg, details := rpccore.Refusal(o)

@@ -74,7 +74,17 @@ type LockRule struct {
 	// taken in one global order so that calls naming the same keys in any
 	// order never deadlock; duplicates collapse into one lock. At most 16.
 	// Not with key, limit or mode.
-	Keys          string `protobuf:"bytes,9,opt,name=keys,proto3" json:"keys,omitempty"`
+	Keys string `protobuf:"bytes,9,opt,name=keys,proto3" json:"keys,omitempty"`
+	// A rate limit on the key instead of a lock: "N/period", e.g. "100/1m"
+	// or "10/s", at most N calls per period in the long run. Over it,
+	// RESOURCE_EXHAUSTED with RetryInfo (the time to the next slot) and
+	// QuotaFailure. Takes no lock: not with keys, expire, limit, keep or
+	// mode (put the method's lock in a rule of a second interceptor, after
+	// this one). Empty: no rate limit.
+	Rate string `protobuf:"bytes,10,opt,name=rate,proto3" json:"rate,omitempty"`
+	// With rate: the calls admitted at once after a quiet spell, 1 to
+	// 1000000000. Empty: rate's N.
+	Burst         string `protobuf:"bytes,11,opt,name=burst,proto3" json:"burst,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -172,6 +182,20 @@ func (x *LockRule) GetKeys() string {
 	return ""
 }
 
+func (x *LockRule) GetRate() string {
+	if x != nil {
+		return x.Rate
+	}
+	return ""
+}
+
+func (x *LockRule) GetBurst() string {
+	if x != nil {
+		return x.Burst
+	}
+	return ""
+}
+
 var file_locktag_v1_options_proto_extTypes = []protoimpl.ExtensionInfo{
 	{
 		ExtendedType:  (*descriptorpb.MethodOptions)(nil),
@@ -197,7 +221,7 @@ var File_locktag_v1_options_proto protoreflect.FileDescriptor
 const file_locktag_v1_options_proto_rawDesc = "" +
 	"\n" +
 	"\x18locktag/v1/options.proto\x12\n" +
-	"locktag.v1\x1a google/protobuf/descriptor.proto\"\xc2\x01\n" +
+	"locktag.v1\x1a google/protobuf/descriptor.proto\"\xec\x01\n" +
 	"\bLockRule\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x16\n" +
 	"\x06expire\x18\x02 \x01(\tR\x06expire\x12\x12\n" +
@@ -207,7 +231,10 @@ const file_locktag_v1_options_proto_rawDesc = "" +
 	"\x05limit\x18\x06 \x01(\tR\x05limit\x12\x12\n" +
 	"\x04keep\x18\a \x01(\tR\x04keep\x12\x12\n" +
 	"\x04mode\x18\b \x01(\tR\x04mode\x12\x12\n" +
-	"\x04keys\x18\t \x01(\tR\x04keys:J\n" +
+	"\x04keys\x18\t \x01(\tR\x04keys\x12\x12\n" +
+	"\x04rate\x18\n" +
+	" \x01(\tR\x04rate\x12\x14\n" +
+	"\x05burst\x18\v \x01(\tR\x05burst:J\n" +
 	"\x04lock\x12\x1e.google.protobuf.MethodOptions\x18\xb3\xc7\x03 \x01(\v2\x14.locktag.v1.LockRuleR\x04lockB<Z:github.com/locktag/locktag/interceptor/locktagv1;locktagv1b\x06proto3"
 
 var (

@@ -10,7 +10,11 @@
 // down is unavailable and the handler never runs; a missing, empty or
 // over-long key value is invalid before Redis is touched; a lock lost
 // mid-handler cancels the handler's context with locker.ErrLockLost and is
-// answered with a retry hint; a panic releases the lock; idempotency runs
+// answered with a retry hint; a panic releases the lock; a rate tag admits
+// its burst and refuses the next as rate-limited with the time to the
+// next slot and the quota (with a control that breaks the limit), and
+// chained before a lock tag refuses without queueing for the lock;
+// idempotency runs
 // a handler exactly once under 50 concurrent duplicates through 5 Lockers,
 // replays byte-identically, refuses a reused key and keeps scopes apart;
 // Redis down under an idempotency guard is unavailable with a retry hint.

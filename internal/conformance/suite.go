@@ -40,6 +40,10 @@ func Run(t *testing.T, tr Transport) {
 		{"invalid-key", invalidKey},
 		{"lock-lost", lockLost},
 		{"panic-releases", panicReleases},
+		{"rate", rate},
+		{"rate-control", rateControl},
+		{"rate-before-lock", rateBeforeLock},
+		{"rate-before-lock-control", rateBeforeLockControl},
 		{"idempotency", idempotency},
 		{"idempotency-down", idempotencyDown},
 	}

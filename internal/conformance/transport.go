@@ -3,8 +3,11 @@ package conformance
 import (
 	"context"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locktag/locktag/locker"
 )
@@ -25,9 +28,10 @@ const (
 	Mismatch           // 422 idempotency-key-reused; FailedPrecondition IDEMPOTENCY_KEY_REUSED
 	Replay             // the stored answer, marked as replayed
 	LimitFull          // 429 limit-full; ResourceExhausted LOCK_LIMIT_FULL
+	RateLimited        // 429 rate-limited; ResourceExhausted RATE_LIMITED
 )
 
-var statusNames = [...]string{"other", "ok", "busy", "unavailable", "invalid", "lost", "in-flight", "mismatch", "replay", "limit-full"}
+var statusNames = [...]string{"other", "ok", "busy", "unavailable", "invalid", "lost", "in-flight", "mismatch", "replay", "limit-full", "rate-limited"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -38,8 +42,13 @@ func (s Status) String() string {
 
 // Result is one request's outcome.
 type Result struct {
-	Status Status
-	Retry  bool   // a retry hint: Retry-After, or a google.rpc.RetryInfo
+	Status  Status
+	Retry   bool          // a retry hint: Retry-After, or a google.rpc.RetryInfo
+	RetryIn time.Duration // the hint: Retry-After's seconds, or RetryInfo's delay
+	// Quota: the answer describes a rate limit — both RateLimit-Policy
+	// and RateLimit in the IETF draft's syntax, or a google.rpc.QuotaFailure
+	// with a violation.
+	Quota  bool
 	Body   []byte // the answer's bytes: the HTTP body, or the marshalled response
 	Detail string // for failure messages: the raw status, code or error
 }
@@ -72,6 +81,10 @@ type Transport interface {
 	// Idempotency serves h behind the adapter's idempotency guard, scoped
 	// by Request.Scope, fingerprinting Request.Body.
 	Idempotency(t testing.TB, lk *locker.Locker, h Handler) Client
+	// Chain serves h behind one guard per tag, the first outermost, as a
+	// user of the adapter chains them (Gin middleware in order, wrapped
+	// net/http handlers, chained interceptors).
+	Chain(t testing.TB, lk *locker.Locker, tags []string, h Handler) Client
 }
 
 // ClassifyHTTP reads an HTTP answer: the status with the fragment of the
@@ -79,6 +92,10 @@ type Transport interface {
 // marker header.
 func ClassifyHTTP(status int, h http.Header, body []byte) Result {
 	r := Result{Retry: h.Get("Retry-After") != "", Body: body, Detail: http.StatusText(status) + " " + string(body)}
+	if s, err := strconv.Atoi(h.Get("Retry-After")); err == nil {
+		r.RetryIn = time.Duration(s) * time.Second
+	}
+	r.Quota = policyField.MatchString(h.Get("RateLimit-Policy")) && limitField.MatchString(h.Get("RateLimit"))
 	typ := problemType(body)
 	switch {
 	case status == http.StatusOK && h.Get("Idempotent-Replayed") == "true":
@@ -89,6 +106,8 @@ func ClassifyHTTP(status int, h http.Header, body []byte) Result {
 		r.Status = Busy
 	case status == http.StatusTooManyRequests && typ == "limit-full":
 		r.Status = LimitFull
+	case status == http.StatusTooManyRequests && typ == "rate-limited":
+		r.Status = RateLimited
 	case status == http.StatusConflict && typ == "idempotency-key-in-flight":
 		r.Status = InFlight
 	case status == http.StatusServiceUnavailable && (typ == "lock-unavailable" || typ == "idempotency-unavailable"):
@@ -102,6 +121,13 @@ func ClassifyHTTP(status int, h http.Header, body []byte) Result {
 	}
 	return r
 }
+
+// The RateLimit-Policy and RateLimit fields in the draft's Structured
+// Field syntax: a quoted policy name, then q and w, or r and t.
+var (
+	policyField = regexp.MustCompile(`^"(?:[^"\\]|\\["\\])*";q=[0-9]+;w=[1-9][0-9]*$`)
+	limitField  = regexp.MustCompile(`^"(?:[^"\\]|\\["\\])*";r=[0-9]+;t=[0-9]+$`)
+)
 
 // problemType is the fragment of a problem+json "type", without decoding
 // the body as anything but bytes.
@@ -138,6 +164,8 @@ func ClassifyRPC(code uint32, reason string, retry, replayed bool, body []byte, 
 		r.Status = Busy
 	case code == codeResourceExhausted && reason == "LOCK_LIMIT_FULL":
 		r.Status = LimitFull
+	case code == codeResourceExhausted && reason == "RATE_LIMITED":
+		r.Status = RateLimited
 	case code == codeAborted && reason == "LOCK_LOST":
 		r.Status = Lost
 	case code == codeAborted && reason == "IDEMPOTENCY_KEY_IN_FLIGHT":

@@ -39,7 +39,7 @@ func Status(k guard.Kind) int {
 		return http.StatusUnauthorized
 	case guard.Busy, guard.InFlight:
 		return http.StatusConflict
-	case guard.LimitFull:
+	case guard.LimitFull, guard.RateLimited:
 		return http.StatusTooManyRequests
 	case guard.TooLarge:
 		return http.StatusRequestEntityTooLarge
@@ -57,9 +57,22 @@ func Status(k guard.Kind) int {
 // in whole seconds, rounded up, when there is one.
 func SetRetryAfter(h http.Header, o guard.Outcome) {
 	if d := o.Retry(); d > 0 {
-		h.Set("Retry-After", strconv.FormatInt(int64((d+time.Second-1)/time.Second), 10))
+		h.Set("Retry-After", strconv.FormatInt(seconds(d), 10))
 	}
 }
+
+// SetRefusalHeaders sets what a refusal's answer carries besides its
+// body: Retry-After, and for a rate tag's refusal the RateLimit-Policy
+// and RateLimit fields (SetRateLimit), whose t agrees with Retry-After.
+func SetRefusalHeaders(h http.Header, o guard.Outcome) {
+	SetRetryAfter(h, o)
+	if o.Quota != nil {
+		SetRateLimit(h, o.Quota, o.Retry())
+	}
+}
+
+// seconds is d in whole seconds, rounded up.
+func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 // Problem returns the RFC 9457 body WriteProblem sends for o with status.
 func Problem(o guard.Outcome, status int) []byte {
@@ -96,6 +109,8 @@ func lockProblem(o guard.Outcome) (kind, title, detail string) {
 		return "lock-busy", "Resource is locked", "another request holds the lock; retry later"
 	case guard.LimitFull:
 		return "limit-full", "Too many concurrent requests", "the concurrency limit of this resource is reached; retry later"
+	case guard.RateLimited:
+		return "rate-limited", "Rate limit exceeded", "the rate limit of this resource is used up; retry after the time in Retry-After"
 	case guard.Unavailable:
 		return "lock-unavailable", "Lock service unavailable", "the lock service cannot be reached; retry later"
 	}

@@ -36,6 +36,8 @@ func TestHelperProcess(t *testing.T) {
 		childTransfers()
 	case "kindburst":
 		childKindBurst()
+	case "rater":
+		childRater()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)

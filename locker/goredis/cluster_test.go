@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -30,6 +31,33 @@ func TestCluster(t *testing.T) {
 	t.Run("MutualExclusion", func(t *testing.T) { testClusterMutex(t, c, keys) })
 	t.Run("ListEveryMaster", func(t *testing.T) { testClusterList(t, c, keys) })
 	t.Run("MultiKeyAcrossSlots", func(t *testing.T) { testClusterMulti(t, c, keys) })
+	t.Run("RateLimit", func(t *testing.T) { testClusterRate(t, c, keys) })
+}
+
+// A rate key lives on the master of its name's slot, and the limit holds
+// there: a burst of 3 admits 3 of 5, on every master.
+func testClusterRate(t *testing.T, c *redistest.Cluster, keys map[*redistest.Server]string) {
+	lk := newLocker(t, clusterClient(t, c))
+	p := locker.RateParams{Limit: 3, Period: time.Hour}
+	for m, key := range keys {
+		if c.KeySlot(t, "locktag:{"+key+"}:rate") != c.KeySlot(t, "locktag:{"+key+"}") {
+			t.Fatalf("%s: the rate key is not in the name's slot", key)
+		}
+		admitted := 0
+		for range 5 {
+			if _, err := lk.Allow(context.Background(), key, p); err == nil {
+				admitted++
+			} else if !errors.Is(err, locker.ErrRateLimited) {
+				t.Fatalf("%s: %v", key, err)
+			}
+		}
+		if admitted != 3 {
+			t.Errorf("%s: admitted %d of 5, want 3", key, admitted)
+		}
+		if n, err := redigo.Int(m.Do("EXISTS", "locktag:{"+key+"}:rate")); err != nil || n != 1 {
+			t.Errorf("%s: rate key not on its slot's master %s: %v %v", key, m.Addr(), n, err)
+		}
+	}
 }
 
 // List visits every master: it finds a lock held on each.

@@ -17,6 +17,16 @@
 //	...
 //	o := g.Run(ctx, req, "jobs", func(ctx context.Context) error { return run(ctx, req) })
 //
+// # Rate guards
+//
+// A tag with a `rate` field (`key:"api:{header.X-User}" rate:"100/1m"`)
+// builds a Lock that limits how often its key is used instead of locking
+// it: Run decides each request with locker.Allow and runs the call when
+// it is admitted; a refusal is RateLimited, with the exact time to the
+// next slot and a Quota for the adapter's rate-limit fields. Chain a rate
+// guard before any lock guard of the same request, so a refused request
+// never queues for the lock.
+//
 // # Idempotency guards
 //
 // NewIdempotency builds a guard that runs a call at most once per (route,

@@ -7,6 +7,7 @@ import (
 	"github.com/locktag/locktag/locker/redigo"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/keyexpr"
@@ -109,4 +110,28 @@ func ExampleIdempotency_Run() {
 	// replayed 201 charged 500
 	// mismatch
 	// executed
+}
+
+// A rate tag on the same tiny adapter: at most 2 sends a minute per
+// customer. A refusal says when the next slot comes and how the limit
+// stands, which an HTTP or RPC adapter sends to its client.
+func ExampleCompileLock_rate() {
+	lk, err := locker.New(redigo.New(exampleRedis.NewPool()))
+	if err != nil {
+		panic(err)
+	}
+	defer lk.Close()
+	g, err := guard.CompileLock(lk, `key:"mail:{arg.customer}" rate:"2/1m" name:"mail"`, jobSources)
+	if err != nil {
+		panic(err)
+	}
+	j := &job{args: map[string]string{"customer": "c9"}}
+	for range 3 {
+		o := g.Run(context.Background(), j, "send", func(context.Context) error { return nil })
+		fmt.Println(o.Kind, o.Quota.Remaining, o.Retry().Round(time.Second))
+	}
+	// Output:
+	// ok 1 0s
+	// ok 0 0s
+	// rate limited 0 30s
 }

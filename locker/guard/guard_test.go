@@ -70,13 +70,15 @@ func TestClassify(t *testing.T) {
 		{errors.Join(locker.ErrNotObtained, context.DeadlineExceeded), Deadline},
 		{errors.Join(locker.ErrNotObtained, context.Canceled), Canceled},
 		{locker.ErrLockLost, Lost},
+		{locker.ErrRateLimited, RateLimited},
+		{errors.Join(locker.ErrRateLimited, context.Canceled), Canceled},
 		{errors.New("other"), Internal},
 	} {
 		if got := classify(tc.err); got != tc.want {
 			t.Errorf("classify(%v) = %v, want %v", tc.err, got, tc.want)
 		}
 	}
-	for k := OK; k <= Internal; k++ {
+	for k := OK; k <= RateLimited; k++ {
 		if k.String() == "unknown" || k.Ran() != (k == OK || k == FailedOpen) {
 			t.Errorf("kind %d: %q, Ran %v", k, k, k.Ran())
 		}

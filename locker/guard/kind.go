@@ -72,13 +72,18 @@ const (
 	// taken by other requests for the whole wait. Like Busy, a retry later
 	// may succeed; adapters answer it as "too many requests".
 	LimitFull
+	// RateLimited: a rate tag's key used up its rate, and no slot came
+	// within the wait. Outcome.RetryAfter is the exact time to the next
+	// slot and Outcome.Quota the limit's state; adapters answer it as
+	// "too many requests" with both.
+	RateLimited
 )
 
 var kindNames = [...]string{
 	"ok", "failed open", "replay", "bad key", "too large", "tag mistake", "busy",
 	"unavailable", "deadline", "canceled", "lost", "missing idempotency key",
 	"bad idempotency key", "no scope", "in flight", "mismatch", "not stored", "internal",
-	"limit full",
+	"limit full", "rate limited",
 }
 
 // String returns a short lower-case name, such as "busy".
@@ -100,7 +105,8 @@ type Outcome struct {
 	// address: log it, never send it to a client.
 	Err error
 	// RetryAfter is a hint for the client for Busy and LimitFull (the tag's
-	// wait rounded up to whole seconds, at least 1s, or WithRetryAfter), Unavailable
+	// wait rounded up to whole seconds, at least 1s, or WithRetryAfter),
+	// RateLimited (the time to the rate's next slot, exact), Unavailable
 	// and InFlight (1s); zero otherwise. Retry gives the hint to send,
 	// with the default for the other retryable kinds.
 	RetryAfter time.Duration
@@ -114,6 +120,10 @@ type Outcome struct {
 	// Record is the stored answer for Replay, and for NotStored (Status
 	// only); nil otherwise.
 	Record *Record
+	// Quota is a rate tag's limit and its state after this request's
+	// decision (OK, RateLimited), for the adapters' rate-limit fields;
+	// nil for other tags and when no decision was made.
+	Quota *Quota
 }
 
 // Record is an answer stored by an idempotency guard: the adapter's status
@@ -127,7 +137,8 @@ type Record struct {
 const hint = time.Second
 
 // Retry is the retry hint a client gets with o: o.RetryAfter when the
-// guard gave one (Busy and LimitFull: the tag's wait or WithRetryAfter),
+// guard gave one (Busy and LimitFull: the tag's wait or WithRetryAfter;
+// RateLimited: the time to the next slot),
 // else 1s for every other refusal the client may send again as it is
 // (Unavailable, InFlight, Lost, Deadline, Canceled), else zero. The
 // adapters send it as Retry-After or google.rpc.RetryInfo, so every 503
@@ -137,7 +148,7 @@ func (o Outcome) Retry() time.Duration {
 		return o.RetryAfter
 	}
 	switch o.Kind {
-	case Busy, LimitFull, Unavailable, InFlight, Lost, Deadline, Canceled:
+	case Busy, LimitFull, RateLimited, Unavailable, InFlight, Lost, Deadline, Canceled:
 		return hint
 	}
 	return 0
@@ -163,6 +174,8 @@ func classify(err error) Kind {
 		return Lost // a nested lock whose outer hold was lost
 	case errors.Is(err, locker.ErrNotObtained), errors.Is(err, locker.ErrLate):
 		return Busy
+	case errors.Is(err, locker.ErrRateLimited):
+		return RateLimited
 	}
 	return Internal
 }

@@ -21,6 +21,7 @@ type Lock[R any] struct {
 	key        *keyexpr.Key[R]   // a `key` tag's
 	keys       []*keyexpr.Key[R] // a `keys` tag's (a multi-key lock); nil for `key`
 	params     locker.Params
+	rate       *rateGuard // a rate tag's; nil for a lock tag
 	retryAfter time.Duration
 	s          *settings
 	outage     outage   // Unavailable refusals, logged once per outage
@@ -48,6 +49,12 @@ func CompileLock[R any](l *locker.Locker, tag string, src keyexpr.Sources[R], op
 // every key and takes them all or none with locker.ObtainMany, in one
 // global order, so requests that name the same keys in any order never
 // deadlock; they are the same mutex keys a `key` tag takes.
+//
+// A `rate` tag makes a rate limit on its key (locker.Allow), which takes
+// no lock: Run decides each request against the rate and runs the call
+// only when it is admitted. Built on a Redlock Locker it is an error
+// matching locker.ErrKindUnsupported. Its refusals carry the exact time
+// to the next slot; WithRetryAfter does not change it.
 func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R], opts ...Option) (*Lock[R], error) {
 	if l == nil {
 		return nil, ErrNilLocker
@@ -66,6 +73,13 @@ func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R]
 	var key *keyexpr.Key[R]
 	if spec.Keys == nil {
 		key, keys = keys[0], nil
+	}
+	if spec.Rate.N > 0 {
+		rg, err := newRateGuard(l, spec)
+		if err != nil {
+			return nil, err
+		}
+		return &Lock[R]{l: l, spec: spec, key: key, rate: rg, s: s}, nil
 	}
 	templates := make([]string, 0, len(keys))
 	for _, t := range spec.Templates() {
@@ -132,9 +146,18 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // A `limit` tag's guard reports LimitFull where a mutex's reports Busy: all
 // the semaphore's permits stayed taken for the whole wait.
 //
+// A `rate` tag's guard takes no lock: it runs call when the request is
+// admitted (the Outcome's Quota, and QuotaFromContext in call, tell the
+// limit's state) and otherwise reports RateLimited, with RetryAfter the
+// exact time to the next slot. With the tag's wait, a request whose slot
+// comes within it (and before ctx's deadline) waits for that slot.
+// Chain it before any lock guard on the same request: a refused request
+// then never queues for the lock (a rate guard that finds a held lock in
+// ctx logs a warning, once).
+//
 // call never runs when the key cannot be resolved or the lock is not
-// obtained (BadKey, TooLarge, TagMistake, Busy, LimitFull, Unavailable, Deadline,
-// Canceled, Lost, Internal), except that WithFailOpen runs it for
+// obtained (BadKey, TooLarge, TagMistake, Busy, LimitFull, RateLimited,
+// Unavailable, Deadline, Canceled, Lost, Internal), except that WithFailOpen runs it for
 // Unavailable (FailedOpen). A refusal inside an idempotency guard's call
 // frees the idempotency key, so a retry runs afresh.
 //
@@ -144,6 +167,9 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 // minute while it stays down (with the number of requests refused), and
 // once, at Info, when Redis answers it again.
 func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx context.Context) error) (o Outcome) {
+	if g.rate != nil {
+		return g.runRate(ctx, r, name, call)
+	}
 	p := g.params
 	if p.Name == "" {
 		p.Name = name
@@ -222,6 +248,8 @@ func (g *Lock[R]) refuse(ctx context.Context, o Outcome, kind Kind, err error, r
 	case Busy, LimitFull:
 		o.RetryAfter = g.retryAfter
 		g.outage.answered(ctx, g.s.logger, o.Name)
+	case RateLimited:
+		// The decision's: the time to the next slot (runRate).
 	case Unavailable:
 		o.RetryAfter = hint
 		g.outage.refused(ctx, g.s.logger, o)

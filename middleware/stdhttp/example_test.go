@@ -88,3 +88,34 @@ func ExampleCheckRoute() {
 	// <nil>
 	// middleware: bad rule: POST /orders/{id}/pay: keyexpr: tag `key:"order:{path.orderId}"`: field key at byte 11: template "order:{path.orderId}": placeholder {path.orderId} at byte 6: the rule's route has no parameter {orderId} (it has {id})
 }
+
+// ExampleNewLock_rate limits each user to 2 requests a minute, checked
+// before the order's lock so a refused request never queues for it. The
+// third request is refused with 429, Retry-After and the RateLimit
+// fields; admitted ones carry the RateLimit fields too.
+func ExampleNewLock_rate() {
+	lk, err := locker.New(redigo.New(exampleRedis.NewPool()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	perUser := stdhttp.MustLock(lk, `key:"api:{header.X-User}" rate:"2/1m"`)
+	perOrder := stdhttp.MustLock(lk, `key:"order:{path.id}" wait:"2s"`)
+	mux := http.NewServeMux()
+	mux.Handle("POST /orders/{id}/pay", perUser.Wrap(perOrder.WrapFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintln(w, "paid")
+	})))
+
+	user := fmt.Sprint("u-", time.Now().UnixNano()) // a new user for every run of the example
+	for range 3 {
+		w := httptest.NewRecorder()
+		r := httptest.NewRequest("POST", "/orders/42/pay", nil)
+		r.Header.Set("X-User", user)
+		mux.ServeHTTP(w, r)
+		fmt.Println(w.Code, w.Header().Get("Retry-After"), w.Header().Get("RateLimit-Policy"), w.Header().Get("RateLimit"))
+	}
+	// Output:
+	// 200  "default";q=2;w=60 "default";r=1;t=30
+	// 200  "default";q=2;w=60 "default";r=0;t=60
+	// 429 30 "default";q=2;w=60 "default";r=0;t=30
+}

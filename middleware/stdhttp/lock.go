@@ -22,7 +22,8 @@ type Lock struct {
 	maxBody int64 // the guard's WithMaxRequestBytes, set before any request
 }
 
-// NewLock compiles tag (docs/tags.md) into a lock for net/http handlers.
+// NewLock compiles tag (docs/tags.md) into a lock for net/http handlers
+// (for a rate tag, a rate limit: see ExampleNewLock_rate).
 // opts are guard options (guard.WithFailOpen, guard.WithMaxValueLen,
 // guard.WithMaxRequestBytes, ...) and this package's WithSource,
 // WithPathValue, WithRoute and WithErrorHandler. Errors:
@@ -89,6 +90,9 @@ func (h *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := h.m
 	rec := &recorder{ResponseWriter: w}
 	o := m.g.Run(r.Context(), r, m.s.Route(r), func(ctx context.Context) error {
+		if q := guard.QuotaFromContext(ctx); q != nil && m.g.Spec().Rate.N > 0 {
+			httpcore.SetRateLimit(w.Header(), q, 0) // this guard's admission, before the handler writes
+		}
 		h.next.ServeHTTP(rec, r.WithContext(ctx))
 		if rec.status == 0 {
 			return errNotWritten

@@ -118,7 +118,7 @@ var ErrBodyNotJSON = httpcore.ErrBodyNotJSON
 var ErrNoRouteParam = httpcore.ErrNoRouteParam
 
 // Status returns the HTTP status of an outcome of kind k: the Gin
-// adapter's table (400, 401, 409 + Retry-After, 413, 422, 500, 503).
+// adapter's table (400, 401, 409 + Retry-After, 413, 422, 429, 500, 503).
 func Status(k guard.Kind) int { return httpcore.Status(k) }
 
 // WriteProblem is the default ErrorHandler: status with the RFC 9457
@@ -129,8 +129,9 @@ func WriteProblem(w http.ResponseWriter, _ *http.Request, o guard.Outcome, statu
 	_, _ = w.Write(httpcore.Problem(o, status))
 }
 
-// refuse sets Retry-After and hands the outcome to the error handler.
+// refuse sets Retry-After (and a rate tag's RateLimit fields) and hands
+// the outcome to the error handler.
 func refuse(w http.ResponseWriter, r *http.Request, s *settings, o guard.Outcome) {
-	httpcore.SetRetryAfter(w.Header(), o)
+	httpcore.SetRefusalHeaders(w.Header(), o)
 	s.ErrorHandler(w, r, o, Status(o.Kind))
 }

@@ -164,7 +164,7 @@ func protoRules(files *protoregistry.Files) map[string]ruleSource {
 func ruleSpec(lr *locktagv1.LockRule, origin string) ruleSource {
 	spec, err := keyexpr.NewSpec(keyexpr.Fields{
 		Key: lr.GetKey(), Expire: lr.GetExpire(), Wait: lr.GetWait(), Name: lr.GetName(), Long: lr.GetLong(),
-		Limit: lr.GetLimit(), Keep: lr.GetKeep(), Mode: lr.GetMode(), Keys: lr.GetKeys(),
+		Limit: lr.GetLimit(), Keep: lr.GetKeep(), Mode: lr.GetMode(), Keys: lr.GetKeys(), Rate: lr.GetRate(), Burst: lr.GetBurst(),
 	})
 	rs := ruleSource{spec: spec, err: err, origin: origin}
 	if te, ok := errors.AsType[*keyexpr.TagError](err); ok {

@@ -2,6 +2,7 @@ package rpccore
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/locktag/locktag/keyexpr"
@@ -33,6 +34,7 @@ const (
 	ErrorDomain             = "locktag"
 	ReasonBusy              = "LOCK_BUSY"
 	ReasonLimitFull         = "LOCK_LIMIT_FULL"
+	ReasonRateLimited       = "RATE_LIMITED"
 	ReasonLost              = "LOCK_LOST"
 	ReasonUnavailable       = "LOCK_UNAVAILABLE"
 	ReasonKeyMissing        = "IDEMPOTENCY_KEY_MISSING"
@@ -51,6 +53,7 @@ const (
 //	BadKey, MissingIdempotencyKey, BadIdempotencyKey  InvalidArgument
 //	TooLarge                                          ResourceExhausted
 //	LimitFull                                         ResourceExhausted (+ RetryInfo)
+//	RateLimited                                       ResourceExhausted (+ RetryInfo, QuotaFailure)
 //	TagMistake, Internal                              Internal
 //	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
 //	Unavailable                                       Unavailable (+ RetryInfo)
@@ -64,7 +67,7 @@ func CodeOf(k guard.Kind) Code {
 		return OK
 	case guard.BadKey, guard.MissingIdempotencyKey, guard.BadIdempotencyKey:
 		return InvalidArgument
-	case guard.TooLarge, guard.LimitFull:
+	case guard.TooLarge, guard.LimitFull, guard.RateLimited:
 		return ResourceExhausted
 	case guard.Busy, guard.InFlight, guard.Lost:
 		return Aborted
@@ -86,8 +89,10 @@ func CodeOf(k guard.Kind) Code {
 // a message that names no key, value or address, and details: a
 // google.rpc.ErrorInfo (domain ErrorDomain, a Reason... constant, metadata
 // lockName = o.Name for lock refusals, firstCode for NotStored), a
-// google.rpc.RetryInfo where the outcome has a retry hint, and a
-// google.rpc.BadRequest field violation for a bad {req...} key value.
+// google.rpc.RetryInfo where the outcome has a retry hint (a rate tag's:
+// the exact time to the next slot), a google.rpc.QuotaFailure for a rate
+// tag's refusal, and a google.rpc.BadRequest field violation for a bad
+// {req...} key value.
 func Refusal(o guard.Outcome) (Code, string, []proto.Message) {
 	c := CodeOf(o.Kind)
 	info := func(reason string, kv ...string) proto.Message {
@@ -108,6 +113,11 @@ func Refusal(o guard.Outcome) (Code, string, []proto.Message) {
 		lock(ReasonBusy, "lock busy: another call holds it; retry later")
 	case k == guard.LimitFull:
 		lock(ReasonLimitFull, "concurrency limit reached: every permit is taken; retry later")
+	case k == guard.RateLimited:
+		lock(ReasonRateLimited, "rate limit exceeded; retry after the RetryInfo delay")
+		if q := o.Quota; q != nil {
+			details = append(details, quotaFailure(o.Name, q))
+		}
 	case k == guard.Unavailable && !o.Idempotency:
 		lock(ReasonUnavailable, "lock service unavailable")
 	case k == guard.Lost && !o.Idempotency:
@@ -144,6 +154,18 @@ func Refusal(o guard.Outcome) (Code, string, []proto.Message) {
 		details = append(details, &errdetails.RetryInfo{RetryDelay: durationpb.New(d)})
 	}
 	return c, msg, details
+}
+
+// quotaFailure is a rate tag's google.rpc.QuotaFailure: one violation
+// whose subject is the guard's name (never the key: it may hold user
+// ids), quota id the policy, and quota value the requests per period.
+func quotaFailure(name string, q *guard.Quota) proto.Message {
+	return &errdetails.QuotaFailure{Violations: []*errdetails.QuotaFailure_Violation{{
+		Subject:     name,
+		Description: "rate limit exceeded: at most " + strconv.Itoa(q.Limit) + " requests per " + q.Period.String(),
+		QuotaId:     q.Policy,
+		QuotaValue:  int64(q.Limit),
+	}}}
 }
 
 // badKey is InvalidArgument naming the placeholder, with a BadRequest

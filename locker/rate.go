@@ -1,0 +1,284 @@
+package locker
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// Rate limits.
+//
+// A rate key named N lives in one string at prefix+"{N}:rate", apart from
+// every lock of the same name. Each decision is one run of rate.lua: the
+// generic cell rate algorithm (GCRA) on the server's clock, so processes
+// whose clocks disagree share one exact limit. See docs/tags.md#rate for
+// why GCRA and not a sliding window.
+
+var (
+	//go:embed scripts/rate.lua
+	luaRate string
+	//go:embed scripts/rate_inspect.lua
+	luaRateInspect string
+
+	scriptRate        = driver.NewScript(luaRate)
+	scriptRateInspect = driver.NewScript(luaRateInspect)
+)
+
+// Rate-limit sentinel errors.
+var (
+	// ErrRateLimited: Allow refused the request: the key's rate is used up
+	// and no slot comes within RateParams.Wait (joined with ctx.Err()
+	// when the caller's context ended first, also while it waited for its
+	// slot). RateDecision.RetryAfter says when the next request would be
+	// admitted.
+	ErrRateLimited = errors.New("locker: rate limited")
+	// ErrBadRate: Allow or SupportsRate was given RateParams out of
+	// bounds; the message says which.
+	ErrBadRate = errors.New("locker: bad rate")
+)
+
+// maxRateBucket bounds how far ahead a bucket's debt may run (burst ×
+// interval + wait): the script counts microseconds in float64, exact far
+// beyond this.
+const maxRateBucket = 10 * 365 * 24 * time.Hour
+
+// RateParams are the terms of one Allow call: in the long run at most
+// Limit requests per Period, and at most Burst at once after a quiet
+// spell. Callers of one key should agree on the terms: each call is
+// decided by its own against the key's shared state.
+type RateParams struct {
+	// Limit is the requests admitted per Period; at least 1.
+	Limit int
+	// Period is what Limit is counted over; at least 1ms, and at least
+	// one microsecond per request (Period/Limit).
+	Period time.Duration
+	// Burst is the requests admitted at once when the key was not used
+	// for a while (the bucket's size). Zero means Limit.
+	Burst int
+	// Wait, when above zero, admits a request whose slot comes within
+	// Wait (and before ctx's deadline): the slot is reserved at once and
+	// Allow returns when it comes. Zero refuses at once.
+	Wait time.Duration
+	// Name and Template are for spans and metrics, as in Params.
+	Name, Template string
+}
+
+// RateDecision is what one Allow call decided.
+type RateDecision struct {
+	// Remaining is how many more requests would be admitted right after
+	// this one; 0 for a refusal and for a request that waited.
+	Remaining int
+	// RetryAfter is, for a refusal, the time until the next request would
+	// be admitted; 0 for an admission.
+	RetryAfter time.Duration
+	// Reset is the time until the whole burst is available again.
+	Reset time.Duration
+	// Waited is how long an admitted request waited for its reserved
+	// slot (RateParams.Wait); 0 when it was admitted at once.
+	Waited time.Duration
+}
+
+// interval is one request's share of the rate, Period/Limit.
+func (p RateParams) interval() time.Duration { return p.Period / time.Duration(p.Limit) }
+
+// burst is Burst or its default.
+func (p RateParams) burst() int {
+	if p.Burst == 0 {
+		return p.Limit
+	}
+	return p.Burst
+}
+
+// check returns why p is out of bounds, or nil.
+func (p RateParams) check() error {
+	bad := func(why string) error { return fmt.Errorf("%w: %d per %v: %s", ErrBadRate, p.Limit, p.Period, why) }
+	switch {
+	case p.Limit < 1:
+		return bad("Limit must be at least 1")
+	case p.Period < time.Millisecond:
+		return bad("Period must be at least 1ms")
+	case p.interval() < time.Microsecond:
+		return bad("more than one request per microsecond")
+	case p.Burst < 0:
+		return bad("Burst must not be negative")
+	case p.Wait < 0:
+		return bad("Wait must not be negative")
+	case time.Duration(p.burst()) > (maxRateBucket-p.Wait)/p.interval():
+		return bad(fmt.Sprintf("a burst of %d (and Wait) takes more than %v to refill", p.burst(), maxRateBucket))
+	}
+	return nil
+}
+
+// SupportsRate returns nil when Allow can keep p's rate on l, and
+// otherwise an error matching ErrBadRate (p out of bounds) or
+// ErrKindUnsupported (a Redlock Locker: see Allow). Guards call it when
+// they are built, so a service refuses to start instead of failing every
+// request.
+func (l *Locker) SupportsRate(p RateParams) error {
+	if err := p.check(); err != nil {
+		return err
+	}
+	_, err := l.be.rates()
+	return err
+}
+
+// Allow decides one request against the rate limit of key: in the long
+// run at most p.Limit requests per p.Period, and at most p.Burst at once.
+// It returns nil when the request is admitted, and an error matching
+// ErrRateLimited when it is refused (the decision's RetryAfter says when
+// to try again), ErrUnavailable when Redis failed (the request may or may
+// not have used a slot), ErrBadRate, ErrEmptyKey or ErrKindUnsupported.
+//
+// The decision is one script in Redis, exact across processes: GCRA on
+// the server's clock, with no client clock and no polling. With p.Wait, a
+// request whose slot comes within the wait (and before ctx's deadline)
+// reserves it at once and Allow sleeps until it comes; a caller whose ctx
+// ends meanwhile gets ErrRateLimited joined with ctx.Err(), and its
+// reserved slot is not given to anyone else. A rate key and a lock of the
+// same name are apart.
+//
+// A Redlock Locker keeps no rate limits: a bucket on each master apart
+// admits up to N times the rate, and no quorum of buckets makes a limit
+// exact; Allow returns an error matching ErrKindUnsupported and touches
+// no master.
+func (l *Locker) Allow(ctx context.Context, key string, p RateParams) (RateDecision, error) {
+	span := l.tel.startRate(ctx)
+	d, err := l.allow(ctx, key, p)
+	l.tel.endRate(span, key, p, d, err)
+	return d, err
+}
+
+func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecision, error) {
+	nd, err := l.be.rates()
+	if err != nil {
+		return RateDecision{}, err
+	}
+	if err := p.check(); err != nil {
+		return RateDecision{}, err
+	}
+	if key == "" {
+		return RateDecision{}, ErrEmptyKey
+	}
+	if err := ctx.Err(); err != nil {
+		return RateDecision{}, errors.Join(ErrRateLimited, err)
+	}
+	maxDelay := p.Wait
+	if dl, ok := ctx.Deadline(); ok && maxDelay > 0 {
+		maxDelay = max(min(maxDelay, time.Until(dl)), 0)
+	}
+	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'g', -1, 64)
+	cctx, cancel := l.o.callCtx(ctx)
+	v, err := nd.drv.Eval(cctx, scriptRate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
+	cancel()
+	if err != nil {
+		if ce := ctx.Err(); ce != nil {
+			return RateDecision{}, errors.Join(ErrRateLimited, ce)
+		}
+		return RateDecision{}, unavailable(err)
+	}
+	r, err := intsReply(v, 4)
+	if err != nil {
+		return RateDecision{}, unavailable(err)
+	}
+	wait, reset := time.Duration(r[2])*time.Microsecond, time.Duration(r[3])*time.Microsecond
+	if r[0] == 0 {
+		return RateDecision{RetryAfter: wait, Reset: reset}, ErrRateLimited
+	}
+	d := RateDecision{Remaining: int(r[1]), Reset: reset}
+	if wait > 0 {
+		// The slot is ours: wait for it, not for anyone's signal.
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			d.Waited = wait
+		case <-ctx.Done():
+			return RateDecision{Reset: reset}, errors.Join(ErrRateLimited, ctx.Err())
+		}
+	}
+	return d, nil
+}
+
+// rateKey is the Redis key of key's rate limit.
+func (l *Locker) rateKey(key string) string { return l.o.prefix + "{" + key + "}:rate" }
+
+// RateState is what InspectRate found for one rate key at one moment,
+// under the terms of its last admission.
+type RateState struct {
+	// Name is the rate key's name, as given to Allow.
+	Name string
+	// Burst is the bucket's size: the requests admitted at once when full.
+	Burst int
+	// Interval is one request's share of the rate: Period/Limit.
+	Interval time.Duration
+	// Remaining is how many requests would be admitted now.
+	Remaining int
+	// Reset is the time until the whole burst is available again.
+	Reset time.Duration
+}
+
+// InspectRate reads the state of key's rate limit, for operators; it
+// changes nothing. A key that is not in Redis — never used, or idle long
+// enough for its whole burst to be back — returns ok false. It returns an
+// error matching ErrUnavailable when Redis failed, or ErrKindUnsupported
+// on a Redlock Locker.
+func (l *Locker) InspectRate(ctx context.Context, key string) (st RateState, ok bool, err error) {
+	nd, err := l.be.rates()
+	if err != nil {
+		return RateState{}, false, err
+	}
+	cctx, cancel := l.o.callCtx(ctx)
+	defer cancel()
+	v, err := nd.drv.Eval(cctx, scriptRateInspect, driver.NewKeys(l.rateKey(key)))
+	if err != nil {
+		return RateState{}, false, unavailable(err)
+	}
+	if v == nil {
+		return RateState{}, false, nil
+	}
+	a, _ := v.([]any)
+	if len(a) != 4 {
+		return RateState{}, false, unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
+	}
+	rem, _ := a[0].(int64)
+	reset, _ := a[1].(int64)
+	burst, _ := a[3].(int64)
+	iv, perr := strconv.ParseFloat(str(a[2]), 64)
+	if perr != nil {
+		return RateState{}, false, unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
+	}
+	return RateState{
+		Name: key, Burst: int(burst), Interval: time.Duration(iv * float64(time.Microsecond)),
+		Remaining: int(rem), Reset: time.Duration(reset) * time.Microsecond,
+	}, true, nil
+}
+
+// intsReply reads a script's reply of n integers.
+func intsReply(v any, n int) ([]int64, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != n {
+		return nil, fmt.Errorf("locker: unexpected script reply %v", v)
+	}
+	out := make([]int64, n)
+	for i := range a {
+		if out[i], ok = a[i].(int64); !ok {
+			return nil, fmt.Errorf("locker: unexpected script reply %v", v)
+		}
+	}
+	return out, nil
+}
+
+// rates: one deployment keeps rate keys on its one node.
+func (b *single) rates() (*node, error) { return b.nd, nil }
+
+// rates: a bucket on each master apart admits up to N times the rate, and
+// a quorum of buckets cannot be exact: refused.
+func (b *quorum) rates() (*node, error) {
+	return nil, fmt.Errorf("%w: Redlock keeps no rate limits: a bucket on each master apart admits up to %d times the rate, "+
+		"and no quorum of buckets makes a limit exact; use a Locker from New", ErrKindUnsupported, len(b.nodes))
+}
