@@ -36,6 +36,10 @@ func TestHelperProcess(t *testing.T) {
 		childTransfers()
 	case "kindburst":
 		childKindBurst()
+	case "ticker":
+		childTicker()
+	case "candidate":
+		childCandidate()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)

@@ -7,10 +7,15 @@ import "errors"
 var (
 	// ErrSkipped: the run did not happen because another run of the job
 	// holds its lock (on any replica), at once or, with WithWait, until
-	// the wait or the caller's context ran out. It is wrapped together with
-	// the locker's error, so errors.Is(err, locker.ErrNotObtained) holds
-	// too, and errors.Is(err, context.Canceled) when ctx ended.
-	ErrSkipped = errors.New("job: skipped: another run holds the lock")
+	// the wait or the caller's context ran out; or, from RunAt, because the
+	// lock came too late (ErrLate). It is wrapped together with the reason,
+	// so errors.Is(err, locker.ErrNotObtained) holds too for a held lock,
+	// and errors.Is(err, context.Canceled) when ctx ended.
+	ErrSkipped = errors.New("job: skipped")
+	// ErrLate: Job.RunAt took the occurrence's lock later than WithMisfire
+	// after its scheduled time and did not run it: another replica may have
+	// run it already. It comes wrapped with ErrSkipped.
+	ErrLate = errors.New("job: too late for the occurrence")
 	// ErrBadOption is wrapped by the error of New or NewElector when an
 	// option has an invalid value, the Locker is nil or the name is empty;
 	// the message names the option.

@@ -117,3 +117,18 @@ func (c *tally) count(n int) (never, once, more int) {
 	}
 	return never, once, more
 }
+
+// forfeited counts the ticks 0..n-1 that never ran and that late recorded.
+func (c *tally) forfeited(n int, late *tally) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	late.mu.Lock()
+	defer late.mu.Unlock()
+	k := 0
+	for i := range n {
+		if c.runs[i] == 0 && late.runs[i] > 0 {
+			k++
+		}
+	}
+	return k
+}

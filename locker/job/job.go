@@ -79,11 +79,44 @@ func (j *Job) Name() string { return j.name }
 // The lock is released when fn returns or panics. A failed release is not
 // returned (fn's outcome stands, and the lock runs out by itself): the
 // Locker logs it (locker.WithLogger).
-func (j *Job) Run(ctx context.Context, fn Func) (err error) {
+func (j *Job) Run(ctx context.Context, fn Func) error {
 	l, err := j.Lock(ctx)
 	if err != nil {
 		return err
 	}
+	return l.run(ctx, fn)
+}
+
+// RunAt runs fn for the occurrence of the job scheduled at at (a tick of
+// the caller's schedule), at most once across replicas whose clocks agree
+// within WithAtLeast minus WithMisfire. It is Run, except that
+//
+//   - WithAtLeast keeps the lock until at plus that long, wherever in the
+//     window the run began, so a run that began late does not hold the
+//     lock into the next occurrence;
+//   - an occurrence whose lock is taken more than WithMisfire after at is
+//     not run: RunAt returns an error matching ErrLate and ErrSkipped.
+//
+// Without WithAtLeast, RunAt is Run. Use RunAt when the schedule's times
+// are known; a replica stalled for longer than the margin then skips the
+// occurrence instead of running it twice.
+func (j *Job) RunAt(ctx context.Context, at time.Time, fn Func) error {
+	if j.o.atLeast <= 0 {
+		return j.Run(ctx, fn)
+	}
+	l, err := j.lock(ctx, at)
+	if err != nil {
+		return err
+	}
+	if late := l.taken.Sub(at); late > j.o.misfire {
+		_ = l.Unlock(ctx) // kept until at + WithAtLeast, as if it had run
+		return fmt.Errorf("%w: %w: the lock came %v after the occurrence (WithMisfire %v)", ErrSkipped, ErrLate, late.Round(time.Millisecond), j.o.misfire)
+	}
+	return l.run(ctx, fn)
+}
+
+// run runs fn under l and unlocks it.
+func (l *Lock) run(ctx context.Context, fn Func) (err error) {
 	lctx := l.Context()
 	defer func() {
 		if l.lease.Lost() {
@@ -107,7 +140,11 @@ func lossCause(ctx context.Context) error {
 // scheduler's hook, as gocronlock does): do the work with Lock.Context and
 // Lock.Token, then call Unlock. Its errors are Run's when the lock is not
 // taken: ErrSkipped, or an error matching locker.ErrUnavailable.
-func (j *Job) Lock(ctx context.Context) (*Lock, error) {
+func (j *Job) Lock(ctx context.Context) (*Lock, error) { return j.lock(ctx, time.Time{}) }
+
+// lock takes the job's lock, kept by Unlock until at + WithAtLeast (at
+// zero: from when it was taken).
+func (j *Job) lock(ctx context.Context, at time.Time) (*Lock, error) {
 	le, err := j.lk.Obtain(ctx, j.name, j.params)
 	if err != nil {
 		if errors.Is(err, locker.ErrNotObtained) {
@@ -115,15 +152,19 @@ func (j *Job) Lock(ctx context.Context) (*Lock, error) {
 		}
 		return nil, err
 	}
-	return &Lock{lease: le, taken: time.Now(), atLeast: j.o.atLeast}, nil
+	taken := time.Now()
+	if at.IsZero() {
+		at = taken
+	}
+	return &Lock{lease: le, taken: taken, until: at.Add(j.o.atLeast)}, nil
 }
 
 // Lock is one run's hold of a job's lock (Job.Lock). It is safe for
 // concurrent use.
 type Lock struct {
-	lease   *locker.Lease
-	taken   time.Time // when Obtain returned: WithAtLeast counts from here
-	atLeast time.Duration
+	lease *locker.Lease
+	taken time.Time // when Obtain returned
+	until time.Time // WithAtLeast's end: Unlock keeps the lock until then
 }
 
 // Context is the run's context: it carries the lease and is cancelled with
@@ -145,7 +186,7 @@ func (l *Lock) Lost() bool { return l.lease.Lost() }
 // unlocked, and one matching locker.ErrUnavailable when Redis could not be
 // reached (the lock then runs out with its lease).
 func (l *Lock) Unlock(ctx context.Context) error {
-	if keep := l.atLeast - time.Since(l.taken); keep > 0 {
+	if keep := time.Until(l.until); keep > 0 {
 		return l.lease.ReleaseAfter(ctx, keep)
 	}
 	return l.lease.Release(ctx)

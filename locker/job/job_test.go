@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
@@ -32,6 +33,9 @@ func TestNewBadOptions(t *testing.T) {
 		{"zero at-most", lk, "j", []job.Option{job.WithAtMost(0)}, "WithAtMost(0s)"},
 		{"negative at-least", lk, "j", []job.Option{job.WithAtLeast(-time.Second)}, "WithAtLeast(-1s)"},
 		{"at-least above at-most", lk, "j", []job.Option{job.WithAtMost(time.Second), job.WithAtLeast(2 * time.Second)}, "must not exceed WithAtMost(1s)"},
+		{"negative misfire", lk, "j", []job.Option{job.WithAtLeast(time.Second), job.WithMisfire(-time.Second)}, "WithMisfire(-1s): must not be negative"},
+		{"misfire without at-least", lk, "j", []job.Option{job.WithMisfire(time.Second)}, "WithMisfire(1s): needs WithAtLeast"},
+		{"misfire not below at-least", lk, "j", []job.Option{job.WithAtLeast(time.Second), job.WithMisfire(time.Second)}, "must be below WithAtLeast(1s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j, err := job.New(tc.lk, tc.job, tc.opts...)
@@ -202,22 +206,23 @@ func schedule(start time.Time, period, offset time.Duration, n int, run func(tic
 	}
 }
 
-// TestAtLeastSkewedTicks: two replicas schedule the same job every 200ms,
-// one of them 30ms late (its clock is behind). A short run releases its
-// lock before the late replica's tick, which then runs the same tick again
-// — the control shows it. WithAtLeast(100ms), half the period, keeps the
-// lock past the late tick: each tick runs exactly once. (Half the period
-// leaves 70ms for timer delays on a loaded machine either way: a later
-// late tick, or an earlier next tick.)
+// TestAtLeastSkewedTicks: two replicas schedule the same job every 100ms,
+// one of them 30ms late (its clock is behind), and run each tick with
+// RunAt. A short run releases its lock before the late replica's tick,
+// which then runs the same tick again — the control shows it. With
+// WithAtLeast(80ms) the lock is kept until 80ms after the tick, past the
+// late replica's; each tick runs exactly once. (WithMisfire's default,
+// 40ms, plus the 30ms offset stays below 80ms: a replica stalled past
+// that skips the tick instead of running it twice.)
 func TestAtLeastSkewedTicks(t *testing.T) {
 	srv := redistest.Start(t)
-	const period, skew, ticks = 200 * time.Millisecond, 30 * time.Millisecond, 8
+	const period, skew, ticks = 100 * time.Millisecond, 30 * time.Millisecond, 10
 	for _, tc := range []struct {
 		name string
 		opts []job.Option
 		once bool
 	}{
-		{"at-least", []job.Option{job.WithAtLeast(period / 2)}, true},
+		{"at-least", []job.Option{job.WithAtLeast(80 * time.Millisecond)}, true},
 		{"control-without", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -236,13 +241,18 @@ func TestAtLeastSkewedTicks(t *testing.T) {
 				jobs = append(jobs, j)
 			}
 			start := time.Now().Add(3 * period).Truncate(period)
+			var late tally // ticks a replica skipped with ErrLate
 			var wg sync.WaitGroup
 			for r, j := range jobs {
 				offset := time.Duration(r) * skew
 				wg.Go(func() {
 					schedule(start, period, offset, ticks, func(tick int) {
-						err := j.Run(context.Background(), func(context.Context, int64) error { c.add(tick); return nil })
-						if err != nil && !errors.Is(err, job.ErrSkipped) {
+						at := start.Add(time.Duration(tick)*period + offset) // this replica's tick
+						err := j.RunAt(context.Background(), at, func(context.Context, int64) error { c.add(tick); return nil })
+						switch {
+						case errors.Is(err, job.ErrLate):
+							late.add(tick)
+						case err != nil && !errors.Is(err, job.ErrSkipped):
 							t.Errorf("tick %d: %v", tick, err)
 						}
 					})
@@ -250,10 +260,13 @@ func TestAtLeastSkewedTicks(t *testing.T) {
 			}
 			wg.Wait()
 			never, once, more := c.count(ticks)
-			t.Logf("%d ticks: %d never run, %d once, %d more than once", ticks, never, once, more)
+			forfeit := c.forfeited(ticks, &late)
+			t.Logf("%d ticks: %d never run (%d forfeited by a late lock), %d once, %d more than once", ticks, never, forfeit, once, more)
 			if tc.once {
-				if once != ticks {
-					t.Fatalf("with WithAtLeast: %d ticks never run, %d run twice; want every tick once", never, more)
+				// A tick goes unrun only when the replica that took its
+				// lock got it past WithMisfire (stalled) and skipped it.
+				if more != 0 || never != forfeit {
+					t.Fatalf("with WithAtLeast: %d ticks run twice, %d never run (%d forfeited); want every tick once", more, never, forfeit)
 				}
 			} else if more < ticks/4 {
 				// Most ticks run twice; on a loaded machine a run may
@@ -261,6 +274,44 @@ func TestAtLeastSkewedTicks(t *testing.T) {
 				t.Fatalf("control: only %d of %d ticks ran twice without WithAtLeast; the test cannot see the skew", more, ticks)
 			}
 		})
+	}
+}
+
+// TestRunAt: RunAt keeps the lock until WithAtLeast after the occurrence's
+// time, not after the run began, and skips an occurrence whose lock it
+// took later than WithMisfire.
+func TestRunAt(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	const atLeast = 400 * time.Millisecond
+	a, _ := job.New(replica(t, srv), "job:at", job.WithAtLeast(atLeast), job.WithMisfire(300*time.Millisecond))
+
+	at := time.Now().Add(-150 * time.Millisecond) // the run begins 150ms after its tick
+	if err := a.RunAt(ctx, at, func(context.Context, int64) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	pttl, err := redis.Int64(srv.Do("PTTL", "locktag:{job:at}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if limit := atLeast - 150*time.Millisecond; time.Duration(pttl)*time.Millisecond > limit {
+		t.Fatalf("kept for %dms after a run 150ms late; want at most %v (until the tick + %v)", pttl, limit, atLeast)
+	}
+	eventually(t, testwait.Timeout, "the kept lock ends", func() bool {
+		n, _ := redis.Int(srv.Do("EXISTS", "locktag:{job:at}"))
+		return n == 0
+	})
+
+	ran := false
+	err = a.RunAt(ctx, time.Now().Add(-time.Second), func(context.Context, int64) error { ran = true; return nil })
+	if !errors.Is(err, job.ErrLate) || !errors.Is(err, job.ErrSkipped) || ran {
+		t.Fatalf("an occurrence a second late: %v, ran %t; want ErrLate and ErrSkipped, not run", err, ran)
+	}
+	t.Log(err)
+
+	plain, _ := job.New(replica(t, srv), "job:at-plain")
+	if err := plain.RunAt(ctx, time.Now().Add(-time.Hour), func(context.Context, int64) error { ran = true; return nil }); err != nil || !ran {
+		t.Fatalf("RunAt without WithAtLeast: %v, ran %t; want Run", err, ran)
 	}
 }
 

@@ -14,13 +14,14 @@ type options struct {
 	wait    time.Duration // 0: skip a held job
 	atMost  time.Duration // 0: the Locker's watchdog lease
 	atLeast time.Duration // 0: release when fn returns
+	misfire time.Duration // RunAt's; -1: not set (half of atLeast)
 	errs    []error
 }
 
 // evaluateOptions applies opts to the defaults (the zero options) and
 // returns the errors of the invalid ones.
 func evaluateOptions(opts []Option) (options, []error) {
-	var o options
+	o := options{misfire: -1}
 	for _, opt := range opts {
 		if opt == nil {
 			o.errs = append(o.errs, fmt.Errorf("%w: nil Option", ErrBadOption))
@@ -30,6 +31,14 @@ func evaluateOptions(opts []Option) (options, []error) {
 	}
 	if o.atMost > 0 && o.atLeast > o.atMost {
 		o.bad("WithAtLeast", o.atLeast, fmt.Sprintf("must not exceed WithAtMost(%v)", o.atMost))
+	}
+	switch {
+	case o.misfire < 0:
+		o.misfire = o.atLeast / 2
+	case o.atLeast == 0:
+		o.bad("WithMisfire", o.misfire, "needs WithAtLeast")
+	case o.misfire >= o.atLeast:
+		o.bad("WithMisfire", o.misfire, fmt.Sprintf("must be below WithAtLeast(%v)", o.atLeast))
 	}
 	errs := o.errs
 	o.errs = nil
@@ -75,13 +84,15 @@ func WithAtMost(d time.Duration) Option {
 }
 
 // WithAtLeast keeps the lock until d after the run took it (ShedLock's
-// lockAtLeastFor), even when the run ended sooner: a replica whose clock or
+// lockAtLeastFor), or with Job.RunAt until d after the occurrence's
+// scheduled time, even when the run ended sooner: a replica whose clock or
 // timer fires a moment later for the same tick then finds the job held
 // and skips it, instead of running it a second time. Choose d above the
 // largest offset between the replicas' ticks and below the schedule's
-// period (half the period is a good start). A run longer than d releases
-// the lock when it ends. The default is 0: the lock is freed when the run
-// returns. d must not be negative, nor above WithAtMost's cap.
+// period (half the period is a good start; with RunAt up to most of the
+// period). A run longer than that releases the lock when it ends. The
+// default is 0: the lock is freed when the run returns. d must not be
+// negative, nor above WithAtMost's cap.
 func WithAtLeast(d time.Duration) Option {
 	return func(o *options) {
 		if d < 0 {
@@ -89,6 +100,24 @@ func WithAtLeast(d time.Duration) Option {
 			return
 		}
 		o.atLeast = d
+	}
+}
+
+// WithMisfire sets how late Job.RunAt may take the lock of an occurrence
+// and still run it: a replica that gets the lock later than d after the
+// occurrence's time (its timer fired late, the process or Redis stalled)
+// skips the occurrence with ErrLate instead of running it again after the
+// replica that ran it on time has let go. An occurrence runs at most once
+// while d plus the largest offset between the replicas' clocks stays
+// below WithAtLeast. The default is half of WithAtLeast; d must not be
+// negative and must be below WithAtLeast, which it needs.
+func WithMisfire(d time.Duration) Option {
+	return func(o *options) {
+		if d < 0 {
+			o.bad("WithMisfire", d, "must not be negative")
+			return
+		}
+		o.misfire = d
 	}
 }
 
