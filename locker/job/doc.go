@@ -20,9 +20,12 @@
 // The lock lasts while the run does, renewed by the Locker's watchdog, or
 // at most WithAtMost (ShedLock's lockAtMostFor). WithAtLeast (ShedLock's
 // lockAtLeastFor) keeps it a while after a short run, so a replica whose
-// tick comes a moment later does not run the same tick again. Job.Lock and
-// Lock.Unlock split a run for schedulers with lock hooks; package
-// locker/job/gocronlock (its own module) plugs them into go-co-op/gocron.
+// tick comes a moment later does not run the same tick again. A scheduler
+// that knows when a run was due calls RunAt instead: the lock is then kept
+// from the tick, and a replica that got it too late (WithMisfire) skips the
+// tick rather than run it twice. Job.Lock and Lock.Unlock split a run for
+// schedulers with lock hooks; package locker/job/gocronlock (its own
+// module) plugs them into go-co-op/gocron.
 //
 // # Leaders
 //

@@ -66,7 +66,8 @@ func Run(ctx context.Context, lk *locker.Locker, name string, fn Func, opts ...O
 func (j *Job) Name() string { return j.name }
 
 // Run runs fn once if no other run of the job holds its lock, and holds the
-// lock while fn runs (and for WithAtLeast after it started). It returns:
+// lock while fn runs (and, with WithAtLeast, until that long after it took
+// the lock). It returns:
 //
 //   - an error matching ErrSkipped (and locker.ErrNotObtained) when another
 //     run holds the lock: fn did not run;
