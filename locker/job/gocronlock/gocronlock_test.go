@@ -65,14 +65,14 @@ func waitTick(t *testing.T, k *ticks, n int) {
 }
 
 // TestSchedulersRunEachTickOnce: three gocron schedulers (three replicas,
-// each with its own Locker) run the same job every 100ms; with the
+// each with its own Locker) run the same job every 200ms; with the
 // gocronlock Locker each tick runs once. When the scheduler that ran the
 // last tick shuts down, the others go on running each tick once (a
 // replica that was skipped keeps the job scheduled). The control, the
 // same schedulers without a locker, runs each tick three times.
 func TestSchedulersRunEachTickOnce(t *testing.T) {
 	srv := redistest.Start(t)
-	const replicas, period, n = 3, 100 * time.Millisecond, 10
+	const replicas, period, n = 3, 200 * time.Millisecond, 10
 	for _, locked := range []bool{true, false} {
 		t.Run(fmt.Sprintf("locked=%t", locked), func(t *testing.T) {
 			start := time.Now().Add(3 * period).Truncate(period)
