@@ -85,7 +85,9 @@ func TestJobTicksAcrossProcesses(t *testing.T) {
 				case 0:
 					never++
 					unrun = append(unrun, i)
-					if lates[strconv.Itoa(i)] > 0 {
+					// Forfeited: a process took this tick's lock too late,
+					// or the previous tick's and held it into this one.
+					if lates[strconv.Itoa(i)] > 0 || lates[strconv.Itoa(i-1)] > 0 {
 						forfeit++
 					}
 				case 1:
@@ -98,8 +100,9 @@ func TestJobTicksAcrossProcesses(t *testing.T) {
 				n, tc.d, ran, float64(ran)/float64(n), skipped+late, late, failed, never, unrun, forfeit, once, more, overlaps)
 			switch tc.name {
 			case "at-least":
-				// A tick goes unrun only when the process that took its
-				// lock got it past WithMisfire (stalled) and skipped it.
+				// A tick goes unrun only when a process that took its lock
+				// (or the previous tick's, holding it into this one) got it
+				// past WithMisfire (stalled) and skipped it.
 				if more != 0 || never != forfeit || overlaps != 0 || failed != 0 {
 					t.Fatalf("%d ticks never run (%d forfeited by a late lock), %d more than once, %d overlapping runs, %d failed; want each tick once", never, forfeit, more, overlaps, failed)
 				}

@@ -95,8 +95,8 @@ func TestAtLeastSkewedTicks(t *testing.T) {
 }
 
 // TestRunAt: RunAt keeps the lock until WithAtLeast after the occurrence's
-// time, not after the run began, and skips an occurrence whose lock it
-// took later than WithMisfire.
+// time, not after the run began, and skips an occurrence it reached, or
+// whose lock it took, later than WithMisfire.
 func TestRunAt(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
@@ -125,6 +125,27 @@ func TestRunAt(t *testing.T) {
 		t.Fatalf("an occurrence a second late: %v, ran %t; want ErrLate and ErrSkipped, not run", err, ran)
 	}
 	t.Log(err)
+
+	// Reached in time, but the lock came late: a waiting run whose wait
+	// outlasted WithMisfire.
+	waiter, _ := job.New(replica(t, srv), "job:at-wait", job.WithAtLeast(atLeast), job.WithMisfire(100*time.Millisecond), job.WithWait(10*time.Second))
+	holder, _ := job.New(replica(t, srv), "job:at-wait")
+	_, finish, held := holdRun(t, holder)
+	at = time.Now()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- waiter.RunAt(ctx, at, func(context.Context, int64) error { ran = true; return nil })
+	}()
+	eventually(t, testwait.Timeout, "the waiter queued past its misfire", func() bool {
+		return queued(t, srv, "job:at-wait") == 1 && time.Since(at) > 100*time.Millisecond
+	})
+	finish()
+	if err := testwait.Recv(t, held, "the holder's end"); err != nil {
+		t.Fatal(err)
+	}
+	if err := testwait.Recv(t, errc, "the waiter's end"); !errors.Is(err, job.ErrLate) || ran {
+		t.Fatalf("a lock that came past WithMisfire: %v, ran %t; want ErrLate, not run", err, ran)
+	}
 
 	plain, _ := job.New(replica(t, srv), "job:at-plain")
 	if err := plain.RunAt(ctx, time.Now().Add(-time.Hour), func(context.Context, int64) error { ran = true; return nil }); err != nil || !ran {

@@ -12,9 +12,9 @@ var (
 	// so errors.Is(err, locker.ErrNotObtained) holds too for a held lock,
 	// and errors.Is(err, context.Canceled) when ctx ended.
 	ErrSkipped = errors.New("job: skipped")
-	// ErrLate: Job.RunAt took the occurrence's lock later than WithMisfire
-	// after its scheduled time and did not run it: another replica may have
-	// run it already. It comes wrapped with ErrSkipped.
+	// ErrLate: Job.RunAt was called, or took the occurrence's lock, later
+	// than WithMisfire after its scheduled time and did not run it: another
+	// replica may have run it already. It comes wrapped with ErrSkipped.
 	ErrLate = errors.New("job: too late for the occurrence")
 	// ErrBadOption is wrapped by the error of New or NewElector when an
 	// option has an invalid value, the Locker is nil or the name is empty;

@@ -118,7 +118,8 @@ func (c *tally) count(n int) (never, once, more int) {
 	return never, once, more
 }
 
-// forfeited counts the ticks 0..n-1 that never ran and that late recorded.
+// forfeited counts the ticks 0..n-1 that never ran and that late recorded,
+// for themselves or for the tick before (a late lock held into the next).
 func (c *tally) forfeited(n int, late *tally) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -126,7 +127,7 @@ func (c *tally) forfeited(n int, late *tally) int {
 	defer late.mu.Unlock()
 	k := 0
 	for i := range n {
-		if c.runs[i] == 0 && late.runs[i] > 0 {
+		if c.runs[i] == 0 && (late.runs[i] > 0 || late.runs[i-1] > 0) {
 			k++
 		}
 	}

@@ -95,8 +95,9 @@ func (j *Job) Run(ctx context.Context, fn Func) error {
 //   - WithAtLeast keeps the lock until at plus that long, wherever in the
 //     window the run began, so a run that began late does not hold the
 //     lock into the next occurrence;
-//   - an occurrence whose lock is taken more than WithMisfire after at is
-//     not run: RunAt returns an error matching ErrLate and ErrSkipped.
+//   - an occurrence reached, or whose lock is taken, more than WithMisfire
+//     after at is not run: RunAt returns an error matching ErrLate and
+//     ErrSkipped.
 //
 // Without WithAtLeast, RunAt is Run. Use RunAt when the schedule's times
 // are known; a replica stalled for longer than the margin then skips the
@@ -105,15 +106,25 @@ func (j *Job) RunAt(ctx context.Context, at time.Time, fn Func) error {
 	if j.o.atLeast <= 0 {
 		return j.Run(ctx, fn)
 	}
+	// Already late: do not touch the lock, which by now may be the next
+	// occurrence's (a scheduler catching up on missed ticks).
+	if late := time.Since(at); late > j.o.misfire {
+		return lateError(late, j.o.misfire)
+	}
 	l, err := j.lock(ctx, at)
 	if err != nil {
 		return err
 	}
 	if late := l.taken.Sub(at); late > j.o.misfire {
 		_ = l.Unlock(ctx) // kept until at + WithAtLeast, as if it had run
-		return fmt.Errorf("%w: %w: the lock came %v after the occurrence (WithMisfire %v)", ErrSkipped, ErrLate, late.Round(time.Millisecond), j.o.misfire)
+		return lateError(late, j.o.misfire)
 	}
 	return l.run(ctx, fn)
+}
+
+// lateError is RunAt's error for an occurrence reached late after it.
+func lateError(late, misfire time.Duration) error {
+	return fmt.Errorf("%w: %w: %v after the occurrence (WithMisfire %v)", ErrSkipped, ErrLate, late.Round(time.Millisecond), misfire)
 }
 
 // run runs fn under l and unlocks it.
