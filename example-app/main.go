@@ -15,7 +15,8 @@
 // idempotency guard (POST /payments with Idempotency-Key, scoped by X-User),
 // a manual nested lock that re-enters the route's lock (shop.Buy), fencing
 // tokens checked by the storage layer on the read and the write of each sale
-// (store.Claim and store.Put with a locker.Fence), and OpenTelemetry.
+// (store.Claim and store.Put with a locker.Fence), a periodic stock report
+// that one replica writes per tick (package locker/job), and OpenTelemetry.
 //
 // Without configuration it runs on an embedded miniredis — for development
 // only. REDIS_ADDR (with REDIS_PASSWORD, REDIS_TLS=1) selects a real Redis;
@@ -49,7 +50,10 @@ type config struct {
 	Latency  time.Duration // the store's write latency, the window of the race
 	Quiet    bool          // no access log
 	Grace    time.Duration // how long a shutdown waits for requests in flight; 0: defaultGrace
-	Getenv   func(string) string
+	// ReportEvery is the period of the stock report job, written by one
+	// replica per tick; 0: none.
+	ReportEvery time.Duration
+	Getenv      func(string) string
 	// Ready, if set, is called once both servers listen (tests use it).
 	Ready func(httpAddr, grpcAddr string)
 }
@@ -65,6 +69,7 @@ func main() {
 	flag.DurationVar(&cfg.Latency, "latency", 5*time.Millisecond, "store write latency (the window in which unlocked purchases race)")
 	flag.BoolVar(&cfg.Quiet, "quiet", false, "no access log")
 	flag.DurationVar(&cfg.Grace, "grace", defaultGrace, "on Ctrl-C or SIGTERM, how long requests in flight may run on before they are cancelled")
+	flag.DurationVar(&cfg.ReportEvery, "report-every", time.Minute, "period of the stock report, written by one replica per tick (0: none)")
 	flag.Parse()
 
 	gin.SetMode(gin.ReleaseMode)

@@ -66,6 +66,15 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(hl) }()
 	go func() { errc <- gs.Serve(gl) }()
+	rctx, stopReport := context.WithCancel(ctx)
+	reported := make(chan struct{})
+	go func() {
+		defer close(reported)
+		if cfg.ReportEvery > 0 {
+			// Every replica schedules the report; one writes it per tick.
+			_ = s.reportStock(rctx, out, cfg.ReportEvery)
+		}
+	}()
 	if cfg.Ready != nil {
 		cfg.Ready(hl.Addr().String(), gl.Addr().String())
 	}
@@ -83,6 +92,8 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	if errors.Is(serveErr, http.ErrServerClosed) || errors.Is(serveErr, grpc.ErrServerStopped) {
 		serveErr = nil
 	}
+	stopReport()
+	<-reported
 	fmt.Fprintln(out, "stopped")
 	return errors.Join(serveErr, shutErr)
 }

@@ -38,6 +38,10 @@ func TestHelperProcess(t *testing.T) {
 		childKindBurst()
 	case "rater":
 		childRater()
+	case "ticker":
+		childTicker()
+	case "candidate":
+		childCandidate()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)
