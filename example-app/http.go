@@ -39,6 +39,11 @@ const (
 // Retry-After at once (no wait); other users are not affected.
 const reportTag = `key:"report:{header.X-User}" limit:"2"`
 
+// reportRateTag is a rate limit on the same route, checked first: at most
+// ten reports a minute per user, burst included. The eleventh gets 429 with
+// Retry-After and the RateLimit fields, and never queues for a permit.
+const reportRateTag = `key:"reports:{header.X-User}" rate:"10/1m"`
+
 // newRouter returns the shop's HTTP API. accessLog, if not nil, gets one line
 // per request.
 func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
@@ -114,8 +119,9 @@ func newRouter(s *shop, accessLog io.Writer) *gin.Engine {
 		}
 		c.JSON(http.StatusOK, it)
 	})
-	// A concurrency limit: at most two sales reports per user at once.
-	r.GET("/reports/sales", middleware.Lock(s.lk, reportTag), func(c *gin.Context) {
+	// A rate limit, then a concurrency limit: at most ten sales reports a
+	// minute and two at once per user.
+	r.GET("/reports/sales", middleware.Lock(s.lk, reportRateTag), middleware.Lock(s.lk, reportTag), func(c *gin.Context) {
 		rep, err := s.SalesReport(c.Request.Context())
 		if err != nil {
 			writeError(c, err)

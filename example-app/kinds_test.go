@@ -102,3 +102,24 @@ func TestReportLimit(t *testing.T) {
 	}
 	_ = held[1].Release(ctx)
 }
+
+// TestReportRate: the report route is rate limited per user before its
+// concurrency limit: ten a minute pass, the eleventh gets 429 with
+// Retry-After and the RateLimit fields; another user is not affected.
+func TestReportRate(t *testing.T) {
+	_, lk := realRedis(t)
+	s := newShop(lk, newStore(0, map[string]int64{"apple": 3}))
+	r := newRouter(s, nil)
+	for i := range 10 {
+		if rec := do(r, http.MethodGet, "/reports/sales", "", "X-User", "carol"); rec.Code != http.StatusOK || rec.Header().Get("RateLimit") == "" {
+			t.Fatalf("report %d: %d (RateLimit %q) %s, want 200 with RateLimit", i+1, rec.Code, rec.Header().Get("RateLimit"), rec.Body)
+		}
+	}
+	rec := do(r, http.MethodGet, "/reports/sales", "", "X-User", "carol")
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") == "" || rec.Header().Get("RateLimit-Policy") == "" {
+		t.Fatalf("the eleventh report: %d %v %s, want 429 with Retry-After and RateLimit-Policy", rec.Code, rec.Header(), rec.Body)
+	}
+	if rec := do(r, http.MethodGet, "/reports/sales", "", "X-User", "dave"); rec.Code != http.StatusOK {
+		t.Fatalf("another user's report: %d %s, want 200", rec.Code, rec.Body)
+	}
+}

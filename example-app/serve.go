@@ -152,7 +152,7 @@ Try:
   curl -s -X POST -H 'X-User: alice' %[2]s/items/apple/buy-unlocked   # the same without the lock: the demo's control
   curl -s %[2]s/items/apple                                            # read lock: reads run together
   curl -s -X PUT -d '{"add":5}' %[2]s/items/apple/stock                # write lock: waits for readers
-  curl -s -i -H 'X-User: alice' %[2]s/reports/sales                   # limit 2 per user; 429 when full
+  curl -s -i -H 'X-User: alice' %[2]s/reports/sales                   # 10 a minute and 2 at once per user; 429 past either
   curl -s -X POST -H 'Content-Type: application/json' \
        -d '{"from":"alice","to":"bob","amount_cents":500}' %[2]s/transfers   # both accounts locked, never deadlocks
   curl -s %[2]s/accounts/bob

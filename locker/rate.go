@@ -171,7 +171,7 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	if dl, ok := ctx.Deadline(); ok && maxDelay > 0 {
 		maxDelay = max(min(maxDelay, time.Until(dl)), 0)
 	}
-	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'g', -1, 64)
+	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'f', -1, 64) // plain decimal: every Lua's tonumber reads it
 	cctx, cancel := l.o.callCtx(ctx)
 	v, err := nd.drv.Eval(cctx, scriptRate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
 	cancel()
