@@ -7,9 +7,9 @@ require (
 	github.com/locktag/locktag v0.9.0
 	github.com/locktag/locktag/interceptor/internal/rpccore v0.9.0
 	github.com/locktag/locktag/interceptor/locktagv1 v0.9.0
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20250218202821-56aae31c358a
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a
 	google.golang.org/grpc v1.72.0
-	google.golang.org/protobuf v1.36.5
+	google.golang.org/protobuf v1.36.6
 )
 
 require (

@@ -6,7 +6,7 @@ require (
 	connectrpc.com/connect v1.19.0
 	github.com/locktag/locktag v0.9.0
 	github.com/locktag/locktag/interceptor/internal/rpccore v0.9.0
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20250218202821-56aae31c358a
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a
 	google.golang.org/protobuf v1.36.9
 )
 

@@ -5,8 +5,8 @@ go 1.26.0
 require (
 	github.com/locktag/locktag v0.9.0
 	github.com/locktag/locktag/interceptor/locktagv1 v0.9.0
-	google.golang.org/genproto/googleapis/rpc v0.0.0-20230525234030-28d5490b6b19
-	google.golang.org/protobuf v1.30.0
+	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a
+	google.golang.org/protobuf v1.36.6
 )
 
 require (
