@@ -16,7 +16,7 @@ import (
 // A rate key named N lives in one string at prefix+"{N}:rate", apart from
 // every lock of the same name. Each decision is one run of rate.lua: the
 // generic cell rate algorithm (GCRA) on the server's clock, so processes
-// whose clocks disagree share one exact limit. See docs/tags.md#rate for
+// whose clocks disagree share one exact limit. See docs/tags.md#rate-and-burst for
 // why GCRA and not a sliding window.
 
 var (
