@@ -190,6 +190,9 @@ func TestNewIdempotencyErrors(t *testing.T) {
 		{"nil scope", lk, []middleware.Option{guard.WithScope[*gin.Context](nil)}, guard.ErrBadOption},
 		{"bad key len", lk, []middleware.Option{userScope, guard.WithMaxKeyLen(0)}, guard.ErrBadOption},
 		{"bad lease", lk, []middleware.Option{userScope, guard.WithInFlightLease(time.Microsecond)}, guard.ErrBadOption},
+		{"empty key header", lk, []middleware.Option{userScope, middleware.WithKeyHeader("")}, guard.ErrBadOption},
+		{"empty replay header", lk, []middleware.Option{userScope, middleware.WithReplayHeaders("ETag", "")}, guard.ErrBadOption},
+		{"nil error handler", lk, []middleware.Option{userScope, middleware.WithErrorHandler(nil)}, guard.ErrBadOption},
 	} {
 		if _, err := middleware.NewIdempotency(tc.lk, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
