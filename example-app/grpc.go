@@ -31,7 +31,11 @@ func newGRPCServer(s *shop) (*grpc.Server, error) {
 	shopv1.RegisterShopServer(srv, shopServer{shop: s})
 	// grpc.health.v1 follows Redis reachability: NOT_SERVING while Redis
 	// is down, so a load balancer stops sending calls that would fail.
-	healthpb.RegisterHealthServer(srv, interceptor.NewHealthServer(s.lk))
+	hs, err := interceptor.NewHealthServer(s.lk)
+	if err != nil {
+		return nil, err
+	}
+	healthpb.RegisterHealthServer(srv, hs)
 	reflection.Register(srv) // lets grpcurl list and call the methods
 	return srv, nil
 }

@@ -52,9 +52,17 @@ func newHTTPHandler(s *shop, accessLog io.Writer) (http.Handler, error) {
 		return nil, fmt.Errorf("lock tags: %w", err)
 	}
 	// 200 while Redis answers, 503 + Retry-After while it does not.
-	mux.Handle("GET /healthz", stdhttp.Health(s.lk))
+	health, err := stdhttp.Health(s.lk)
+	if err != nil {
+		return nil, fmt.Errorf("health: %w", err)
+	}
+	mux.Handle("GET /healthz", health)
 	// Who holds which lock, and a force-release button for loopback callers.
-	mux.Handle(opsPath, ops.NewHandler(s.lk, ops.WithAuthorizer(loopbackRelease)))
+	opsPage, err := ops.NewHandler(s.lk, ops.WithAuthorizer(loopbackRelease))
+	if err != nil {
+		return nil, fmt.Errorf("ops page: %w", err)
+	}
+	mux.Handle(opsPath, opsPage)
 	mux.Handle("/", router)
 	return mux, nil
 }

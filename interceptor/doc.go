@@ -68,8 +68,10 @@
 // The lock flow and the idempotency policy are package locker/guard's: an
 // Interceptor compiles each rule into a guard.Lock over this package's
 // sources, and maps the guard's typed outcomes (guard.Kind) to statuses.
-// Options are guard.Option values: the guard's own (guard.WithFailOpen,
-// guard.WithMaxValueLen, guard.WithScope, ...) and this package's.
+// Options are Option values: the guard's own (guard.WithFailOpen,
+// guard.WithMaxValueLen, guard.WithScope, ...), which every adapter
+// accepts, and this package's, which only this one does: a Gin or connect
+// option here is a compile error.
 //
 // # Streams
 //

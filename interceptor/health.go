@@ -2,33 +2,53 @@ package interceptor
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
-// HealthOption changes a HealthServer.
-type HealthOption func(*HealthServer)
+// HealthOption changes a HealthServer. An invalid value makes
+// NewHealthServer return an error wrapping guard.ErrBadOption that names
+// the option.
+type HealthOption func(*healthOptions)
+
+type healthOptions struct {
+	timeout, every time.Duration
+	errs           []error
+}
+
+func (o *healthOptions) bad(option string, d time.Duration) {
+	o.errs = append(o.errs, fmt.Errorf("%w: interceptor.%s(%v): must be positive", guard.ErrBadOption, option, d))
+}
 
 // WithHealthTimeout bounds each check (one trivial script per Redis node);
-// a node slower than d counts as down. The default is 2s.
+// a node slower than d counts as down. d must be positive. The default is
+// 2s.
 func WithHealthTimeout(d time.Duration) HealthOption {
-	return func(s *HealthServer) {
-		if d > 0 {
-			s.timeout = d
+	return func(o *healthOptions) {
+		if d <= 0 {
+			o.bad("WithHealthTimeout", d)
+			return
 		}
+		o.timeout = d
 	}
 }
 
 // WithWatchInterval sets how often a Watch stream re-checks Redis; it
-// sends a message only when the status changes. The default is 5s.
+// sends a message only when the status changes. d must be positive. The
+// default is 5s.
 func WithWatchInterval(d time.Duration) HealthOption {
-	return func(s *HealthServer) {
-		if d > 0 {
-			s.every = d
+	return func(o *healthOptions) {
+		if d <= 0 {
+			o.bad("WithWatchInterval", d)
+			return
 		}
+		o.every = d
 	}
 }
 
@@ -40,7 +60,9 @@ func WithWatchInterval(d time.Duration) HealthOption {
 // "", the server as a whole). Register it in place of grpc/health's
 // server:
 //
-//	healthpb.RegisterHealthServer(srv, interceptor.NewHealthServer(lk))
+//	hs, err := interceptor.NewHealthServer(lk)
+//	...
+//	healthpb.RegisterHealthServer(srv, hs)
 type HealthServer struct {
 	healthpb.UnimplementedHealthServer
 	lk      *locker.Locker
@@ -48,13 +70,17 @@ type HealthServer struct {
 	every   time.Duration
 }
 
-// NewHealthServer returns a HealthServer on lk.
-func NewHealthServer(lk *locker.Locker, opts ...HealthOption) *HealthServer {
-	s := &HealthServer{lk: lk, timeout: 2 * time.Second, every: 5 * time.Second}
+// NewHealthServer returns a HealthServer on lk. The error wraps
+// guard.ErrBadOption, naming each invalid option.
+func NewHealthServer(lk *locker.Locker, opts ...HealthOption) (*HealthServer, error) {
+	o := healthOptions{timeout: 2 * time.Second, every: 5 * time.Second}
 	for _, opt := range opts {
-		opt(s)
+		opt(&o)
 	}
-	return s
+	if err := errors.Join(o.errs...); err != nil {
+		return nil, err
+	}
+	return &HealthServer{lk: lk, timeout: o.timeout, every: o.every}, nil
 }
 
 // status runs one check.

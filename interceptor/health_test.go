@@ -2,11 +2,14 @@ package interceptor
 
 import (
 	"context"
+	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -20,7 +23,11 @@ func TestHealthServerFollowsRedis(t *testing.T) {
 	e := newEnv(t, locker.WithCallTimeout(500*time.Millisecond))
 	lis := bufconn.Listen(1 << 20)
 	s := grpc.NewServer()
-	healthpb.RegisterHealthServer(s, NewHealthServer(e.lk, WithWatchInterval(20*time.Millisecond)))
+	hs, err := NewHealthServer(e.lk, WithWatchInterval(20*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	healthpb.RegisterHealthServer(s, hs)
 	go func() { _ = s.Serve(lis) }()
 	t.Cleanup(s.Stop)
 	conn, err := grpc.NewClient("passthrough:///bufnet",
@@ -60,4 +67,35 @@ func TestHealthServerFollowsRedis(t *testing.T) {
 	next(healthpb.HealthCheckResponse_NOT_SERVING)
 	e.redis.Restart()
 	next(healthpb.HealthCheckResponse_SERVING)
+}
+
+// TestHealthOptions: a bad value is a construction error wrapping
+// guard.ErrBadOption that names the option; a good one builds.
+func TestHealthOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  HealthOption
+		want string // "" for a valid option
+	}{
+		{"timeout", WithHealthTimeout(time.Second), ""},
+		{"zero timeout", WithHealthTimeout(0), "WithHealthTimeout(0s)"},
+		{"negative timeout", WithHealthTimeout(-time.Second), "WithHealthTimeout(-1s)"},
+		{"interval", WithWatchInterval(time.Second), ""},
+		{"zero interval", WithWatchInterval(0), "WithWatchInterval(0s)"},
+		{"negative interval", WithWatchInterval(-time.Millisecond), "WithWatchInterval(-1ms)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hs, err := NewHealthServer(nil, tt.opt)
+			if tt.want == "" {
+				if err != nil || hs == nil {
+					t.Fatalf("NewHealthServer: %v", err)
+				}
+				return
+			}
+			if hs != nil || !errors.Is(err, guard.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("NewHealthServer = %v, %v; want ErrBadOption naming %s", hs, err, tt.want)
+			}
+		})
+	}
 }

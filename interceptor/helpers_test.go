@@ -15,7 +15,6 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/redigo"
 	"google.golang.org/genproto/googleapis/rpc/errdetails"
 	"google.golang.org/grpc"
@@ -95,7 +94,7 @@ func newEnv(t testing.TB, opts ...locker.Option) *env {
 
 // serve starts a gRPC server over bufconn with the interceptor built from
 // rules and opts in front of impl, and returns a client.
-func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...guard.Option) testpbgrpc.InventoryClient {
+func (e *env) serve(t testing.TB, impl *inventory, rules Rules, opts ...Option) testpbgrpc.InventoryClient {
 	t.Helper()
 	ic, err := New(e.lk, rules, opts...)
 	if err != nil {

@@ -42,8 +42,12 @@ type Idempotency struct {
 // applies). Errors wrap ErrUnknownMethod or guard.ErrBadOption, or are
 // guard.ErrNoScope or guard.ErrNilLocker; NewIdempotency never touches
 // Redis.
-func NewIdempotency(l *locker.Locker, methods []string, opts ...guard.Option) (*Idempotency, error) {
-	ig, err := rpccore.NewIdem[*Call](l, methods, opts, ErrorHandler(DefaultErrorHandler))
+func NewIdempotency(l *locker.Locker, methods []string, opts ...Option) (*Idempotency, error) {
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	ig, err := rpccore.NewIdem[*Call](l, methods, gopts, ErrorHandler(DefaultErrorHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +56,7 @@ func NewIdempotency(l *locker.Locker, methods []string, opts ...guard.Option) (*
 
 // IdempotencyUnaryServerInterceptor is NewIdempotency(...).Unary(); it
 // panics with NewIdempotency's error.
-func IdempotencyUnaryServerInterceptor(l *locker.Locker, methods []string, opts ...guard.Option) grpc.UnaryServerInterceptor {
+func IdempotencyUnaryServerInterceptor(l *locker.Locker, methods []string, opts ...Option) grpc.UnaryServerInterceptor {
 	g, err := NewIdempotency(l, methods, opts...)
 	if err != nil {
 		panic(err)

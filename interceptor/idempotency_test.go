@@ -48,9 +48,9 @@ func recoverPanics(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc
 
 // idemServe serves impl behind a panic recovery, the guard on Reserve built
 // with lk and opts, and the interceptors in after; it returns a client.
-func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...guard.Option) testpbgrpc.InventoryClient {
+func idemServe(t testing.TB, lk *locker.Locker, impl *inventory, after []grpc.UnaryServerInterceptor, opts ...Option) testpbgrpc.InventoryClient {
 	t.Helper()
-	g, err := NewIdempotency(lk, []string{methodReserve}, append([]guard.Option{userScope}, opts...)...)
+	g, err := NewIdempotency(lk, []string{methodReserve}, append([]Option{userScope}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,14 +204,14 @@ func TestNewIdempotencyErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		methods []string
-		opts    []guard.Option
+		opts    []Option
 		want    error
 	}{
 		{"no scope", []string{methodReserve}, nil, guard.ErrNoScope},
-		{"scope and public", []string{methodReserve}, []guard.Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
-		{"stream", []string{methodWatch}, []guard.Option{userScope}, ErrUnknownMethod},
-		{"unknown", []string{"/x.Y/Z"}, []guard.Option{userScope}, ErrUnknownMethod},
-		{"bad lease", []string{methodReserve}, []guard.Option{userScope, guard.WithInFlightLease(0)}, guard.ErrBadOption},
+		{"scope and public", []string{methodReserve}, []Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
+		{"stream", []string{methodWatch}, []Option{userScope}, ErrUnknownMethod},
+		{"unknown", []string{"/x.Y/Z"}, []Option{userScope}, ErrUnknownMethod},
+		{"bad lease", []string{methodReserve}, []Option{userScope, guard.WithInFlightLease(0)}, guard.ErrBadOption},
 	} {
 		if _, err := NewIdempotency(e.lk, tc.methods, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -282,14 +282,14 @@ func TestIdempotencyUnaryCrash(t *testing.T) {
 func TestIdempotencyUnaryPolicies(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		opts    []guard.Option
+		opts    []Option
 		fail    bool // the first call fails with Internal
 		replays bool // the retry replays (else runs again)
 	}{
-		{"oversize keep", []guard.Option{guard.WithMaxResponseBytes(4)}, false, false},
-		{"oversize release", []guard.Option{guard.WithMaxResponseBytes(4), guard.WithOversizePolicy(guard.OversizeReleaseKey)}, false, false},
+		{"oversize keep", []Option{guard.WithMaxResponseBytes(4)}, false, false},
+		{"oversize release", []Option{guard.WithMaxResponseBytes(4), guard.WithOversizePolicy(guard.OversizeReleaseKey)}, false, false},
 		{"server error stored", nil, true, true},
-		{"server error released", []guard.Option{guard.WithServerErrorPolicy(guard.ReleaseServerErrors)}, true, false},
+		{"server error released", []Option{guard.WithServerErrorPolicy(guard.ReleaseServerErrors)}, true, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -385,11 +385,11 @@ func TestIdempotencyUnaryExactlyOnce(t *testing.T) {
 	const procs, calls = 5, 50
 	for _, tc := range []struct {
 		name  string
-		opts  []guard.Option
+		opts  []Option
 		guard bool
 	}{
 		{"aborted or replay", nil, true},
-		{"wait and replay", []guard.Option{guard.WithReplayWait(10 * time.Second)}, true},
+		{"wait and replay", []Option{guard.WithReplayWait(10 * time.Second)}, true},
 		{"control: no guard", nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

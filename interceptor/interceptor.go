@@ -33,8 +33,12 @@ type Interceptor struct {
 // The error is guard.ErrNilLocker, errors wrapping guard.ErrBadOption, or a
 // *RuleError, or several joined (errors.As finds the first); New never
 // touches Redis.
-func New(l *locker.Locker, rules Rules, opts ...guard.Option) (*Interceptor, error) {
-	ls, err := rpccore.NewLocks(l, rules, opts, ErrorHandler(DefaultErrorHandler), sourcesFor)
+func New(l *locker.Locker, rules Rules, opts ...Option) (*Interceptor, error) {
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := rpccore.NewLocks(l, rules, gopts, ErrorHandler(DefaultErrorHandler), sourcesFor)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +49,7 @@ func New(l *locker.Locker, rules Rules, opts ...guard.Option) (*Interceptor, err
 // rule's lock before the handler and releases it after; see New for the
 // rules and Interceptor.Unary for the behaviour. It panics with New's error
 // if a rule is wrong, so install it where the server is built.
-func UnaryServerInterceptor(l *locker.Locker, rules Rules, opts ...guard.Option) grpc.UnaryServerInterceptor {
+func UnaryServerInterceptor(l *locker.Locker, rules Rules, opts ...Option) grpc.UnaryServerInterceptor {
 	return mustNew(l, rules, opts).Unary()
 }
 
@@ -53,11 +57,11 @@ func UnaryServerInterceptor(l *locker.Locker, rules Rules, opts ...guard.Option)
 // each rule's lock for the life of the stream; see New for the rules and
 // Interceptor.Stream for the behaviour. It panics with New's error if a rule
 // is wrong.
-func StreamServerInterceptor(l *locker.Locker, rules Rules, opts ...guard.Option) grpc.StreamServerInterceptor {
+func StreamServerInterceptor(l *locker.Locker, rules Rules, opts ...Option) grpc.StreamServerInterceptor {
 	return mustNew(l, rules, opts).Stream()
 }
 
-func mustNew(l *locker.Locker, rules Rules, opts []guard.Option) *Interceptor {
+func mustNew(l *locker.Locker, rules Rules, opts []Option) *Interceptor {
 	ic, err := New(l, rules, opts...)
 	if err != nil {
 		panic(err)

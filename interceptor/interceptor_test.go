@@ -199,14 +199,14 @@ func TestInvalidArgument(t *testing.T) {
 	tests := []struct {
 		name, tag string
 		req       *testpb.ReserveRequest
-		opts      []guard.Option
+		opts      []Option
 		field     string // BadRequest field, "" for none
 	}{
 		{"empty sku", `key:"sku:{req.sku}"`, &testpb.ReserveRequest{}, nil, "sku"},
 		{"unset item", `key:"sku:{req.item.sku}"`, &testpb.ReserveRequest{Sku: "x"}, nil, "item.sku"},
 		{"empty item sku", `key:"sku:{req.item.sku}"`, &testpb.ReserveRequest{Item: &testpb.Item{}}, nil, "item.sku"},
 		{"zero qty", `key:"q:{req.qty}"`, &testpb.ReserveRequest{}, nil, "qty"},
-		{"too long", `key:"sku:{req.sku}"`, &testpb.ReserveRequest{Sku: "123456789"}, []guard.Option{guard.WithMaxValueLen(8)}, "sku"},
+		{"too long", `key:"sku:{req.sku}"`, &testpb.ReserveRequest{Sku: "123456789"}, []Option{guard.WithMaxValueLen(8)}, "sku"},
 		{"no metadata", `key:"u:{md.x-user}"`, &testpb.ReserveRequest{Sku: "x"}, nil, ""},
 	}
 	for _, tt := range tests {

@@ -36,7 +36,7 @@ func TestConstructionErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		rules Rules
-		opts  []guard.Option
+		opts  []Option
 		is    error
 		want  []string // substrings of the message
 	}{
@@ -64,12 +64,15 @@ func TestConstructionErrors(t *testing.T) {
 		{"disabling an unknown method", Rules{"/nope.Svc/Do": ""}, nil, ErrUnknownMethod, nil},
 		{"bad md key", Rules{methodReserve: `key:"a:{md.x y}"`}, nil, ErrBadSource, []string{"metadata key"}},
 		{"method with a path", Rules{methodReserve: `key:"a:{method.x}"`}, nil, ErrBadSource, nil},
-		{"builtin source redefined", nil, []guard.Option{WithSource("md", ContextSource(nil))}, ErrBadSource, []string{"built-in"}},
+		{"builtin source redefined", nil, []Option{WithSource("md", ContextSource(nil))}, ErrBadSource, []string{"built-in"}},
+		{"unnamed source", nil, []Option{WithSource("", ContextSource(nil))}, guard.ErrBadOption, []string{"WithSource", "empty source name"}},
+		{"nil source", nil, []Option{WithSource("ctx", nil)}, guard.ErrBadOption, []string{"WithSource", "nil source"}},
+		{"nil error handler", nil, []Option{WithErrorHandler(nil)}, guard.ErrBadOption, []string{"WithErrorHandler"}},
 		{"unknown ctx path", Rules{methodReserve: `key:"a:{ctx.usr}"`},
-			[]guard.Option{WithSource("ctx", ContextSource(map[string]func(context.Context) string{"user": nil}))},
+			[]Option{WithSource("ctx", ContextSource(map[string]func(context.Context) string{"user": nil}))},
 			ErrBadSource, []string{`unknown path "usr" (known: user)`}},
-		{"fail-open without a rule", nil, []guard.Option{WithFailOpenFor(methodReserve)}, guard.ErrBadOption, []string{"has no lock rule"}},
-		{"bad value cap", nil, []guard.Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, nil},
+		{"fail-open without a rule", nil, []Option{WithFailOpenFor(methodReserve)}, guard.ErrBadOption, []string{"has no lock rule"}},
+		{"bad value cap", nil, []Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

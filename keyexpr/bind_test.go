@@ -80,8 +80,8 @@ func TestBindErrors(t *testing.T) {
 	if _, err := Bind[testReq](nil, testSources()); err == nil {
 		t.Error("Bind(nil) must fail")
 	}
-	if _, err := Bind(tm, testSources(), WithMaxValueLen(0)); err == nil {
-		t.Error("WithMaxValueLen(0) must fail")
+	if _, err := Bind(tm, testSources(), WithMaxValueLen(0)); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "WithMaxValueLen(0)") {
+		t.Errorf("WithMaxValueLen(0): %v, want ErrBadOption naming it", err)
 	}
 }
 

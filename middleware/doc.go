@@ -78,8 +78,9 @@
 //
 // The lock flow and the idempotency policy are package locker/guard's:
 // this package reads request values, captures and replays responses, and
-// maps the guard's typed outcomes to statuses. Options are guard.Option
-// values: the guard's own (guard.WithFailOpen, guard.WithScope, ...) and
-// this package's (WithSource, WithErrorHandler, WithKeyHeader,
-// WithReplayHeaders).
+// maps the guard's typed outcomes to statuses. Options are Option values:
+// the guard's own (guard.WithFailOpen, guard.WithScope, ...), which every
+// adapter accepts, and this package's (WithSource, WithErrorHandler,
+// WithKeyHeader, WithReplayHeaders), which only this one does: another
+// adapter's option here is a compile error.
 package middleware

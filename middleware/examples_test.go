@@ -6,6 +6,7 @@ import (
 	"log"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/gin-gonic/gin"
 	"github.com/gomodule/redigo/redis"
@@ -53,6 +54,32 @@ func ExampleLock() {
 	// Output:
 	// true
 	// keyexpr: tag `key:"order:{pth.id}"`: field key at byte 11: template "order:{pth.id}": placeholder {pth.id} at byte 6: unknown source "pth" (known sources: body, form, header, ip, method, path, query, route)
+}
+
+// ExampleOption builds one list of options for the Gin adapter: the
+// guard's, which every adapter accepts, and this package's own. Another
+// adapter's option (stdhttp.WithKeyHeader, connectrpc.WithRegistry, ...)
+// would not compile in it: options are typed per adapter.
+func ExampleOption() {
+	lk := newLocker()
+	defer lk.Close()
+
+	opts := []middleware.Option{
+		guard.WithMaxRequestBytes(64 << 10),
+		guard.WithRetryAfter(2 * time.Second),
+		middleware.WithErrorHandler(middleware.WriteProblem),
+	}
+	r := gin.New()
+	r.POST("/orders/:id/pay", middleware.Lock(lk, `key:"order:{path.id}"`, opts...),
+		func(c *gin.Context) { c.Status(http.StatusNoContent) })
+
+	// A bad value is a construction error naming the option, never ignored.
+	_, err := middleware.NewLock(lk, `key:"order:{path.id}"`, middleware.WithErrorHandler(nil))
+	fmt.Println(errors.Is(err, guard.ErrBadOption))
+	fmt.Println(err)
+	// Output:
+	// true
+	// guard: bad option: WithErrorHandler: nil handler
 }
 
 func ExampleLockRules() {

@@ -45,7 +45,7 @@ import (
 // (there is no fail-open). If a handler panics, or a Lock after this
 // middleware refuses the request, the key is freed so the client can
 // retry. Put Idempotency before Lock (docs/idempotency.md).
-func Idempotency(l *locker.Locker, opts ...guard.Option) gin.HandlerFunc {
+func Idempotency(l *locker.Locker, opts ...Option) gin.HandlerFunc {
 	h, err := NewIdempotency(l, opts...)
 	if err != nil {
 		panic(err)
@@ -56,9 +56,13 @@ func Idempotency(l *locker.Locker, opts ...guard.Option) gin.HandlerFunc {
 // NewIdempotency is like Idempotency but returns construction errors:
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
-func NewIdempotency(l *locker.Locker, opts ...guard.Option) (gin.HandlerFunc, error) {
-	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
-	g, gerr := guard.NewIdempotency[*gin.Context](l, httpcore.RecordFormat, opts...)
+func NewIdempotency(l *locker.Locker, opts ...Option) (gin.HandlerFunc, error) {
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
+	g, gerr := guard.NewIdempotency[*gin.Context](l, httpcore.RecordFormat, gopts...)
 	if err := errors.Join(err, gerr); err != nil {
 		if errors.Is(gerr, guard.ErrNilLocker) {
 			return nil, guard.ErrNilLocker

@@ -47,10 +47,10 @@ func (p *payments) handler(c *gin.Context) {
 }
 
 // engine serves p behind the guard built with lk and opts.
-func (p *payments) engine(lk *locker.Locker, opts ...guard.Option) *gin.Engine {
+func (p *payments) engine(lk *locker.Locker, opts ...middleware.Option) *gin.Engine {
 	r := gin.New()
 	r.Use(gin.RecoveryWithWriter(io.Discard))
-	r.POST("/pay/:id", middleware.Idempotency(lk, append([]guard.Option{userScope}, opts...)...), p.handler)
+	r.POST("/pay/:id", middleware.Idempotency(lk, append([]middleware.Option{userScope}, opts...)...), p.handler)
 	return r
 }
 
@@ -181,15 +181,18 @@ func TestNewIdempotencyErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		lk   *locker.Locker
-		opts []guard.Option
+		opts []middleware.Option
 		want error
 	}{
 		{"no scope", lk, nil, guard.ErrNoScope},
-		{"nil locker", nil, []guard.Option{guard.WithPublicScope()}, guard.ErrNilLocker},
-		{"scope and public", lk, []guard.Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
-		{"nil scope", lk, []guard.Option{guard.WithScope[*gin.Context](nil)}, guard.ErrBadOption},
-		{"bad key len", lk, []guard.Option{userScope, guard.WithMaxKeyLen(0)}, guard.ErrBadOption},
-		{"bad lease", lk, []guard.Option{userScope, guard.WithInFlightLease(time.Microsecond)}, guard.ErrBadOption},
+		{"nil locker", nil, []middleware.Option{guard.WithPublicScope()}, guard.ErrNilLocker},
+		{"scope and public", lk, []middleware.Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
+		{"nil scope", lk, []middleware.Option{guard.WithScope[*gin.Context](nil)}, guard.ErrBadOption},
+		{"bad key len", lk, []middleware.Option{userScope, guard.WithMaxKeyLen(0)}, guard.ErrBadOption},
+		{"bad lease", lk, []middleware.Option{userScope, guard.WithInFlightLease(time.Microsecond)}, guard.ErrBadOption},
+		{"empty key header", lk, []middleware.Option{userScope, middleware.WithKeyHeader("")}, guard.ErrBadOption},
+		{"empty replay header", lk, []middleware.Option{userScope, middleware.WithReplayHeaders("ETag", "")}, guard.ErrBadOption},
+		{"nil error handler", lk, []middleware.Option{userScope, middleware.WithErrorHandler(nil)}, guard.ErrBadOption},
 	} {
 		if _, err := middleware.NewIdempotency(tc.lk, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)
@@ -397,11 +400,11 @@ func TestIdempotencyExactlyOnce(t *testing.T) {
 	const procs, requests = 5, 50
 	for _, tc := range []struct {
 		name string
-		opts []guard.Option
+		opts []middleware.Option
 		bare bool
 	}{
 		{"409 or replay", nil, false},
-		{"wait and replay", []guard.Option{guard.WithReplayWait(10 * time.Second)}, false},
+		{"wait and replay", []middleware.Option{guard.WithReplayWait(10 * time.Second)}, false},
 		{"control: no guard", nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

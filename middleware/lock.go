@@ -42,7 +42,7 @@ import (
 // context is cancelled with cause locker.ErrLockLost and, if nothing was
 // written yet, 503 is answered. See the package documentation for every
 // status.
-func Lock(l *locker.Locker, tag string, opts ...guard.Option) gin.HandlerFunc {
+func Lock(l *locker.Locker, tag string, opts ...Option) gin.HandlerFunc {
 	h, err := NewLock(l, tag, opts...)
 	if err != nil {
 		panic(err)
@@ -55,7 +55,7 @@ func Lock(l *locker.Locker, tag string, opts ...guard.Option) gin.HandlerFunc {
 // *keyexpr.TagError for a bad tag — including a key template that names an
 // unknown source or a path its source rejects (errors.Is(err,
 // keyexpr.ErrUnknownSource)).
-func NewLock(l *locker.Locker, tag string, opts ...guard.Option) (gin.HandlerFunc, error) {
+func NewLock(l *locker.Locker, tag string, opts ...Option) (gin.HandlerFunc, error) {
 	m, err := newLocks(l, opts)
 	if err != nil {
 		return nil, err
@@ -92,9 +92,13 @@ type locks struct {
 	maxBody int64 // the guards' WithMaxRequestBytes, set before any request
 }
 
-func newLocks(l *locker.Locker, opts []guard.Option) (*locks, error) {
+func newLocks(l *locker.Locker, options []Option) (*locks, error) {
 	if l == nil {
 		return nil, guard.ErrNilLocker
+	}
+	opts, err := guard.AdapterOptions(options)
+	if err != nil {
+		return nil, err
 	}
 	s, err := evaluateOptions(guard.LockGuards, opts)
 	if err != nil {

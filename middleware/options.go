@@ -29,6 +29,18 @@ const (
 // Each call returns a new slice.
 func DefaultReplayHeaders() []string { return httpcore.DefaultReplayHeaders() }
 
+// Option configures Lock, LockRules and Idempotency: a guard.Option (the
+// guard's settings, accepted by every adapter) or one of this package's
+// With... options, which only this adapter accepts — passing one to
+// another adapter, or another adapter's to this one, does not compile.
+type Option interface{ GinOption() }
+
+// ginOption is an option only this adapter accepts.
+type ginOption struct{ opt guard.Option }
+
+func (ginOption) GinOption()                  {}
+func (o ginOption) GuardOption() guard.Option { return o.opt }
+
 // settings are this adapter's own options, beside the guard's.
 type settings = httpcore.Settings[*gin.Context, ErrorHandler]
 
@@ -41,8 +53,8 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 // RFC 9457 application/problem+json body. A Retry-After header is set
 // before h runs when the outcome has a retry hint, and for every 503 (1s
 // when the outcome has none); h may remove it.
-func WithErrorHandler(h ErrorHandler) guard.Option {
-	return httpcore.WithErrorHandler[*gin.Context](h, h == nil)
+func WithErrorHandler(h ErrorHandler) Option {
+	return ginOption{httpcore.WithErrorHandler[*gin.Context](h, h == nil)}
 }
 
 // WithSource adds the key source name for Lock and LockRules, so
@@ -52,20 +64,20 @@ func WithErrorHandler(h ErrorHandler) guard.Option {
 // value it returns is a 400. A built-in name (path, query, form, header,
 // body, method, route, ip) is replaced. There are no application sources by
 // default. See GinKeys and SourceFunc for ready-made ones.
-func WithSource(name string, src keyexpr.Source[*gin.Context]) guard.Option {
-	return httpcore.WithSource[*gin.Context, ErrorHandler](name, src)
+func WithSource(name string, src keyexpr.Source[*gin.Context]) Option {
+	return ginOption{httpcore.WithSource[*gin.Context, ErrorHandler](name, src)}
 }
 
 // WithKeyHeader sets the request header that carries the idempotency key.
 // Idempotency only. The default is DefaultIdempotencyHeader.
-func WithKeyHeader(name string) guard.Option {
-	return httpcore.WithKeyHeader[*gin.Context, ErrorHandler](name)
+func WithKeyHeader(name string) Option {
+	return ginOption{httpcore.WithKeyHeader[*gin.Context, ErrorHandler](name)}
 }
 
 // WithReplayHeaders replaces the response headers that are stored and
 // replayed with a response. Idempotency only. The default is
 // DefaultReplayHeaders(). Set-Cookie and other per-caller headers do not
 // belong here.
-func WithReplayHeaders(names ...string) guard.Option {
-	return httpcore.WithReplayHeaders[*gin.Context, ErrorHandler](names...)
+func WithReplayHeaders(names ...string) Option {
+	return ginOption{httpcore.WithReplayHeaders[*gin.Context, ErrorHandler](names...)}
 }

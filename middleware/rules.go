@@ -35,7 +35,7 @@ type Rules map[string]string
 // {path.X} names a parameter of the rule's route — and LockRules panics with
 // the first error (in sorted key order) that NewLockRules would return. Use
 // Rules.Check to verify that every rule names a registered route.
-func LockRules(l *locker.Locker, rules Rules, opts ...guard.Option) gin.HandlerFunc {
+func LockRules(l *locker.Locker, rules Rules, opts ...Option) gin.HandlerFunc {
 	h, err := NewLockRules(l, rules, opts...)
 	if err != nil {
 		panic(err)
@@ -47,7 +47,7 @@ func LockRules(l *locker.Locker, rules Rules, opts ...guard.Option) gin.HandlerF
 // panicking: guard.ErrNilLocker, errors wrapping guard.ErrBadOption or
 // ErrBadRule, or a *keyexpr.TagError (wrapped with the rule's key) for a bad
 // tag.
-func NewLockRules(l *locker.Locker, rules Rules, opts ...guard.Option) (gin.HandlerFunc, error) {
+func NewLockRules(l *locker.Locker, rules Rules, opts ...Option) (gin.HandlerFunc, error) {
 	m, err := newLocks(l, opts)
 	if err != nil {
 		return nil, err

@@ -24,7 +24,7 @@ func (u user) String() string { return u.id }
 // request, escaped.
 func TestSources(t *testing.T) {
 	_, lk := setup(t)
-	opts := []guard.Option{
+	opts := []middleware.Option{
 		middleware.WithSource("ctx", middleware.GinKeys("user", "n", "u")),
 		middleware.WithSource("tenant", middleware.SourceFunc(func(c *gin.Context) (string, error) {
 			return c.GetHeader("X-Tenant"), nil
@@ -83,7 +83,7 @@ func TestBadKeyValues(t *testing.T) {
 	srv, lk := setup(t)
 	long := strings.Repeat("x", 257)
 	var gotErr error
-	opts := []guard.Option{
+	opts := []middleware.Option{
 		guard.WithMaxRequestBytes(64),
 		guard.WithLogger(slog.New(slog.DiscardHandler)), // TestTagMistake reads the log
 		middleware.WithSource("ctx", middleware.GinKeys()),
@@ -205,7 +205,7 @@ func TestConstructionErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		tag  string
-		opts []guard.Option
+		opts []middleware.Option
 		want error
 		msg  string
 	}{
@@ -214,13 +214,13 @@ func TestConstructionErrors(t *testing.T) {
 		{"unknown source", `key:"o:{pth.id}" wait:"1s"`, nil, keyexpr.ErrUnknownSource, "field key at byte 7"},
 		{"unknown source after escape", `key:"o\u0041:{pth.id}"`, nil, keyexpr.ErrUnknownSource, "field key at byte 4"},
 		{"ctx without WithSource", `key:"u:{ctx.user}"`, nil, keyexpr.ErrUnknownSource, "field key at byte 7"},
-		{"gin key not allowed", `key:"u:{ctx.usr}"`, []guard.Option{middleware.WithSource("ctx", middleware.GinKeys("user"))}, nil, `"usr" is not one of the allowed keys`},
+		{"gin key not allowed", `key:"u:{ctx.usr}"`, []middleware.Option{middleware.WithSource("ctx", middleware.GinKeys("user"))}, nil, `"usr" is not one of the allowed keys`},
 		{"bare source with path", `key:"m:{method.x}"`, nil, nil, "source method takes no name"},
 		{"named source without path", `key:"q:{query}"`, nil, nil, "source query needs a name"},
-		{"bad max body", `key:"o:{path.id}"`, []guard.Option{guard.WithMaxRequestBytes(0)}, guard.ErrBadOption, "WithMaxRequestBytes: 0"},
-		{"bad max value", `key:"o:{path.id}"`, []guard.Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, "WithMaxValueLen: 0"},
-		{"nil error handler", `key:"o:{path.id}"`, []guard.Option{middleware.WithErrorHandler(nil)}, guard.ErrBadOption, "WithErrorHandler: nil handler"},
-		{"nil source", `key:"o:{path.id}"`, []guard.Option{middleware.WithSource("x", nil)}, guard.ErrBadOption, "WithSource"},
+		{"bad max body", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxRequestBytes(0)}, guard.ErrBadOption, "WithMaxRequestBytes: 0"},
+		{"bad max value", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, "WithMaxValueLen: 0"},
+		{"nil error handler", `key:"o:{path.id}"`, []middleware.Option{middleware.WithErrorHandler(nil)}, guard.ErrBadOption, "WithErrorHandler: nil handler"},
+		{"nil source", `key:"o:{path.id}"`, []middleware.Option{middleware.WithSource("x", nil)}, guard.ErrBadOption, "WithSource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := middleware.NewLock(lk, tc.tag, tc.opts...)

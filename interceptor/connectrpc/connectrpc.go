@@ -56,8 +56,12 @@ var _ connect.Interceptor = (*Interceptor)(nil)
 // Redis. Sources: {req.a.b} (unary only), {header.X}, {method} (the
 // procedure) and WithSource's. The error is guard.ErrNilLocker, errors
 // wrapping guard.ErrBadOption, or *RuleError values joined.
-func New(l *locker.Locker, rules Rules, opts ...guard.Option) (*Interceptor, error) {
-	ls, err := rpccore.NewLocks(l, rules, opts, ErrorHandler(DefaultErrorHandler), sourcesFor)
+func New(l *locker.Locker, rules Rules, opts ...Option) (*Interceptor, error) {
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	ls, err := rpccore.NewLocks(l, rules, gopts, ErrorHandler(DefaultErrorHandler), sourcesFor)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +69,7 @@ func New(l *locker.Locker, rules Rules, opts ...guard.Option) (*Interceptor, err
 }
 
 // MustNew is New, panicking with its error; for rules written in code.
-func MustNew(l *locker.Locker, rules Rules, opts ...guard.Option) *Interceptor {
+func MustNew(l *locker.Locker, rules Rules, opts ...Option) *Interceptor {
 	ic, err := New(l, rules, opts...)
 	if err != nil {
 		panic(err)

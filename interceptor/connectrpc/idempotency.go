@@ -40,8 +40,12 @@ var _ connect.Interceptor = (*Idempotency)(nil)
 // error) — connect.CallInfoForHandlerContext gives the headers — or
 // guard.WithPublicScope. Errors wrap ErrUnknownMethod or
 // guard.ErrBadOption, or are guard.ErrNoScope or guard.ErrNilLocker.
-func NewIdempotency(l *locker.Locker, procedures []string, opts ...guard.Option) (*Idempotency, error) {
-	ig, err := rpccore.NewIdem[*Call](l, procedures, opts, ErrorHandler(DefaultErrorHandler))
+func NewIdempotency(l *locker.Locker, procedures []string, opts ...Option) (*Idempotency, error) {
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	ig, err := rpccore.NewIdem[*Call](l, procedures, gopts, ErrorHandler(DefaultErrorHandler))
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +53,7 @@ func NewIdempotency(l *locker.Locker, procedures []string, opts ...guard.Option)
 }
 
 // MustIdempotency is NewIdempotency, panicking with its error.
-func MustIdempotency(l *locker.Locker, procedures []string, opts ...guard.Option) *Idempotency {
+func MustIdempotency(l *locker.Locker, procedures []string, opts ...Option) *Idempotency {
 	ig, err := NewIdempotency(l, procedures, opts...)
 	if err != nil {
 		panic(err)

@@ -20,6 +20,18 @@ import (
 // nil means DefaultErrorHandler's. o.Err may contain the key: log it only.
 type ErrorHandler func(ctx context.Context, procedure string, o guard.Outcome) *connect.Error
 
+// Option configures New and NewIdempotency: a guard.Option (the guard's
+// settings, accepted by every adapter) or one of this package's With...
+// options, which only this adapter accepts — passing one to another
+// adapter, or another adapter's to this one, does not compile.
+type Option interface{ ConnectOption() }
+
+// connectOption is an option only this adapter accepts.
+type connectOption struct{ opt guard.Option }
+
+func (connectOption) ConnectOption()              {}
+func (o connectOption) GuardOption() guard.Option { return o.opt }
+
 type settings = rpccore.Settings[*Call, ErrorHandler]
 
 // ErrUnknownMethod and the other construction errors are the same values
@@ -44,32 +56,32 @@ var builtinSources = []string{"req", "header", "method"}
 
 // WithSource registers an application source; built-in names cannot be
 // redefined (ErrBadSource). None by default.
-func WithSource(name string, src keyexpr.Source[*Call]) guard.Option {
-	return rpccore.WithSource[*Call, ErrorHandler](name, src, builtinSources)
+func WithSource(name string, src keyexpr.Source[*Call]) Option {
+	return connectOption{rpccore.WithSource[*Call, ErrorHandler](name, src, builtinSources)}
 }
 
 // WithErrorHandler replaces DefaultErrorHandler, for New and
 // NewIdempotency.
-func WithErrorHandler(h ErrorHandler) guard.Option {
-	return rpccore.WithErrorHandler[*Call](h, h == nil)
+func WithErrorHandler(h ErrorHandler) Option {
+	return connectOption{rpccore.WithErrorHandler[*Call](h, h == nil)}
 }
 
 // WithFailOpenFor makes the rules of the procedures named fail open
 // (guard.WithFailOpen for those rules only). Each must have a rule.
-func WithFailOpenFor(procedures ...string) guard.Option {
-	return rpccore.WithFailOpenFor[*Call, ErrorHandler](procedures)
+func WithFailOpenFor(procedures ...string) Option {
+	return connectOption{rpccore.WithFailOpenFor[*Call, ErrorHandler](procedures)}
 }
 
 // WithProtoOptions turns reading (locktag.v1.lock) options on or off. The
 // default is on.
-func WithProtoOptions(on bool) guard.Option {
-	return rpccore.WithProtoOptions[*Call, ErrorHandler](on)
+func WithProtoOptions(on bool) Option {
+	return connectOption{rpccore.WithProtoOptions[*Call, ErrorHandler](on)}
 }
 
 // WithRegistry sets where procedures and response types are looked up.
 // The defaults are protoregistry.GlobalFiles and GlobalTypes.
-func WithRegistry(files *protoregistry.Files, types *protoregistry.Types) guard.Option {
-	return rpccore.WithRegistry[*Call, ErrorHandler](files, types)
+func WithRegistry(files *protoregistry.Files, types *protoregistry.Types) Option {
+	return connectOption{rpccore.WithRegistry[*Call, ErrorHandler](files, types)}
 }
 
 // sourcesFor returns the sources a rule for m binds against.

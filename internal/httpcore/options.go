@@ -3,6 +3,7 @@ package httpcore
 import (
 	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
@@ -87,6 +88,9 @@ func WithKeyHeader[R, EH any](name string) guard.Option {
 // WithReplayHeaders is the adapters' WithReplayHeaders.
 func WithReplayHeaders[R, EH any](names ...string) guard.Option {
 	return guard.AdapterOption("WithReplayHeaders", guard.IdempotencyGuards, func(s *Settings[R, EH]) error {
+		if slices.Contains(names, "") {
+			return errors.New("empty header name")
+		}
 		s.ReplayHeaders = canonical(names)
 		return nil
 	})

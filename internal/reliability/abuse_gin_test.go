@@ -50,7 +50,7 @@ func abuseRouter(t *testing.T, srv *redistest.Server, lk *locker.Locker, seen *s
 		seen.set(c.GetHeader("X-Case"), v)
 		c.Status(http.StatusNoContent)
 	}
-	opts := []guard.Option{guard.WithMaxRequestBytes(1024)}
+	opts := []middleware.Option{guard.WithMaxRequestBytes(1024)}
 	r.POST("/orders/:id/pay", middleware.Lock(lk, `key:"order:{path.id}" expire:"10s"`, opts...), h)
 	r.POST("/pair/:a/:b", middleware.Lock(lk, `key:"pair:{path.a}:{path.b}" expire:"10s"`, opts...), h)
 	r.POST("/hashed/:id", middleware.Lock(lk, `key:"h:{path.id}" expire:"10s" long:"hash"`, opts...), h)

@@ -46,6 +46,9 @@
 // Run returns an Outcome: a Kind, the cause (for logs only), a retry hint
 // and, for a replay, the stored Record. The guard decides nothing about
 // statuses; each adapter maps kinds to its own (docs/architecture.md has
-// the table for HTTP and gRPC). Options are Option values; an adapter adds
-// its own with AdapterOption, so users pass one list.
+// the table for HTTP and gRPC). Options are Option values. An adapter
+// adds its own with AdapterOption and hands them out under a type of its
+// own that only it accepts; an Option is accepted by every adapter (see
+// GinOption), so users pass one list and the compiler rejects an option
+// given to the wrong adapter.
 package guard

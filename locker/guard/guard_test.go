@@ -157,6 +157,65 @@ func TestAdapterOptions(t *testing.T) {
 	}
 }
 
+// ginOnly and connectOnly stand for two adapters' own options: each has
+// only its adapter's marker, and the guard's Option behind it.
+type (
+	ginOnly     struct{ o Option }
+	connectOnly struct{ o Option }
+	foreign     struct{}
+	ginOpts     interface{ GinOption() }
+	connectOpts interface{ ConnectOption() }
+)
+
+func (ginOnly) GinOption()                {}
+func (g ginOnly) GuardOption() Option     { return g.o }
+func (connectOnly) ConnectOption()        {}
+func (c connectOnly) GuardOption() Option { return c.o }
+func (foreign) GinOption()                {}
+
+// TestAdapterOptionsUnwrap: an adapter's typed options become the Options
+// behind them, in order — a guard Option as it is, the adapter's own
+// through GuardOption, nil skipped — and a foreign implementation of the
+// marker is ErrBadOption naming its type.
+func TestAdapterOptionsUnwrap(t *testing.T) {
+	type mine struct{ n int }
+	own := AdapterOption("WithN", LockGuards, func(m *mine) error { m.n++; return nil })
+	tests := []struct {
+		name      string
+		opts      []ginOpts
+		want, own int // options out; adapter options among them
+		wantErr   string
+	}{
+		{"none", nil, 0, 0, ""},
+		{"guard and own", []ginOpts{WithFailOpen(), ginOnly{own}, WithLogger(slog.Default())}, 3, 1, ""},
+		{"nil skipped", []ginOpts{nil, ginOnly{own}, ginOnly{own}}, 2, 2, ""},
+		{"foreign", []ginOpts{WithFailOpen(), foreign{}}, 0, 0, "guard.foreign is not an option of this adapter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := AdapterOptions(tt.opts)
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want ErrBadOption with %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || len(got) != tt.want {
+				t.Fatalf("got %d options, %v; want %d", len(got), err, tt.want)
+			}
+			var m mine
+			if err := ApplyAdapterOptions(LockGuards, got, &m); err != nil || m.n != tt.own {
+				t.Fatalf("applied: n=%d, %v; want %d", m.n, err, tt.own)
+			}
+		})
+	}
+	// A guard Option is every adapter's; the same setting for another
+	// adapter goes through that adapter's type.
+	if got, err := AdapterOptions([]connectOpts{WithPublicScope(), connectOnly{own}}); err != nil || len(got) != 2 {
+		t.Fatalf("connect: %d, %v", len(got), err)
+	}
+}
+
 // TestLockRun: one table of requests through a real Redis.
 func TestLockRun(t *testing.T) {
 	lk := newLocker(t)

@@ -14,7 +14,8 @@ import (
 // guard (NewIdempotency), or, made with AdapterOption, the adapter that
 // builds one. Each With... option says which guards take it; giving one to
 // the other kind of guard is a construction error wrapping ErrBadOption, as
-// is an invalid value. Options apply in order; a later one wins.
+// is an invalid value. Options apply in order; a later one wins. Every
+// adapter accepts an Option among its own typed options (see GinOption).
 type Option struct {
 	name    string
 	use     Target
@@ -144,42 +145,6 @@ func scopeFor[R any](s *settings) (ScopeFunc[R], error) {
 		return nil, fmt.Errorf("%w: WithScope: the resolver reads %T, this guard's requests are %v",
 			ErrBadOption, f, reflect.TypeFor[R]())
 	}
-}
-
-// AdapterOption makes an adapter's own setting an Option for the guards
-// in t, so that users pass it among the guard's options: set is applied
-// to the adapter's settings, of type *S, by ApplyAdapterOptions. Its error
-// becomes a construction error wrapping ErrBadOption. Guards ignore
-// adapter options.
-func AdapterOption[S any](name string, t Target, set func(settings *S) error) Option {
-	return Option{name: name, use: t, adapter: func(v any) error {
-		s, ok := v.(*S)
-		if !ok {
-			return fmt.Errorf("an option for %v, not %T", reflect.TypeFor[*S](), v)
-		}
-		return set(s)
-	}}
-}
-
-// ApplyAdapterOptions applies the adapter options among opts to settings,
-// in order, for a guard of target t (LockGuards or IdempotencyGuards), and
-// returns their errors joined, each wrapping ErrBadOption: an option that
-// does not apply to t, an option of another adapter, an invalid value.
-// The guard's own options are skipped.
-func ApplyAdapterOptions[S any](t Target, opts []Option, settings *S) error {
-	var errs []error
-	for _, o := range opts {
-		switch {
-		case o.adapter == nil:
-		case o.use&t == 0:
-			errs = append(errs, fmt.Errorf("%w: %s does not apply to this guard", ErrBadOption, o.name))
-		default:
-			if err := o.adapter(settings); err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadOption, o.name, err))
-			}
-		}
-	}
-	return joinErrs(errs)
 }
 
 func option(name string, u Target, apply func(*settings) error) Option {

@@ -8,7 +8,9 @@
 //
 // Mount it like net/http/pprof, at a path that ends in a slash:
 //
-//	mux.Handle("/debug/locktag/", ops.NewHandler(lk, ops.WithAuthorizer(authz)))
+//	h, err := ops.NewHandler(lk, ops.WithAuthorizer(authz))
+//	if err != nil { ... }
+//	mux.Handle("/debug/locktag/", h)
 //
 // The handler routes on the end of the request path (api/locks,
 // api/lock, api/release, assets/...; anything else ending in "/" is the

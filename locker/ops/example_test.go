@@ -31,8 +31,12 @@ func ExampleNewHandler() {
 	}
 	defer le.Release(ctx)
 
+	h, err := ops.NewHandler(lk) // read-only: no authorizer
+	if err != nil {
+		log.Fatal(err)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/debug/locktag/", ops.NewHandler(lk)) // read-only: no authorizer
+	mux.Handle("/debug/locktag/", h)
 
 	w := httptest.NewRecorder()
 	mux.ServeHTTP(w, httptest.NewRequest("GET", "/debug/locktag/api/locks?prefix=invoice:", nil))
@@ -86,8 +90,11 @@ func ExampleWithAuthorizer() {
 			return a
 		},
 	}))
-	h := ops.NewHandler(lk, ops.WithAuthorizer(loopbackOnly), ops.WithLogger(audit),
+	h, err := ops.NewHandler(lk, ops.WithAuthorizer(loopbackOnly), ops.WithLogger(audit),
 		ops.WithIdentity(func(r *http.Request) string { return "oncall" }))
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	for _, from := range []string{"192.0.2.7:4000", "127.0.0.1:4000"} {
 		r := httptest.NewRequest("POST", "/debug/locktag/api/release", strings.NewReader(`{"name":"export:daily","reason":"hung on NFS"}`))

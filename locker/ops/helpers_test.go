@@ -41,8 +41,12 @@ func newLocker(t *testing.T) (*locker.Locker, *redistest.Server) {
 // serve mounts the ops handler at /debug/locktag/ on a test server.
 func serve(t *testing.T, lk *locker.Locker, opts ...ops.Option) *httptest.Server {
 	t.Helper()
+	h, err := ops.NewHandler(lk, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/debug/locktag/", ops.NewHandler(lk, opts...))
+	mux.Handle("/debug/locktag/", h)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 	return ts

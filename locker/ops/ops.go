@@ -36,17 +36,21 @@ type handler struct {
 // does not support a call (errors.ErrUnsupported); 503 when Redis is
 // unavailable, or a Redlock Locker's masters gave no quorum.
 //
-// It panics if lk is nil.
-func NewHandler(lk *locker.Locker, opts ...Option) http.Handler {
+// The error wraps ErrBadOption, naming each invalid option; NewHandler
+// never touches Redis. It panics if lk is nil.
+func NewHandler(lk *locker.Locker, opts ...Option) (http.Handler, error) {
 	if lk == nil {
 		panic("ops: NewHandler with a nil Locker")
 	}
-	o := evaluateOptions(opts)
+	o, err := evaluateOptions(opts)
+	if err != nil {
+		return nil, err
+	}
 	hs, err := newHandles(o.redact != nil, o.handleKey)
 	if err != nil {
 		panic("ops: " + err.Error()) // crypto/rand or AES failed: nothing can work
 	}
-	return &handler{lk: lk, o: o, handles: hs}
+	return &handler{lk: lk, o: o, handles: hs}, nil
 }
 
 // The routes, matched on the end of the path; any other path ending in

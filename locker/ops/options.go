@@ -4,13 +4,16 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
 	"time"
 )
 
-// Option configures NewHandler.
+// Option configures NewHandler. An invalid value makes NewHandler return
+// an error wrapping ErrBadOption that names the option.
 type Option func(*options)
 
 type options struct {
@@ -21,6 +24,7 @@ type options struct {
 	handleKey []byte                   // nil: a random key per handler
 	pageSize  int
 	refresh   time.Duration
+	errs      []error
 }
 
 var defaults = options{
@@ -29,13 +33,19 @@ var defaults = options{
 	refresh:  5 * time.Second,
 }
 
-// evaluateOptions applies opts to a copy of the defaults.
-func evaluateOptions(opts []Option) options {
+// evaluateOptions applies opts to a copy of the defaults, collecting
+// every bad value.
+func evaluateOptions(opts []Option) (options, error) {
 	o := defaults
+	o.errs = nil
 	for _, opt := range opts {
 		opt(&o)
 	}
-	return o
+	return o, errors.Join(o.errs...)
+}
+
+func (o *options) bad(option string, value any, why string) {
+	o.errs = append(o.errs, fmt.Errorf("%w: ops.%s(%v): %s", ErrBadOption, option, value, why))
 }
 
 // WithAuthorizer sets who may do what. authorize is called for every
@@ -44,38 +54,60 @@ func evaluateOptions(opts []Option) options {
 // (never the redacted one) for a force-release; the page also asks it
 // whether to show each row's release button. A nil error allows; an error
 // matching ErrUnauthenticated answers 401, any other error 403 (the
-// error's text is not sent). The default, without this option: View is
-// allowed to everyone who reaches the handler and Release to nobody.
+// error's text is not sent). authorize must not be nil. The default,
+// without this option: View is allowed to everyone who reaches the handler
+// and Release to nobody.
 func WithAuthorizer(authorize func(r *http.Request, a Action, name string) error) Option {
-	return func(o *options) { o.authorize = authorize }
+	return func(o *options) {
+		if authorize == nil {
+			o.bad("WithAuthorizer", "nil", "must not be nil (leave the option out for the read-only default)")
+			return
+		}
+		o.authorize = authorize
+	}
 }
 
 // WithLogger sets where force-releases are logged (message "locktag:
 // force-release", at Warn when the lock was released, Info when it was
-// not held, Error when Redis failed). The default is slog.Default() at the
-// time of each record.
+// not held, Error when Redis failed). l must not be nil. The default is
+// slog.Default() at the time of each record.
 func WithLogger(l *slog.Logger) Option {
-	return func(o *options) { o.logger = l }
+	return func(o *options) {
+		if l == nil {
+			o.bad("WithLogger", "nil", "must not be nil")
+			return
+		}
+		o.logger = l
+	}
 }
 
 // WithIdentity sets how the audit log names who asked for a force-release
 // (attribute "who"): e.g. the user your authentication put in the
-// request's context. The default is the request's RemoteAddr.
+// request's context. who must not be nil. The default is the request's
+// RemoteAddr.
 func WithIdentity(who func(r *http.Request) string) Option {
 	return func(o *options) {
-		if who != nil {
-			o.identity = who
+		if who == nil {
+			o.bad("WithIdentity", "nil", "must not be nil")
+			return
 		}
+		o.identity = who
 	}
 }
 
 // WithRedaction replaces every lock name on the page and in the JSON with
 // redact(name) (see HashNames), and gives each row an opaque handle
 // instead of its name, for the detail and release calls. The names the
-// operator types (the prefix filter, ?name=) are still plain names. The
-// default shows names as they are.
+// operator types (the prefix filter, ?name=) are still plain names.
+// redact must not be nil. The default shows names as they are.
 func WithRedaction(redact func(name string) string) Option {
-	return func(o *options) { o.redact = redact }
+	return func(o *options) {
+		if redact == nil {
+			o.bad("WithRedaction", "nil", "must not be nil")
+			return
+		}
+		o.redact = redact
+	}
 }
 
 // WithHandleKey sets the key redacted rows' handles are encrypted with
@@ -83,9 +115,16 @@ func WithRedaction(redact func(name string) string) Option {
 // replica the same key, so a handle from one replica's page works on
 // another's. The default is a random key per handler: handles then work
 // only on the process that served the page (a release elsewhere answers
-// 400, and changes nothing). Unused without WithRedaction.
+// 400, and changes nothing). Unused without WithRedaction. key must not be
+// empty: everyone knows the empty key.
 func WithHandleKey(key []byte) Option {
-	return func(o *options) { o.handleKey = key }
+	return func(o *options) {
+		if len(key) == 0 {
+			o.bad("WithHandleKey", "empty key", "must not be empty")
+			return
+		}
+		o.handleKey = key
+	}
 }
 
 // WithPageSize sets how many lock names a page (the HTML page or one
@@ -96,9 +135,11 @@ func WithHandleKey(key []byte) Option {
 // is 100.
 func WithPageSize(n int) Option {
 	return func(o *options) {
-		if n > 0 {
-			o.pageSize = n
+		if n < 1 {
+			o.bad("WithPageSize", n, "must be at least 1")
+			return
 		}
+		o.pageSize = n
 	}
 }
 
@@ -106,9 +147,11 @@ func WithPageSize(n int) Option {
 // default is 5s; the lease countdowns tick every 100ms between reloads.
 func WithRefresh(d time.Duration) Option {
 	return func(o *options) {
-		if d > 0 {
-			o.refresh = d
+		if d <= 0 {
+			o.bad("WithRefresh", d, "must be positive")
+			return
 		}
+		o.refresh = d
 	}
 }
 

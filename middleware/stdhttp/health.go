@@ -2,38 +2,52 @@ package stdhttp
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 )
 
-// HealthOption changes a Health handler.
+// HealthOption changes a Health handler. An invalid value makes Health
+// return an error wrapping guard.ErrBadOption that names the option.
 type HealthOption func(*healthOptions)
 
 type healthOptions struct {
 	timeout    time.Duration
 	retryAfter time.Duration
+	errs       []error
+}
+
+func (o *healthOptions) bad(option string, d time.Duration) {
+	o.errs = append(o.errs, fmt.Errorf("%w: stdhttp.%s(%v): must be positive", guard.ErrBadOption, option, d))
 }
 
 // WithHealthTimeout bounds each check (one trivial script per Redis node);
-// a node slower than d counts as down. The default is 2s.
+// a node slower than d counts as down. d must be positive. The default is
+// 2s.
 func WithHealthTimeout(d time.Duration) HealthOption {
 	return func(o *healthOptions) {
-		if d > 0 {
-			o.timeout = d
+		if d <= 0 {
+			o.bad("WithHealthTimeout", d)
+			return
 		}
+		o.timeout = d
 	}
 }
 
 // WithHealthRetryAfter sets the Retry-After header of a 503, rounded up to
-// whole seconds. The default is 5s.
+// whole seconds. d must be positive. The default is 5s.
 func WithHealthRetryAfter(d time.Duration) HealthOption {
 	return func(o *healthOptions) {
-		if d > 0 {
-			o.retryAfter = d
+		if d <= 0 {
+			o.bad("WithHealthRetryAfter", d)
+			return
 		}
+		o.retryAfter = d
 	}
 }
 
@@ -49,11 +63,18 @@ func WithHealthRetryAfter(d time.Duration) HealthOption {
 // lk.Healthy's error where the details are wanted. Each request runs one
 // check, bounded by the request's context and WithHealthTimeout:
 //
-//	mux.Handle("GET /healthz", stdhttp.Health(lk))
-func Health(lk *locker.Locker, opts ...HealthOption) http.Handler {
+//	health, err := stdhttp.Health(lk)
+//	...
+//	mux.Handle("GET /healthz", health)
+//
+// The error wraps guard.ErrBadOption, naming each invalid option.
+func Health(lk *locker.Locker, opts ...HealthOption) (http.Handler, error) {
 	o := healthOptions{timeout: 2 * time.Second, retryAfter: 5 * time.Second}
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if err := errors.Join(o.errs...); err != nil {
+		return nil, err
 	}
 	retry := strconv.Itoa(int((o.retryAfter + time.Second - 1) / time.Second))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -70,5 +91,5 @@ func Health(lk *locker.Locker, opts ...HealthOption) http.Handler {
 		}
 		w.WriteHeader(http.StatusOK)
 		_, _ = w.Write([]byte(`{"status":"SERVING"}` + "\n"))
-	})
+	}), nil
 }

@@ -1,6 +1,7 @@
 package stdhttp_test
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware/stdhttp"
 )
@@ -22,7 +24,10 @@ func TestHealthFollowsRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = lk.Close() })
-	h := stdhttp.Health(lk, stdhttp.WithHealthRetryAfter(1500*time.Millisecond))
+	h, err := stdhttp.Health(lk, stdhttp.WithHealthRetryAfter(1500*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	await := func(code int, body, retryAfter string) {
 		t.Helper()
@@ -54,4 +59,35 @@ func TestHealthFollowsRedis(t *testing.T) {
 	await(http.StatusServiceUnavailable, down, "2")
 	srv.Restart()
 	await(http.StatusOK, up, "")
+}
+
+// TestHealthOptions: a bad value is a construction error wrapping
+// guard.ErrBadOption that names the option; a good one builds.
+func TestHealthOptions(t *testing.T) {
+	tests := []struct {
+		name string
+		opt  stdhttp.HealthOption
+		want string // "" for a valid option
+	}{
+		{"timeout", stdhttp.WithHealthTimeout(time.Second), ""},
+		{"zero timeout", stdhttp.WithHealthTimeout(0), "WithHealthTimeout(0s)"},
+		{"negative timeout", stdhttp.WithHealthTimeout(-time.Second), "WithHealthTimeout(-1s)"},
+		{"retry after", stdhttp.WithHealthRetryAfter(time.Second), ""},
+		{"zero retry after", stdhttp.WithHealthRetryAfter(0), "WithHealthRetryAfter(0s)"},
+		{"negative retry after", stdhttp.WithHealthRetryAfter(-time.Millisecond), "WithHealthRetryAfter(-1ms)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, err := stdhttp.Health(nil, tt.opt)
+			if tt.want == "" {
+				if err != nil || h == nil {
+					t.Fatalf("Health: %v", err)
+				}
+				return
+			}
+			if h != nil || !errors.Is(err, guard.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Health = %v, %v; want ErrBadOption naming %s", h, err, tt.want)
+			}
+		})
+	}
 }

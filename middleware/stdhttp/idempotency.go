@@ -23,9 +23,13 @@ type Idempotency struct {
 // error), or guard.WithPublicScope — and this package's WithKeyHeader,
 // WithReplayHeaders, WithRoute and WithErrorHandler. Errors:
 // guard.ErrNilLocker, guard.ErrNoScope, errors wrapping guard.ErrBadOption.
-func NewIdempotency(l *locker.Locker, opts ...guard.Option) (*Idempotency, error) {
-	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
-	g, gerr := guard.NewIdempotency[*http.Request](l, httpcore.RecordFormat, opts...)
+func NewIdempotency(l *locker.Locker, opts ...Option) (*Idempotency, error) {
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
+	g, gerr := guard.NewIdempotency[*http.Request](l, httpcore.RecordFormat, gopts...)
 	if errors.Is(gerr, guard.ErrNilLocker) {
 		return nil, gerr
 	}
@@ -36,7 +40,7 @@ func NewIdempotency(l *locker.Locker, opts ...guard.Option) (*Idempotency, error
 }
 
 // MustIdempotency is NewIdempotency, panicking with its error.
-func MustIdempotency(l *locker.Locker, opts ...guard.Option) *Idempotency {
+func MustIdempotency(l *locker.Locker, opts ...Option) *Idempotency {
 	m, err := NewIdempotency(l, opts...)
 	if err != nil {
 		panic(err)

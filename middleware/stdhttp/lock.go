@@ -30,17 +30,21 @@ type Lock struct {
 // guard.ErrNilLocker, errors wrapping guard.ErrBadOption, or a
 // *keyexpr.TagError for a bad tag or a placeholder naming an unknown
 // source. Nothing touches Redis.
-func NewLock(l *locker.Locker, tag string, opts ...guard.Option) (*Lock, error) {
+func NewLock(l *locker.Locker, tag string, opts ...Option) (*Lock, error) {
 	if l == nil {
 		return nil, guard.ErrNilLocker
 	}
-	s, err := evaluateOptions(guard.LockGuards, opts)
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := evaluateOptions(guard.LockGuards, gopts)
 	if err != nil {
 		return nil, err
 	}
 	_, customPath := s.Sources["path"]
 	m := &Lock{s: s, custom: customPath, maxBody: guard.DefaultMaxRequestBytes}
-	if m.g, err = guard.CompileLock(l, tag, m.sources(), opts...); err != nil {
+	if m.g, err = guard.CompileLock(l, tag, m.sources(), gopts...); err != nil {
 		return nil, err
 	}
 	m.maxBody = m.g.MaxRequestBytes()
@@ -49,7 +53,7 @@ func NewLock(l *locker.Locker, tag string, opts ...guard.Option) (*Lock, error) 
 
 // MustLock is NewLock for tags written in code: it panics with NewLock's
 // error.
-func MustLock(l *locker.Locker, tag string, opts ...guard.Option) *Lock {
+func MustLock(l *locker.Locker, tag string, opts ...Option) *Lock {
 	m, err := NewLock(l, tag, opts...)
 	if err != nil {
 		panic(err)

@@ -1,6 +1,7 @@
 package stdhttp
 
 import (
+	"errors"
 	"net/http"
 
 	"github.com/locktag/locktag/internal/httpcore"
@@ -14,6 +15,18 @@ import (
 // status is the HTTP status this package chose for it (Status). The next
 // handler does not run.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, o guard.Outcome, status int)
+
+// Option configures NewLock and NewIdempotency: a guard.Option (the
+// guard's settings, accepted by every adapter) or one of this package's
+// With... options, which only this adapter accepts — passing one to
+// another adapter, or another adapter's to this one, does not compile.
+type Option interface{ HTTPOption() }
+
+// httpOption is an option only this adapter accepts.
+type httpOption struct{ opt guard.Option }
+
+func (httpOption) HTTPOption()                 {}
+func (o httpOption) GuardOption() guard.Option { return o.opt }
 
 type settings = httpcore.Settings[*http.Request, ErrorHandler]
 
@@ -32,8 +45,8 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 // and NewIdempotency. The default is WriteProblem. A Retry-After header is
 // set before h runs when the outcome has a retry hint, and for every 503
 // (1s when the outcome has none); h may remove it.
-func WithErrorHandler(h ErrorHandler) guard.Option {
-	return httpcore.WithErrorHandler[*http.Request](h, h == nil)
+func WithErrorHandler(h ErrorHandler) Option {
+	return httpOption{httpcore.WithErrorHandler[*http.Request](h, h == nil)}
 }
 
 // WithSource adds the key source name for NewLock, so templates can use
@@ -43,8 +56,8 @@ func WithErrorHandler(h ErrorHandler) guard.Option {
 // 400. A built-in name (path, query, form, header, body, method, route,
 // ip) is replaced — e.g. "ip" for a service behind a proxy. There are no
 // application sources by default.
-func WithSource(name string, src keyexpr.Source[*http.Request]) guard.Option {
-	return httpcore.WithSource[*http.Request, ErrorHandler](name, src)
+func WithSource(name string, src keyexpr.Source[*http.Request]) Option {
+	return httpOption{httpcore.WithSource[*http.Request, ErrorHandler](name, src)}
 }
 
 // SourceFunc returns a source without a path, for WithSource: get runs
@@ -62,35 +75,41 @@ func SourceFunc(get func(r *http.Request) (string, error)) keyexpr.Source[*http.
 //
 // With it, an empty value is a 400 and Lock.Check cannot check patterns.
 // The default is (*http.Request).PathValue, which ServeMux (Go 1.22+) fills.
-func WithPathValue(get func(r *http.Request, name string) string) guard.Option {
-	return guard.AdapterOption("WithPathValue", guard.LockGuards, func(s *settings) error {
+func WithPathValue(get func(r *http.Request, name string) string) Option {
+	return httpOption{guard.AdapterOption("WithPathValue", guard.LockGuards, func(s *settings) error {
+		if get == nil {
+			return errors.New("nil function")
+		}
 		s.PathValue = get
 		return nil
-	})
+	})}
 }
 
 // WithRoute sets how a request's route pattern is read: the {route}
 // source, the lock's name, and the idempotency key space. The default is
 // r.Pattern, which ServeMux sets (chi 5.2+ too); where it is empty an
 // idempotency guard uses the request path instead.
-func WithRoute(route func(r *http.Request) string) guard.Option {
-	return guard.AdapterOption("WithRoute", guard.AllGuards, func(s *settings) error {
+func WithRoute(route func(r *http.Request) string) Option {
+	return httpOption{guard.AdapterOption("WithRoute", guard.AllGuards, func(s *settings) error {
+		if route == nil {
+			return errors.New("nil function")
+		}
 		s.Route = route
 		return nil
-	})
+	})}
 }
 
 // WithKeyHeader sets the request header that carries the idempotency key.
 // NewIdempotency only. The default is DefaultIdempotencyHeader.
-func WithKeyHeader(name string) guard.Option {
-	return httpcore.WithKeyHeader[*http.Request, ErrorHandler](name)
+func WithKeyHeader(name string) Option {
+	return httpOption{httpcore.WithKeyHeader[*http.Request, ErrorHandler](name)}
 }
 
 // WithReplayHeaders replaces the response headers stored and replayed
 // with a response. NewIdempotency only. The default is
 // DefaultReplayHeaders().
-func WithReplayHeaders(names ...string) guard.Option {
-	return httpcore.WithReplayHeaders[*http.Request, ErrorHandler](names...)
+func WithReplayHeaders(names ...string) Option {
+	return httpOption{httpcore.WithReplayHeaders[*http.Request, ErrorHandler](names...)}
 }
 
 // DefaultReplayHeaders returns the response headers stored and replayed

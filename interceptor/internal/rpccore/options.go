@@ -40,6 +40,8 @@ func Evaluate[R, EH any](t guard.Target, opts []guard.Option, eh EH) (*Settings[
 func WithSource[R, EH any](name string, src keyexpr.Source[R], builtins []string) guard.Option {
 	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *Settings[R, EH]) error {
 		switch {
+		case name == "":
+			return fmt.Errorf("%w: empty source name", ErrBadSource)
 		case slices.Contains(builtins, name):
 			return fmt.Errorf("%w: %q is a built-in source", ErrBadSource, name)
 		case src == nil:

@@ -49,13 +49,21 @@ func TestBrowser(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	mux.Handle("/debug/locktag/", ops.NewHandler(lk,
+	opsPage, err := ops.NewHandler(lk,
 		ops.WithAuthorizer(allowAll),
 		ops.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))),
 		ops.WithIdentity(func(r *http.Request) string { return "operator@" + r.RemoteAddr }),
-		ops.WithRefresh(time.Second)))
+		ops.WithRefresh(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/debug/locktag/", opsPage)
 	redact := ops.HashNames([]byte("browser test"))
-	mux.Handle("/readonly/", ops.NewHandler(lk, ops.WithRedaction(redact)))
+	readOnly, err := ops.NewHandler(lk, ops.WithRedaction(redact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux.Handle("/readonly/", readOnly)
 	ts := httptest.NewServer(mux)
 	t.Cleanup(ts.Close)
 

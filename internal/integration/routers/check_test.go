@@ -71,7 +71,7 @@ func TestChiCheckRoute(t *testing.T) {
 	for _, tc := range chiRoutes {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, pathValue := range []bool{false, true} {
-				var opts []guard.Option
+				var opts []stdhttp.Option
 				if pathValue {
 					opts = append(opts, stdhttp.WithPathValue(chi.URLParam))
 				}
@@ -104,7 +104,7 @@ func TestChiMissingParamIs500(t *testing.T) {
 	for _, tc := range chiRoutes {
 		for _, pathValue := range []bool{false, true} {
 			logger, rec := logtest.New()
-			opts := []guard.Option{guard.WithLogger(logger)}
+			opts := []stdhttp.Option{guard.WithLogger(logger)}
 			if pathValue {
 				opts = append(opts, stdhttp.WithPathValue(chi.URLParam))
 			}
