@@ -168,10 +168,12 @@ func TestIdempotentRenewal(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
 	ctx := context.Background()
-	p := locker.IdemParams{Lease: 150 * time.Millisecond}
+	// Three leases long, renewed every third of one; a lease of 300ms
+	// leaves a loaded machine room for a late renewal.
+	p := locker.IdemParams{Lease: 300 * time.Millisecond}
 	c := mustClaim(t, lk, "long", "fp", p)
 	start := time.Now()
-	for time.Since(start) < 600*time.Millisecond {
+	for time.Since(start) < 900*time.Millisecond {
 		if _, err := lk.Idempotent(ctx, "long", "fp", p); !errors.Is(err, locker.ErrInFlight) {
 			t.Fatalf("after %v: %v, want ErrInFlight", time.Since(start), err)
 		}
