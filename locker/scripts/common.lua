@@ -1,10 +1,10 @@
 -- Shared by the scripts that take or hand over a lock.
--- KEYS[1] lock and KEYS[2] fencing counter: see value.lua, which comes
---         before this file in every script (now_ms, parse, fmt, mint, take).
--- KEYS[3] waiter queue: zset of waiter tokens scored by arrival in server
+-- KEYS[1] lock: see value.lua, which comes before this file in every
+--         script (now_ms, now_us, parse, fmt, mint, take, gone, last).
+-- KEYS[2] waiter queue: zset of waiter tokens scored by arrival in server
 --         microseconds (first come, first served). A token's entry is found
 --         by ZSCORE and removed by ZREM: no queue operation reads the queue.
--- KEYS[4] waiter details: hash. token -> "deadline_ms ttl_ms sid[ label]"
+-- KEYS[3] waiter details: hash. token -> "deadline_ms ttl_ms sid[ label]"
 --         (sid: the waiter's subscriber, one per Locker; label as the
 --         lock's, which a grant copies there); "!"..sid -> a cut-off in
 --         server microseconds: that subscriber's entries that arrived before
@@ -16,10 +16,6 @@
 -- here, on the paths that publish, rather than sent with every call.
 local function chan() return KEYS[1] .. ':c' end
 
-local function now_us(t)
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
 -- keep makes key live at least ms milliseconds more.
 local function keep(key, ms)
   if redis.call('PTTL', key) < ms then
@@ -30,7 +26,7 @@ end
 -- cut reports whether sid's entry that arrived at arrival (microseconds)
 -- was cut off by a lapsed grant.
 local function cut(sid, arrival)
-  local c = redis.call('HGET', KEYS[4], '!' .. sid)
+  local c = redis.call('HGET', KEYS[3], '!' .. sid)
   return c ~= false and arrival < tonumber(c)
 end
 
@@ -40,12 +36,12 @@ end
 -- entry it removes.
 local function pop(nowms)
   while true do
-    local h = redis.call('ZPOPMIN', KEYS[3])
+    local h = redis.call('ZPOPMIN', KEYS[2])
     if #h == 0 then return nil end
     local w = h[1]
-    local info = redis.call('HGET', KEYS[4], w)
+    local info = redis.call('HGET', KEYS[3], w)
     if info then
-      redis.call('HDEL', KEYS[4], w)
+      redis.call('HDEL', KEYS[3], w)
       local dl, ttl, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
       if tonumber(dl) >= nowms and not cut(sid, tonumber(h[2])) then
         return w, tonumber(ttl), sid, label
@@ -58,15 +54,15 @@ end
 -- (Redlock's free notices).
 local function live(nowms)
   while true do
-    local h = redis.call('ZRANGE', KEYS[3], 0, 0)
+    local h = redis.call('ZRANGE', KEYS[2], 0, 0)
     if #h == 0 then return false end
-    local info = redis.call('HGET', KEYS[4], h[1])
+    local info = redis.call('HGET', KEYS[3], h[1])
     if info then
       local dl = string.match(info, '^(%d+)')
       if tonumber(dl) >= nowms then return true end
     end
-    redis.call('ZREM', KEYS[3], h[1])
-    redis.call('HDEL', KEYS[4], h[1])
+    redis.call('ZREM', KEYS[2], h[1])
+    redis.call('HDEL', KEYS[3], h[1])
   end
 end
 
@@ -75,20 +71,21 @@ end
 -- by extending the lease (its first renewal), so a grant to a waiter that
 -- has gone lapses within the window instead of a whole lease. Every process
 -- waiting on the key is told "token fence server_ms pttl_ms", so each can
--- re-check when that lease ends. Returns the new owner, fence and pttl, or
--- nil.
-local function grant(channel, self, nowms, window)
+-- re-check when that lease ends. prev is the lock's last token, when one
+-- is at hand (see mint). Returns the new owner, fence and pttl, or nil.
+local function grant(channel, self, nowus, window, prev)
+  local nowms = math.floor(nowus / 1000)
   local w, ttl, sid, label = pop(nowms)
   if not w then
-    redis.call('HDEL', KEYS[4], '?')
+    redis.call('HDEL', KEYS[3], '?')
     return nil
   end
   local px = ttl
   if w ~= self then px = math.min(ttl, window) end
-  local f = take(w, px, '1', nowms, label)
-  redis.call('HSET', KEYS[4], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
-  keep(KEYS[4], px + 1000)
-  if w ~= self or redis.call('EXISTS', KEYS[3]) == 1 then
+  local f = take(w, px, '1', nowus, label, prev)
+  redis.call('HSET', KEYS[3], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
+  keep(KEYS[3], px + 1000)
+  if w ~= self or redis.call('EXISTS', KEYS[2]) == 1 then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
   end
   return w, f, px
@@ -101,42 +98,43 @@ end
 -- waiters that are alive queue again. Every lock kind's lapse ends here
 -- (lapse below; sem_purge in sem_common.lua).
 local function cut_off(channel, sid, nowus)
-  redis.call('HSET', KEYS[4], '!' .. sid, fmt(nowus))
+  redis.call('HSET', KEYS[3], '!' .. sid, fmt(nowus))
   redis.call('PUBLISH', channel, '!' .. sid)
 end
 
 -- lapse runs when the lock is found free while waiters are queued. If the
--- last grant from the queue is still recorded and no holder came after it,
--- its grantee's lease ran out: its subscriber is cut off.
+-- last grant from the queue is still recorded, its grantee's lease ran out
+-- (a release drops the record, and so does a waiter that queues behind a
+-- holder that did not come from the queue: acquire.lua): its subscriber is
+-- cut off. Returns the grant's token (mint's prev), or nil.
 local function lapse(channel, nowus)
-  local g = redis.call('HGET', KEYS[4], '?')
-  if not g then return end
-  redis.call('HDEL', KEYS[4], '?')
+  local g = redis.call('HGET', KEYS[3], '?')
+  if not g then return nil end
+  redis.call('HDEL', KEYS[3], '?')
   local _, sid, f = string.match(g, '^(%S+) (%S+) (%d+)$')
-  if tonumber(redis.call('GET', KEYS[2]) or '0') ~= tonumber(f) then return end
   cut_off(channel, sid, nowus)
+  return tonumber(f)
 end
 
 -- enqueue adds token to the queue; fresh says it cannot be there yet.
 -- Otherwise an entry it has keeps its place, unless it was cut off. label
 -- (nil or '': none) is what the lock will say about token once granted.
-local function enqueue(token, t, wait, ttl, sid, fresh, label)
-  local nowus = now_us(t)
+local function enqueue(token, nowus, wait, ttl, sid, fresh, label)
   local nowms = math.floor(nowus / 1000)
   local add = fresh
   if not fresh then
-    local s = redis.call('ZSCORE', KEYS[3], token)
+    local s = redis.call('ZSCORE', KEYS[2], token)
     add = not s or cut(sid, tonumber(s))
   end
   if add then
-    redis.call('ZADD', KEYS[3], fmt(nowus), token)
+    redis.call('ZADD', KEYS[2], fmt(nowus), token)
     local info = fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid
     if label and label ~= '' then info = info .. ' ' .. label end
-    redis.call('HSET', KEYS[4], token, info)
+    redis.call('HSET', KEYS[3], token, info)
     local life = wait + 1000
-    if redis.call('PTTL', KEYS[3]) < life then
-      redis.call('PEXPIRE', KEYS[3], life)
-      keep(KEYS[4], life)
+    if redis.call('PTTL', KEYS[2]) < life then
+      redis.call('PEXPIRE', KEYS[2], life)
+      keep(KEYS[3], life)
     end
   end
   return nowms
@@ -146,13 +144,14 @@ end
 -- 'g' hands it to the queue's head and returns (owner, fence, server_ms,
 -- pttl_ms) of the hand-over; 'n' (Redlock, whose masters must not pick a
 -- holder each on their own) publishes the free notice "-" when live waiters
--- are queued, and they try again.
-local function free(channel, handoff, window)
-  local nowms = now_ms(redis.call('TIME'))
+-- are queued, and they try again. prev is the freed lock's token.
+local function free(channel, handoff, window, prev)
+  local nowus = now_us(redis.call('TIME'))
+  local nowms = math.floor(nowus / 1000)
   if handoff == 'n' then
     if live(nowms) then redis.call('PUBLISH', channel, '-') end
     return nil
   end
-  local w, f, px = grant(channel, nil, nowms, window)
+  local w, f, px = grant(channel, nil, nowus, window, prev)
   return w, f, nowms, px
 end

@@ -1,7 +1,7 @@
--- release: drop one hold; at zero delete the lock and, if waiters may be
--- queued, hand it to the first live one (release_handoff.lua). ARGV:
--- token, handoff ('g' | 'n', see free in common.lua), window_ms (read by
--- release_handoff.lua).
+-- release: drop one hold; at zero end the lock (gone in value.lua) and, if
+-- waiters may be queued, hand it to the first live one
+-- (release_handoff.lua). ARGV: token, handoff ('g' | 'n', see free in
+-- common.lua), window_ms (read by release_handoff.lua).
 -- Reply: holds left (>= 0), or -1 when the caller does not hold the lock
 -- (nothing is touched then), or {0, owner, fence, server_ms, pttl_ms} when
 -- the lock was handed to a waiter: the releasing process wakes that waiter
@@ -15,7 +15,7 @@ local i = #token + 2
 if string.sub(v, 1, i - 1) == token .. ' ' and (string.find(v, '^%d+ 1 0 ', i) or string.find(v, '^%d+ 1 0$', i)) then
   -- Ours ("token fence 1 0[ granted[ label]]"): the last hold, nobody
   -- waiting. Told apart without parse's captures and conversions.
-  redis.call('DEL', KEYS[1])
+  gone(ARGV[2])
   return 0
 end
 local o, f, n, w, rest = parse(v)
@@ -24,5 +24,5 @@ if n > 1 then
   redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w .. rest, 'KEEPTTL')
   return n - 1
 end
-redis.call('DEL', KEYS[1])
+gone(ARGV[2])
 if w ~= '1' then return 0 end
