@@ -23,7 +23,7 @@ import (
 // the grantee's confirming renewal, the channel subscriptions.
 const (
 	budgetPair      = 7
-	budgetContended = 30
+	budgetContended = 21
 )
 
 // TestCommandsPerOperation counts the Redis commands per operation of

@@ -20,7 +20,7 @@ import (
 // token) lives a second past its last take or renewal, a queue and its
 // details a second past the longest wait queued.
 const (
-	floodLease = time.Second
+	floodLease = 3 * time.Second
 	floodWait  = time.Second
 	floodGrace = floodWait + time.Second
 )
@@ -40,12 +40,23 @@ func TestFloodLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	p := locker.Params{TTL: floodLease}
 
+	// A lease that ran out before its Obtain returned or before its
+	// release (a loaded machine) leaves the lock to expire by itself: one
+	// more way for a lock to end, which the flood only counts.
+	var ranOut atomic.Int64
+	ended := func(err error) error {
+		if errors.Is(err, locker.ErrLate) || errors.Is(err, locker.ErrNotHeld) {
+			ranOut.Add(1)
+			return nil
+		}
+		return err
+	}
 	type job func(i int) error
 	release := func(le *locker.Lease, err error) error {
 		if err != nil {
-			return err
+			return ended(err)
 		}
-		return le.Release(ctx)
+		return ended(le.Release(ctx))
 	}
 	plan := []struct {
 		n   int
@@ -55,13 +66,13 @@ func TestFloodLeavesNothing(t *testing.T) {
 		{1_000, func(i int) error { // kept for a while after release
 			le, err := lk.Obtain(ctx, fmt.Sprintf("k%d", i), p)
 			if err != nil {
-				return err
+				return ended(err)
 			}
-			return le.ReleaseAfter(ctx, 200*time.Millisecond)
+			return ended(le.ReleaseAfter(ctx, 200*time.Millisecond))
 		}},
 		{500, func(i int) error { // never released: the lease runs out
 			_, err := lk.Obtain(ctx, fmt.Sprintf("x%d", i), p)
-			return err
+			return ended(err)
 		}},
 		{1_000, func(i int) error {
 			return release(lk.Obtain(ctx, fmt.Sprintf("s%d", i), locker.Params{TTL: floodLease, Limit: 2}))
@@ -75,7 +86,7 @@ func TestFloodLeavesNothing(t *testing.T) {
 		{500, func(i int) error { // two keys each
 			return release(lk.ObtainMany(ctx, []string{fmt.Sprintf("a%d", i), fmt.Sprintf("b%d", i)}, p))
 		}},
-		{500, func(i int) error { return handedOver(ctx, lk, fmt.Sprintf("q%d", i)) }},
+		{500, func(i int) error { return ended(handedOver(ctx, lk, fmt.Sprintf("q%d", i))) }},
 	}
 	keys := 0
 	for _, s := range plan {
@@ -112,7 +123,8 @@ func TestFloodLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	flooded := time.Now()
-	t.Logf("flood of %d keys in %v; %d Redis keys right after it", keys, flooded.Sub(start).Round(time.Millisecond), len(leftover(t, srv, prefix)))
+	t.Logf("flood of %d keys in %v (%d leases ran out first); %d Redis keys right after it",
+		keys, flooded.Sub(start).Round(time.Millisecond), ranOut.Load(), len(leftover(t, srv, prefix)))
 
 	if left := leftAfter(t, srv, prefix, floodLease+floodGrace); len(left) > 0 {
 		t.Fatalf("%d keys left %v after the flood (lease %v + grace %v), e.g. %q",
@@ -151,12 +163,14 @@ func handedOver(ctx context.Context, lk *locker.Locker, key string) error {
 		}
 		got <- err
 	}()
-	// Release once the waiter has queued (or its wait ended: then the
+	// Release once the waiter has queued (or after half a lease: then the
 	// lock is simply released).
-	deadline := time.Now().Add(floodWait)
+	deadline := time.Now().Add(floodLease / 2)
 	for time.Now().Before(deadline) {
 		st, err := lk.Inspect(ctx, key)
 		if err != nil {
+			_ = first.Release(ctx)
+			<-got
 			return err
 		}
 		if len(st.Waiters) > 0 {
@@ -164,6 +178,7 @@ func handedOver(ctx context.Context, lk *locker.Locker, key string) error {
 		}
 	}
 	if err := first.Release(ctx); err != nil {
+		<-got
 		return err
 	}
 	if err := <-got; err != nil && !errors.Is(err, locker.ErrNotObtained) {

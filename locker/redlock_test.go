@@ -235,9 +235,11 @@ func TestRedlockFencing(t *testing.T) {
 // master 2 in common with it, settles on a larger one.
 func TestRedlockFencingKeepsLastToken(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
-	lk := newRedlock(t, srvs)
+	// A per-master timeout a loaded machine cannot miss (the default is a
+	// tenth of the lease).
+	lk := newRedlock(t, srvs, locker.WithNodeTimeout(2*time.Second))
 	ctx := context.Background()
-	const ttl = 2 * time.Second
+	const ttl = 5 * time.Second
 	le := mustObtain(t, lk, ctx, "k", locker.Params{TTL: ttl})
 	if err := le.Release(ctx); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ if v then
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
   end
-  local nowms = enqueue(token, now_us(redis.call('TIME')), math.max(wait, 1), ttl, sid, mode == 'a', label)
+  local nowms = enqueue(token, now_us(redis.call('TIME')), math.max(wait, 1), ttl, sid, mode == 'a', label, true)
   if w ~= '1' then
     redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1' .. rest, 'KEEPTTL')
     -- This holder did not come from the queue: a grant recorded earlier
@@ -64,7 +64,7 @@ local channel = chan()
 local prev = math.max(last() or 0, lapse(channel, nowus) or 0)
 local nowms = math.floor(nowus / 1000)
 if wait > 0 or mode == 'r' then
-  enqueue(token, nowus, math.max(wait, 1), ttl, sid, mode == 'a', label)
+  enqueue(token, nowus, math.max(wait, 1), ttl, sid, mode == 'a', label, true)
 end
 local w, f, px = grant(channel, token, nowus, window, prev)
 if w == token then

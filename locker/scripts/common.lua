@@ -4,12 +4,17 @@
 -- KEYS[2] waiter queue: zset of waiter tokens scored by arrival in server
 --         microseconds (first come, first served). A token's entry is found
 --         by ZSCORE and removed by ZREM: no queue operation reads the queue.
--- KEYS[3] waiter details: hash. token -> "deadline_ms ttl_ms sid[ label]"
---         (sid: the waiter's subscriber, one per Locker; label as the
---         lock's, which a grant copies there); "!"..sid -> a cut-off in
---         server microseconds: that subscriber's entries that arrived before
---         it are gone (a grant to one of them lapsed); "?" -> "token sid
---         fence" of the last grant from the queue, until it is released.
+-- KEYS[3] waiter details: hash, always with an expiry (every script that
+--         can make it sets one, at least as long as the queue's), and
+--         there whenever KEYS[2] is (each queued token has its entry
+--         here). token -> "deadline_ms ttl_ms sid[ label]" (sid:
+--         the waiter's subscriber, one per Locker; label as the lock's,
+--         which a grant copies there); "!" -> " sid:us sid:us ...", the
+--         subscribers cut off and when (server microseconds): a
+--         subscriber's entries that arrived before its cut-off are gone (a
+--         grant to one of them lapsed), read with a waiter's entry in one
+--         HMGET; "?" -> "token sid fence" of the last grant from the queue,
+--         until it is released.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
 -- The lock's channel is KEYS[1]..':c' (see names in scripts.go): made
@@ -24,28 +29,33 @@ local function keep(key, ms)
 end
 
 -- cut reports whether sid's entry that arrived at arrival (microseconds)
--- was cut off by a lapsed grant.
-local function cut(sid, arrival)
-  local c = redis.call('HGET', KEYS[3], '!' .. sid)
-  return c ~= false and arrival < tonumber(c)
+-- was cut off by a lapsed grant; cuts is KEYS[3]'s "!" (false: none; nil:
+-- not read yet).
+local function cut(sid, arrival, cuts)
+  if cuts == nil then cuts = redis.call('HGET', KEYS[3], '!') end
+  if not cuts then return false end
+  local i = string.find(cuts, ' ' .. sid .. ':', 1, true)
+  return i ~= nil and arrival < tonumber(string.match(cuts, '^(%d+)', i + #sid + 2))
 end
 
 -- pop removes waiters from the head of the queue until a live one (its wait
 -- not over, not cut off), and returns its token, ttl, sid and label ('':
 -- none), or nil. Each entry is popped once, so the loop costs O(log N) per
--- entry it removes.
+-- entry it removes. The live one's details stay in KEYS[3]: the caller
+-- drops them after writing its own there, so that the hash does not empty
+-- (and lose its expiry) on the way.
 local function pop(nowms)
   while true do
     local h = redis.call('ZPOPMIN', KEYS[2])
     if #h == 0 then return nil end
     local w = h[1]
-    local info = redis.call('HGET', KEYS[3], w)
-    if info then
-      redis.call('HDEL', KEYS[3], w)
-      local dl, ttl, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
-      if tonumber(dl) >= nowms and not cut(sid, tonumber(h[2])) then
+    local info = redis.call('HMGET', KEYS[3], w, '!')
+    if info[1] then
+      local dl, ttl, sid, label = string.match(info[1], '^(%d+) (%d+) (%S+) ?(.*)$')
+      if tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]), info[2]) then
         return w, tonumber(ttl), sid, label
       end
+      redis.call('HDEL', KEYS[3], w)
     end
   end
 end
@@ -83,8 +93,11 @@ local function grant(channel, self, nowus, window, prev)
   local px = ttl
   if w ~= self then px = math.min(ttl, window) end
   local f = take(w, px, '1', nowus, label, prev)
+  -- The grant record takes the place of the waiter's entry in a hash that
+  -- keeps its expiry (see pop). It matters while waiters are queued (see
+  -- lapse), and the hash lives as long as the queue.
   redis.call('HSET', KEYS[3], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
-  keep(KEYS[3], px + 1000)
+  redis.call('HDEL', KEYS[3], w)
   if w ~= self or redis.call('EXISTS', KEYS[2]) == 1 then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
   end
@@ -98,7 +111,13 @@ end
 -- waiters that are alive queue again. Every lock kind's lapse ends here
 -- (lapse below; sem_purge in sem_common.lua).
 local function cut_off(channel, sid, nowus)
-  redis.call('HSET', KEYS[3], '!' .. sid, fmt(nowus))
+  local cuts = redis.call('HGET', KEYS[3], '!') or ''
+  local i = string.find(cuts, ' ' .. sid .. ':', 1, true)
+  if i then
+    local j = string.find(cuts, ' ', i + 1, true)
+    cuts = string.sub(cuts, 1, i - 1) .. (j and string.sub(cuts, j) or '')
+  end
+  redis.call('HSET', KEYS[3], '!', cuts .. ' ' .. sid .. ':' .. fmt(nowus))
   redis.call('PUBLISH', channel, '!' .. sid)
 end
 
@@ -119,7 +138,11 @@ end
 -- enqueue adds token to the queue; fresh says it cannot be there yet.
 -- Otherwise an entry it has keeps its place, unless it was cut off. label
 -- (nil or '': none) is what the lock will say about token once granted.
-local function enqueue(token, nowus, wait, ttl, sid, fresh, label)
+-- follow says the details hash holds nothing that must outlive the queue
+-- (a mutex's: waiters' entries, cut-offs, the last grant, see lapse), so
+-- it takes the queue's expiry; else it is only ever stretched (a
+-- semaphore's holds its permits' records too).
+local function enqueue(token, nowus, wait, ttl, sid, fresh, label, follow)
   local nowms = math.floor(nowus / 1000)
   local add = fresh
   if not fresh then
@@ -134,17 +157,23 @@ local function enqueue(token, nowus, wait, ttl, sid, fresh, label)
     local life = wait + 1000
     if redis.call('PTTL', KEYS[2]) < life then
       redis.call('PEXPIRE', KEYS[2], life)
-      keep(KEYS[3], life)
+      if follow then
+        redis.call('PEXPIRE', KEYS[3], life)
+      else
+        keep(KEYS[3], life)
+      end
     end
   end
   return nowms
 end
 
--- free runs after the lock was deleted with its waiting flag set. handoff
--- 'g' hands it to the queue's head and returns (owner, fence, server_ms,
--- pttl_ms) of the hand-over; 'n' (Redlock, whose masters must not pick a
--- holder each on their own) publishes the free notice "-" when live waiters
--- are queued, and they try again. prev is the freed lock's token.
+-- free runs when the lock's last hold went with its waiting flag set.
+-- handoff 'g' hands it to the queue's head, whose take overwrites the lock
+-- (or deletes it when nobody is left), and returns (owner, fence,
+-- server_ms, pttl_ms) of the hand-over; 'n' (Redlock, whose masters must
+-- not pick a holder each on their own; the caller has deleted the lock)
+-- publishes the free notice "-" when live waiters are queued, and they
+-- try again. prev is the freed lock's token.
 local function free(channel, handoff, window, prev)
   local nowus = now_us(redis.call('TIME'))
   local nowms = math.floor(nowus / 1000)
@@ -153,5 +182,6 @@ local function free(channel, handoff, window, prev)
     return nil
   end
   local w, f, px = grant(channel, nil, nowus, window, prev)
+  if not w then redis.call('DEL', KEYS[1]) end
   return w, f, nowms, px
 end

@@ -9,7 +9,7 @@
 local v = redis.call('GET', KEYS[1])
 if not v then return {} end
 local o, f, n, w, rest = parse(v)
-redis.call('DEL', KEYS[1])
+if w ~= '1' or ARGV[3] ~= 'g' then redis.call('DEL', KEYS[1]) end -- else free
 redis.call('PUBLISH', ARGV[1], o .. ' ' .. ARGV[2])
 local out = {o, f .. ' ' .. n .. rest, '', 0, 0, 0}
 if w == '1' then

@@ -10,7 +10,7 @@ if v then
     if mode == 'k' then
       return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
-    redis.call('DEL', KEYS[1])
+    if handoff ~= 'g' then redis.call('DEL', KEYS[1]) end
     free(chan(), handoff, window, tonumber(f))
     return {0, 0, 0, -2, 0}
   end

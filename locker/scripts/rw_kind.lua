@@ -49,14 +49,14 @@ local function rw_grant(self, nowms, window)
     local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     if #h == 0 then break end
     local w = h[1]
-    local info = redis.call('HGET', KEYS[3], w)
-    local kind = redis.call('HGET', KEYS[3], '~' .. w) or 'r'
+    local rec = redis.call('HMGET', KEYS[3], w, '~' .. w, '!')
+    local info, kind = rec[1], rec[2] or 'r'
     local ttl, live, sid, label = 0, false, nil, nil
     if info then
       local dl, t
       dl, t, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
       ttl = tonumber(t)
-      live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]))
+      live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]), rec[3])
     end
     if live and not rw_free(kind) then break end
     redis.call('ZREM', KEYS[2], w)

@@ -96,6 +96,7 @@ local function sem_grant(self, nowms, window, limit)
     local px = ttl
     if w ~= self then px = math.min(ttl, window) end
     local f = sem_take(w, px, nowms, label, limit, sid)
+    redis.call('HDEL', KEYS[3], w) -- its entry as a waiter (see pop)
     if w == self then
       mf, mpx = f, px
     else
