@@ -22,6 +22,8 @@ var (
 	luaAcquire string
 	//go:embed scripts/release.lua
 	luaRelease string
+	//go:embed scripts/release_held.lua
+	luaReleaseHeld string
 	//go:embed scripts/release_handoff.lua
 	luaReleaseHandoff string
 	//go:embed scripts/leave.lua
@@ -64,11 +66,11 @@ var (
 
 // The scripts that can hand a lock over share common.lua's functions,
 // after value.lua's (the lock's value, fencing). A mutex's acquire and
-// release run their uncontended path between the two (acquire_free.lua,
-// release.lua), so it never defines the hand-over's helpers.
+// release run their uncontended path first (acquire_free.lua,
+// release.lua), so it defines no helper at all.
 var (
-	scriptAcquire = driver.NewScript(luaValue + luaAcquireFree + luaCommon + luaAcquire)
-	scriptRelease = driver.NewScript(luaValue + luaRelease + luaCommon + luaReleaseHandoff)
+	scriptAcquire = driver.NewScript(luaAcquireFree + luaValue + luaCommon + luaAcquire)
+	scriptRelease = driver.NewScript(luaRelease + luaValue + luaReleaseHeld + luaCommon + luaReleaseHandoff)
 	scriptLeave   = driver.NewScript(luaValue + luaCommon + luaLeave)
 	scriptExtend  = driver.NewScript(luaExtend)
 	scriptPTTL    = driver.NewScript(luaPTTL)

@@ -1,7 +1,7 @@
--- The lock's value and its fencing token: first in every script of the
--- lock kinds, before common.lua, so that the uncontended paths of acquire
--- and release (acquire_free.lua, release.lua) can finish before the rest
--- of the helpers are defined — each definition makes a closure on every
+-- The lock's value and its fencing token: in every script of the mutex,
+-- before common.lua, after the uncontended paths of acquire and release
+-- (acquire_free.lua, release.lua), which run first so that they finish
+-- before any helper is defined: each definition makes a closure on every
 -- call of the script, which cost the free lock's acquire and release
 -- about a quarter of their time in Redis (docs/benchmarks.md).
 -- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
