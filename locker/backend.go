@@ -92,6 +92,12 @@ type shared struct {
 	o   *options
 	tel *telemetry
 	sid string // names this Locker's waiters in queue entries (see hub)
+	// lastKey: a mutex's names carry a fourth key, prefix{key}:f, where a
+	// release leaves the lock for the rest of its lease, for its fencing
+	// token (gone in value.lua). Set on Redlock, whose masters each mint a token: the next
+	// holder's majority shares a master with the last one, which must
+	// remember that token to mint a larger one whatever its clock says.
+	lastKey bool
 	// Script arguments made once: boxing them per call would allocate.
 	sidArg, windowArg any
 	// The last two millisecond arguments boxed (see msArg).

@@ -74,10 +74,9 @@ type freed struct {
 
 // ForceRelease frees the lock named name whoever holds it, as if its holder
 // had released it: the lock goes to the first waiter in the queue (which
-// is told at once, as on a release), and the fencing counter is left
-// alone, so the next holder's fencing token is larger than the freed
-// holder's and storage checked with Fence refuses the freed holder's late
-// writes. A semaphore or read/write lock of that name has every holder
+// is told at once, as on a release) with a fencing token larger than the
+// freed holder's, so storage checked with Fence refuses the freed holder's
+// late writes. A semaphore or read/write lock of that name has every holder
 // freed: all permits, every reader and the writer. Locks of different kinds
 // that share the name are all freed.
 //

@@ -117,7 +117,7 @@ func (l *Locker) inspectKeys(name string) driver.Keys {
 	sem, _ := l.kindHolder(name, ":s", semScripts, nil)
 	rw, _ := l.kindHolder(name, ":rw", rwScripts, nil)
 	mk, sk, rk := m.keys.Names(), sem.keys.Names(), rw.keys.Names()
-	return driver.NewKeys(mk[0], mk[2], mk[3], sk[0], sk[2], sk[3], rk[0], rk[2], rk[3])
+	return driver.NewKeys(mk[0], mk[1], mk[2], sk[0], sk[1], sk[2], rk[0], rk[1], rk[2])
 }
 
 func (b *single) inspect(ctx context.Context, l *Locker, name string) (*State, error) {

@@ -7,8 +7,7 @@ import (
 
 // TestKindHolderNames: a semaphore's and a read/write lock's names, built
 // as slices of one string, are the documented keys (docs/locking.md), with
-// the mutex's fence counter and acquire's extra argument, and every
-// holder gets its own token.
+// acquire's extra argument, and every holder gets its own token.
 func TestKindHolderNames(t *testing.T) {
 	for _, prefix := range []string{"locktag:", "", "app:x:"} {
 		l := &Locker{shared: shared{o: &options{prefix: prefix}}}
@@ -23,7 +22,7 @@ func TestKindHolderNames(t *testing.T) {
 		} {
 			n, token := tc.holder()
 			base := prefix + "{tenant:7}" + tc.suffix
-			want := []string{base, prefix + "{tenant:7}:f", base + ":q", base + ":w"}
+			want := []string{base, base + ":q", base + ":w"}
 			if got := n.keys.Names(); !slices.Equal(got, want) {
 				t.Errorf("prefix %q %s: keys %q, want %q", prefix, tc.suffix, got, want)
 			}

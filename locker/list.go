@@ -59,7 +59,7 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 	}
 	// Lock keys end in "}" (a mutex), "}:s" (a semaphore's permits) or
 	// "}:rw" (a read/write lock's holders); the last byte's class keeps
-	// the fencing counters (":f"), queues (":q") and channels out of the
+	// Redlock's last tokens (":f"), queues (":q") and channels out of the
 	// reply, and nameOf drops the details hashes (":w").
 	pattern := globEscape(l.o.prefix) + "{" + globEscape(prefix) + "*[}sw]"
 	v, err := masters[master].Eval(cctx, scriptList, driver.Keys{}, scan, pattern, listCount)

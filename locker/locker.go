@@ -85,6 +85,7 @@ func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	l := newLocker(o)
+	l.lastKey = true
 	nodes := make([]*node, len(ds))
 	for i, d := range ds {
 		nodes[i] = newNode(d, &l.shared)

@@ -40,12 +40,12 @@ func (b *single) takeAll(ctx context.Context, ns []names, tokens []string, ttl t
 	if !b.multi.on.Load() {
 		return nil, false, nil
 	}
-	keys := make([]string, 0, 3*len(ns))
+	keys := make([]string, 0, 2*len(ns))
 	args := make([]any, 0, 1+len(ns))
 	args = append(args, ms(ttl))
 	for i, n := range ns {
 		all := n.keys.Names()
-		keys = append(keys, all[0], all[1], all[2])
+		keys = append(keys, all[0], all[1]) // lock, queue
 		args = append(args, tokens[i])
 	}
 	if ns[0].labelArg != nil {

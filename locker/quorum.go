@@ -16,7 +16,7 @@ import (
 //go:embed scripts/raise.lua
 var luaRaise string
 
-var scriptRaise = driver.NewScript(luaRaise)
+var scriptRaise = driver.NewScript(luaValue + luaRaise)
 
 // quorum is the Redlock backend over N independent masters: a lock is
 // held when a majority (N/2+1) granted it within its validity, TTL -
@@ -111,7 +111,7 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 		// When every granting master minted the same token, each counter
 		// already holds it: nothing to write back (the steady state, since
 		// the write-back levels the counters).
-		if reentry || same || b.raiseFence(ctx, n, ttl, out.fence, took) {
+		if reentry || same || b.raiseFence(ctx, n, token, ttl, out.fence, took) {
 			out.obtained = true
 			return out
 		}
@@ -131,16 +131,20 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 }
 
 // raiseFence writes the lock's fencing token (the largest any master
-// minted) back to the counters of the masters that granted it, and reports
+// minted) back into the lock on the masters that granted it, and reports
 // whether a majority took it. The next holder's majority shares at least one
-// of those masters, whose counter then gives it a larger token.
-func (b *quorum) raiseFence(ctx context.Context, n names, ttl time.Duration, fence int64, took []bool) bool {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRaise, n.keys, fence)
+// of those masters, whose lock (or what its release leaves there until
+// the lease would have ended: gone in value.lua) then gives it a larger
+// token.
+func (b *quorum) raiseFence(ctx context.Context, n names, token string, ttl time.Duration, fence int64, took []bool) bool {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRaise, n.keys.First(1), token, fence)
 	return count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).won()
 }
 
 // undo releases a token on the masters where it holds, or may hold, the
-// lock; on a fresh context, since it must happen even when ctx ended.
+// lock, leaving its fencing token there as a release does (gone in
+// value.lua); on a fresh context, since it must happen even when ctx
+// ended.
 func (b *quorum) undo(n names, token string, took []bool) {
 	if !slices.Contains(took, true) {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -223,6 +224,54 @@ func TestRedlockFencing(t *testing.T) {
 	srvs[2].Stop()
 	srvs[3].Stop()
 	step("majority 0,1,4 after 0,1 lost their data")
+}
+
+// TestRedlockFencingKeepsLastToken: a released Redlock lock stays on each
+// master, moved aside with its token, until its lease would have ended,
+// and nothing is left once that has passed. While it is there, a master
+// mints a larger token even when its clock is behind that token: master 2
+// is made to remember a token an hour ahead of the clocks (as if minted by
+// a master whose clock ran ahead), and the next majority, which has only
+// master 2 in common with it, settles on a larger one.
+func TestRedlockFencingKeepsLastToken(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	// A per-master timeout a loaded machine cannot miss (the default is a
+	// tenth of the lease).
+	lk := newRedlock(t, srvs, locker.WithNodeTimeout(2*time.Second))
+	ctx := context.Background()
+	const ttl = 5 * time.Second
+	le := mustObtain(t, lk, ctx, "k", locker.Params{TTL: ttl})
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range srvs {
+		kept, err := redis.String(s.Do("GET", "locktag:{k}:f"))
+		pttl, _ := redis.Int64(s.Do("PTTL", "locktag:{k}:f"))
+		if f := strings.Fields(kept); err != nil || len(f) < 2 || f[1] != strconv.FormatInt(le.Token(), 10) || pttl <= 0 || pttl > ttl.Milliseconds() {
+			t.Fatalf("master %d keeps %q (%v) for %dms, want token %d for at most the lease", i, kept, err, pttl, le.Token())
+		}
+	}
+	ahead := le.Token() + time.Hour.Microseconds()
+	if _, err := srvs[2].Do("SET", "locktag:{k}:f", "gone "+strconv.FormatInt(ahead, 10)+" 1 0", "PX", ttl.Milliseconds()); err != nil {
+		t.Fatal(err)
+	}
+	srvs[0].Stop()
+	srvs[1].Stop()
+	next := mustObtain(t, lk, ctx, "k", locker.Params{TTL: ttl})
+	if next.Token() <= ahead {
+		t.Fatalf("token %d after one of %d remembered by the majority", next.Token(), ahead)
+	}
+	if err := next.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, ttl+5*time.Second, "nothing left a lease after the release", func() bool {
+		for _, s := range srvs[2:] {
+			if n, _ := redis.Int(s.Do("DBSIZE")); n != 0 {
+				return false
+			}
+		}
+		return true
+	})
 }
 
 func TestRedlockWaitsByNotice(t *testing.T) {

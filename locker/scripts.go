@@ -22,6 +22,8 @@ var (
 	luaAcquire string
 	//go:embed scripts/release.lua
 	luaRelease string
+	//go:embed scripts/release_held.lua
+	luaReleaseHeld string
 	//go:embed scripts/release_handoff.lua
 	luaReleaseHandoff string
 	//go:embed scripts/leave.lua
@@ -44,6 +46,10 @@ var (
 	luaSemAcquire string
 	//go:embed scripts/sem_release.lua
 	luaSemRelease string
+	//go:embed scripts/sem_idle.lua
+	luaSemIdle string
+	//go:embed scripts/rw_idle.lua
+	luaRWIdle string
 	//go:embed scripts/sem_release_queued.lua
 	luaSemReleaseQueued string
 	//go:embed scripts/sem_acquire_idle.lua
@@ -60,11 +66,11 @@ var (
 
 // The scripts that can hand a lock over share common.lua's functions,
 // after value.lua's (the lock's value, fencing). A mutex's acquire and
-// release run their uncontended path between the two (acquire_free.lua,
-// release.lua), so it never defines the hand-over's helpers.
+// release run their uncontended path first (acquire_free.lua,
+// release.lua), so it defines no helper at all.
 var (
-	scriptAcquire = driver.NewScript(luaValue + luaAcquireFree + luaCommon + luaAcquire)
-	scriptRelease = driver.NewScript(luaValue + luaRelease + luaCommon + luaReleaseHandoff)
+	scriptAcquire = driver.NewScript(luaAcquireFree + luaValue + luaCommon + luaAcquire)
+	scriptRelease = driver.NewScript(luaRelease + luaValue + luaReleaseHeld + luaCommon + luaReleaseHandoff)
 	scriptLeave   = driver.NewScript(luaValue + luaCommon + luaLeave)
 	scriptExtend  = driver.NewScript(luaExtend)
 	scriptPTTL    = driver.NewScript(luaPTTL)
@@ -94,11 +100,11 @@ var (
 	// short call's cost.
 	semScripts = &scriptSet{
 		acquire:    driver.NewScript(luaSemAcquireIdle + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
-		release:    driver.NewScript(luaSemRelease + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemReleaseQueued),
+		release:    driver.NewScript(luaSemIdle + luaSemRelease + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemReleaseQueued),
 		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
-		extendKeys: 4,
+		extendKeys: 3,
 		family:     familySemaphore,
 	}
 	// rwScripts: many readers or one writer (rw_*.lua, with the
@@ -106,11 +112,11 @@ var (
 	// extra argument.
 	rwScripts = &scriptSet{
 		acquire:    driver.NewScript(luaRWAcquireIdle + luaValue + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
-		release:    driver.NewScript(luaSemRelease + luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemReleaseQueued),
+		release:    driver.NewScript(luaRWIdle + luaSemRelease + luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemReleaseQueued),
 		leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
 		extend:     semScriptsExtend,
 		pttl:       semScriptsPTTL,
-		extendKeys: 4,
+		extendKeys: 3,
 		family:     familyRW,
 	}
 )
@@ -188,7 +194,7 @@ func parseReply(v any, ttl time.Duration) (reply, error) {
 // The arguments every call of one holder passes are boxed once, in
 // holder: a lock+unlock would box each twice otherwise.
 type names struct {
-	keys     driver.Keys // lock, fence counter, waiter queue, waiter details
+	keys     driver.Keys // lock, waiter queue, waiter details, and on Redlock the last token (see shared.lastKey)
 	channel  string      // KEYS[1]+":c": the scripts make it themselves
 	tokenArg any         // the holder's owner token as a script argument
 	sc       *scriptSet  // the lock kind's scripts
@@ -263,7 +269,7 @@ func (l *Locker) rwHolder(key string, m Mode, buf *holderBuf) (names, string) {
 var rwReadArg, rwWriteArg any = "r", "w"
 
 // kindHolder returns the names of key's lock of the kind whose keys end
-// in suffix (the fence counter is the mutex's) and a new owner token. As
+// in suffix and a new owner token. As
 // in holder, the names and the token are slices of one string: building
 // them one by one cost the uncontended semaphore pair five allocations
 // more than the mutex's.
@@ -277,9 +283,14 @@ func (l *Locker) kindHolderIn(key, suffix string, sc *scriptSet, arg any, buf *h
 	var b strings.Builder
 	tag := len(l.o.prefix) + len(key) + 2 // prefix{key}
 	n := tag + len(suffix)                // the lock's own key
-	b.Grow(n + (tag + 2) + 3*(n+2) + tokenLen)
+	parts := [...]string{suffix, suffix + ":q", suffix + ":w", suffix + ":c", ":f"}
+	count := 4 // the last token's key only where kept (shared.lastKey)
+	if l.lastKey && suffix == "" {
+		count = 5
+	}
+	b.Grow(n + 3*(n+2) + (tag+2)*(count-4) + tokenLen)
 	var ends [6]int
-	for i, part := range [...]string{suffix, ":f", suffix + ":q", suffix + ":w", suffix + ":c"} {
+	for i, part := range parts[:count] {
 		b.WriteString(l.o.prefix)
 		b.WriteByte('{')
 		b.WriteString(key)
@@ -294,13 +305,18 @@ func (l *Locker) kindHolderIn(key, suffix string, sc *scriptSet, arg any, buf *h
 	b.Write(enc[:])
 	all := b.String()
 	part := func(i int) string { return all[ends[i]:ends[i+1]] }
-	token := all[ends[5]:]
-	buf.keys = [4]string{part(0), part(1), part(2), part(3)}
+	token := all[ends[count]:]
+	buf.keys = [4]string{part(0), part(1), part(2)}
+	nkeys := 3
+	if count == 5 {
+		buf.keys[3] = part(4)
+		nkeys = 4
+	}
 	var tokenArg any = token
 	buf.release = [3]any{tokenArg, handoffGrant, l.windowArg}
 	return names{
-		keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:]),
-		channel:     part(4),
+		keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys]),
+		channel:     part(3),
 		tokenArg:    tokenArg,
 		sc:          sc,
 		limitArg:    arg,

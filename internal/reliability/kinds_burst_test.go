@@ -182,7 +182,7 @@ type kindBurstResult struct {
 	maxWait, wmaxWait                                         time.Duration // longest waits of those served: non-writers, writers
 	maxShared, maxWriters, bad                                int64
 	errs                                                      []string
-	left                                                      []string // Redis keys of the lock left behind (fence counters aside)
+	left                                                      []string // Redis keys of the lock left behind
 	took                                                      time.Duration
 }
 
@@ -257,10 +257,9 @@ func runKindBurst(t *testing.T, key string, b kindBurst) kindBurstResult {
 
 // leftBehind lists what of lock key (any prefix, any kind) is left in
 // Redis that should not be: nobody may hold the lock or be queued for it.
-// The fencing counter stays (by design: tokens never go backwards); so
-// may a lock's waiter details with only records that outlive their
-// holders (a semaphore's "#" limit), and these expire by themselves: a
-// key left without an expiry is a leak.
+// A lock's waiter details may stay with only records that outlive their
+// holders (a semaphore's "#" limit, a read/write lock's last token), and
+// these expire by themselves: a key left without an expiry is a leak.
 func leftBehind(t *testing.T, srv *redistest.Server, key string) []string {
 	t.Helper()
 	keys, err := redis.Strings(srv.Do("KEYS", "*{"+key+"}*"))
@@ -274,7 +273,6 @@ func leftBehind(t *testing.T, srv *redistest.Server, key string) []string {
 			t.Fatal(err)
 		}
 		switch {
-		case strings.HasSuffix(k, "}:f"):
 		case strings.HasSuffix(k, ":w") && pttl > 0:
 			fields, _ := redis.Strings(srv.Do("HKEYS", k))
 			t.Logf("%s left to expire in %v, fields %q", k, time.Duration(pttl)*time.Millisecond, fields)

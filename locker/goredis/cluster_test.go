@@ -113,8 +113,8 @@ func keysOnEveryMaster(t *testing.T, c *redistest.Cluster) map[*redistest.Server
 		}
 		name := "order:" + strconv.Itoa(i)
 		slot := c.KeySlot(t, "locktag:{"+name+"}")
-		if slot != c.KeySlot(t, "locktag:{"+name+"}:c") || slot != c.KeySlot(t, "locktag:{"+name+"}:f") {
-			t.Fatalf("%s: lock, fence and channel in different slots", name)
+		if slot != c.KeySlot(t, "locktag:{"+name+"}:c") || slot != c.KeySlot(t, "locktag:{"+name+"}:q") {
+			t.Fatalf("%s: lock, queue and channel in different slots", name)
 		}
 		m := c.MasterOf(t, slot)
 		if _, ok := keys[m]; !ok {
@@ -124,17 +124,16 @@ func keysOnEveryMaster(t *testing.T, c *redistest.Cluster) map[*redistest.Server
 	return keys
 }
 
-// Every lock lives on the master of its slot, with its fence counter.
+// Every lock lives on the master of its slot (its fencing token in its
+// value).
 func testClusterKeys(t *testing.T, c *redistest.Cluster, keys map[*redistest.Server]string) {
 	rdb := clusterClient(t, c)
 	lk := newLocker(t, rdb)
 	ctx := context.Background()
 	for m, key := range keys {
 		le := mustObtain(t, lk, ctx, key, locker.Params{})
-		for _, suffix := range []string{"", ":f"} {
-			if n, err := redigo.Int(m.Do("EXISTS", "locktag:{"+key+"}"+suffix)); err != nil || n != 1 {
-				t.Errorf("%s%s not on its slot's master %s: %v %v", key, suffix, m.Addr(), n, err)
-			}
+		if n, err := redigo.Int(m.Do("EXISTS", "locktag:{"+key+"}")); err != nil || n != 1 {
+			t.Errorf("%s not on its slot's master %s: %v %v", key, m.Addr(), n, err)
 		}
 		if _, err := lk.Obtain(ctx, key, locker.Params{}); err == nil {
 			t.Errorf("%s obtained twice", key)

@@ -34,9 +34,12 @@ if v then
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
   end
-  local nowms = enqueue(token, redis.call('TIME'), math.max(wait, 1), ttl, sid, mode == 'a', label)
+  local nowms = enqueue(token, now_us(redis.call('TIME')), math.max(wait, 1), ttl, sid, mode == 'a', label, true)
   if w ~= '1' then
     redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. n .. ' 1' .. rest, 'KEEPTTL')
+    -- This holder did not come from the queue: a grant recorded earlier
+    -- ended without a release, and a holder came after it (see lapse).
+    redis.call('HDEL', KEYS[3], '?')
   end
   return {0, 0, 0, redis.call('PTTL', KEYS[1]), nowms}
 end
@@ -46,29 +49,29 @@ if mode == 'e' then
 end
 if mode == 'n' then
   -- Redlock: free here; leave the queue and keep releases notifying the rest.
-  redis.call('ZREM', KEYS[3], token)
-  redis.call('HDEL', KEYS[4], token)
+  redis.call('ZREM', KEYS[2], token)
+  redis.call('HDEL', KEYS[3], token)
   local waiting = '0'
-  if redis.call('EXISTS', KEYS[3]) == 1 then waiting = '1' end
-  return {1, take(token, ttl, waiting, nil, label), 1, ttl, 0}
+  if redis.call('EXISTS', KEYS[2]) == 1 then waiting = '1' end
+  return {1, take(token, ttl, waiting, now_us(redis.call('TIME')), label, last()), 1, ttl, 0}
 end
 -- Here a new token ('a') found waiters queued (see the first check).
 -- Free while waiters are queued (a grant lapsed, a holder's lease ran out,
 -- or a queued waiter re-checks): first come, first served, so a new caller
 -- queues behind them and the head of the queue gets the lock.
-local t = redis.call('TIME')
+local nowus = now_us(redis.call('TIME'))
 local channel = chan()
-lapse(channel, now_us(t))
-local nowms = now_ms(t)
+local prev = math.max(last() or 0, lapse(channel, nowus) or 0)
+local nowms = math.floor(nowus / 1000)
 if wait > 0 or mode == 'r' then
-  nowms = enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
+  enqueue(token, nowus, math.max(wait, 1), ttl, sid, mode == 'a', label, true)
 end
-local w, f, px = grant(channel, token, nowms, window)
+local w, f, px = grant(channel, token, nowus, window, prev)
 if w == token then
   return {1, f, 1, px, nowms}
 end
 if not w then
   -- Nobody in the queue was alive: a caller that does not wait takes it.
-  return {1, take(token, ttl, '0', nowms, label), 1, ttl, 0}
+  return {1, take(token, ttl, '0', nowus, label, prev), 1, ttl, 0}
 end
 return {0, 0, 0, px, nowms}

@@ -30,10 +30,10 @@ local function waiters(q, d, rw)
   end
 end
 
-if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
+local v = redis.call('GET', KEYS[1])
+if v or redis.call('EXISTS', KEYS[2]) == 1 then
   out[#out + 1] = 'mutex'
   out[#out + 1] = 0
-  local v = redis.call('GET', KEYS[1])
   if v then
     local o, rest = string.match(v, '^(%S+) (.*)$')
     local f, n, w, tail = string.match(rest, '^(%d+) (%d+) (%d)(.*)$')

@@ -18,7 +18,7 @@ if w == '1' then
   -- Released as far as the queue is concerned: the grant record goes (or
   -- the lock's end would read as a lapsed grant), and waiters learn when
   -- the kept lock ends, so they re-check then.
-  redis.call('HDEL', KEYS[4], '?')
+  redis.call('HDEL', KEYS[3], '?')
   redis.call('PUBLISH', chan(), o .. ' ' .. f .. ' ' .. now_ms(redis.call('TIME')) .. ' ' .. keepms)
 end
 return 0

@@ -10,11 +10,11 @@ if v then
     if mode == 'k' then
       return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
     end
-    redis.call('DEL', KEYS[1])
-    free(chan(), handoff, window)
+    if handoff ~= 'g' then redis.call('DEL', KEYS[1]) end
+    free(chan(), handoff, window, tonumber(f))
     return {0, 0, 0, -2, 0}
   end
 end
-redis.call('ZREM', KEYS[3], token)
-redis.call('HDEL', KEYS[4], token)
+redis.call('ZREM', KEYS[2], token)
+redis.call('HDEL', KEYS[3], token)
 return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}

@@ -12,7 +12,7 @@ local nowms = now_ms(t)
 sem_purge(nowms)
 local held = sem_reenter(token, ttl, mode, nowms)
 if held then return held end
-if redis.call('EXISTS', KEYS[3]) == 0 then
+if redis.call('EXISTS', KEYS[2]) == 0 then
   -- Nobody queued: enter now if the kind allows, in this one call.
   if rw_free(kind) then
     return {1, rw_take(token, kind, ttl, nowms, label), 1, ttl, 0}
@@ -23,14 +23,14 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
 end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
-  enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
-  redis.call('HSET', KEYS[4], '~' .. token, kind, 'Q', '1') -- Q: see sem_release.lua
+  enqueue(token, now_us(t), math.max(wait, 1), ttl, sid, mode == 'a', label)
+  redis.call('HSET', KEYS[3], '~' .. token, kind, 'Q', '1') -- Q: see sem_release.lua
 end
 local mf, mpx = rw_grant(token, nowms, window)
 if mf then
   return {1, mf, 1, mpx, nowms}
 end
-if wait <= 0 and mode ~= 'r' and redis.call('EXISTS', KEYS[3]) == 0 and rw_free(kind) then
+if wait <= 0 and mode ~= 'r' and redis.call('EXISTS', KEYS[2]) == 0 and rw_free(kind) then
   -- Nobody in the queue was alive: a caller that does not wait enters.
   return {1, rw_take(token, kind, ttl, nowms, label), 1, ttl, 0}
 end

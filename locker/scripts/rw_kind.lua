@@ -1,12 +1,12 @@
 -- A read/write lock (after common.lua and sem_common.lua): the holders are
 -- the permits zset KEYS[1] — many readers, or one writer, whose token is
--- "W" in the details hash KEYS[4]. A waiter's kind is "~"..token there.
+-- "W" in the details hash KEYS[3]. A waiter's kind is "~"..token there.
 
 -- rw_writer returns the live writer's token, or nil.
 local function rw_writer()
-  local w = redis.call('HGET', KEYS[4], 'W')
+  local w = redis.call('HGET', KEYS[3], 'W')
   if w and redis.call('ZSCORE', KEYS[1], w) then return w end
-  if w then redis.call('HDEL', KEYS[4], 'W') end
+  if w then redis.call('HDEL', KEYS[3], 'W') end
   return nil
 end
 
@@ -18,20 +18,21 @@ local function rw_free(kind)
 end
 
 -- rw_take makes token (described by label) a holder of kind for px ms. A
--- writer mints a fencing token; a reader gets the current one (the last
--- writer's, or 0). sid is the subscriber of a waiter granted from the queue
--- (see sem_purge).
+-- writer mints a fencing token; a reader gets the current one (F: the
+-- last writer's, kept for a while after the lock goes idle, see
+-- rw_idle.lua), or, when none is at hand, a token minted for it, which
+-- then is the current one. sid is the subscriber of a waiter granted from
+-- the queue (see sem_purge).
 local function rw_take(token, kind, px, nowms, label, sid)
-  local f
-  if kind == 'w' then
-    f = mint()
-    redis.call('HSET', KEYS[4], 'W', token)
-  else
-    f = tonumber(redis.call('GET', KEYS[2]) or '0')
-  end
+  local f = tonumber(redis.call('HGET', KEYS[3], 'F'))
+  if kind == 'w' or not f then f = mint(f, nowms * 1000) end
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
-  redis.call('HSET', KEYS[4], '=' .. token, holder_info(f, nowms, label))
-  if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
+  if kind == 'w' then
+    redis.call('HSET', KEYS[3], '=' .. token, holder_info(f, nowms, label), 'F', fmt(f), 'W', token)
+  else
+    redis.call('HSET', KEYS[3], '=' .. token, holder_info(f, nowms, label), 'F', fmt(f))
+  end
+  if sid then redis.call('HSET', KEYS[3], '?' .. token, sid) end
   sem_expire(px)
   return f
 end
@@ -45,21 +46,21 @@ end
 local function rw_grant(self, nowms, window)
   local mf, mpx
   while true do
-    local h = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+    local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     if #h == 0 then break end
     local w = h[1]
-    local info = redis.call('HGET', KEYS[4], w)
-    local kind = redis.call('HGET', KEYS[4], '~' .. w) or 'r'
+    local rec = redis.call('HMGET', KEYS[3], w, '~' .. w, '!')
+    local info, kind = rec[1], rec[2] or 'r'
     local ttl, live, sid, label = 0, false, nil, nil
     if info then
       local dl, t
       dl, t, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
       ttl = tonumber(t)
-      live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]))
+      live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]), rec[3])
     end
     if live and not rw_free(kind) then break end
-    redis.call('ZREM', KEYS[3], w)
-    redis.call('HDEL', KEYS[4], w, '~' .. w)
+    redis.call('ZREM', KEYS[2], w)
+    redis.call('HDEL', KEYS[3], w, '~' .. w)
     if live then
       local px = ttl
       if w ~= self then px = math.min(ttl, window) end

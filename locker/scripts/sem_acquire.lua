@@ -12,7 +12,7 @@ local nowms = now_ms(t)
 sem_purge(nowms)
 local held = sem_reenter(token, ttl, mode, nowms)
 if held then return held end
-if redis.call('EXISTS', KEYS[3]) == 0 then
+if redis.call('EXISTS', KEYS[2]) == 0 then
   -- Nobody queued: a free permit is the caller's, in this one call.
   if redis.call('ZCARD', KEYS[1]) < limit then
     return sem_take(token, ttl, nowms, label, limit)
@@ -23,8 +23,8 @@ if redis.call('EXISTS', KEYS[3]) == 0 then
 end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
-  enqueue(token, t, math.max(wait, 1), ttl, sid, mode == 'a', label)
-  redis.call('HSET', KEYS[4], '#', limit, 'Q', '1') -- Q: see sem_release.lua
+  enqueue(token, now_us(t), math.max(wait, 1), ttl, sid, mode == 'a', label)
+  redis.call('HSET', KEYS[3], '#', limit, 'Q', '1') -- Q: see sem_release.lua
 end
 local mf, mpx = sem_grant(token, nowms, window, limit)
 if mf then

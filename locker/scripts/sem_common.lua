@@ -2,15 +2,21 @@
 -- KEYS[1] permits: zset of holder tokens scored by the end of their lease
 --         (server ms); each permit is a lease of its own, so a holder that
 --         crashed frees its permit when its lease ends.
--- KEYS[2] fencing counter, as for a mutex (every permit mints a token)
--- KEYS[3] waiter queue and KEYS[4] waiter details, as in common.lua; the
+-- KEYS[2] waiter queue and KEYS[3] waiter details, as in common.lua; the
 --         details hash also holds "=" .. token -> "fence holds granted[
 --         label]" for each permit holder (granted: server ms; label: as a
 --         mutex's), "?" .. token -> sid for a holder that came from the
---         queue (the grant record: its subscriber), and "#" -> the limit the
+--         queue (the grant record: its subscriber), "#" -> the limit the
 --         last holder or waiter came with, which releases use to hand
---         permits on (and Inspect shows), and "Q" -> "1" once a waiter
---         queued (see sem_release.lua).
+--         permits on (and Inspect shows), "Q" -> "1" once a waiter queued
+--         (see sem_release.lua), and "F" -> the last fencing token minted
+--         (every permit, and every read/write lock's writer, mints one; see
+--         mint in value.lua).
+-- The details hash exists whenever permits are held or waiters queued, so
+-- a take on those paths has the lock's last token at hand (F) and mints
+-- one more (mint in value.lua); the clock it falls back on is the queued
+-- paths' nowms * 1000. An idle lock has no details, and its take mints
+-- from the clock in microseconds (sem_acquire_idle.lua).
 
 -- sem_purge drops the permits whose lease has ended. A permit that came
 -- from the queue and ended unreleased is a lapsed grant, as a mutex's (see
@@ -22,9 +28,9 @@ local function sem_purge(nowms)
   local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowms)
   local done = {}
   for _, t in ipairs(gone) do
-    local sid = redis.call('HGET', KEYS[4], '?' .. t)
+    local sid = redis.call('HGET', KEYS[3], '?' .. t)
     redis.call('ZREM', KEYS[1], t)
-    redis.call('HDEL', KEYS[4], '=' .. t, '?' .. t)
+    redis.call('HDEL', KEYS[3], '=' .. t, '?' .. t)
     if sid and not done[sid] then
       done[sid] = true
       cut_off(chan(), sid, nowms * 1000)
@@ -36,7 +42,7 @@ end
 -- more. (A take on an idle lock sets both outright: sem_acquire_idle.lua.)
 local function sem_expire(px)
   keep(KEYS[1], px + 1000)
-  keep(KEYS[4], px + 1000)
+  keep(KEYS[3], px + 1000)
 end
 
 -- holder_info is a permit holder's record: "fence holds granted[ label]".
@@ -50,10 +56,10 @@ end
 -- and returns its fencing token; sid is the subscriber of a waiter granted
 -- from the queue (nil for a caller that takes at once).
 local function sem_take(token, px, nowms, label, limit, sid)
-  local f = mint()
+  local f = mint(tonumber(redis.call('HGET', KEYS[3], 'F')), nowms * 1000)
   redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
-  redis.call('HSET', KEYS[4], '=' .. token, holder_info(f, nowms, label), '#', limit)
-  if sid then redis.call('HSET', KEYS[4], '?' .. token, sid) end
+  redis.call('HSET', KEYS[3], '=' .. token, holder_info(f, nowms, label), '#', limit, 'F', fmt(f))
+  if sid then redis.call('HSET', KEYS[3], '?' .. token, sid) end
   sem_expire(px)
   return f
 end
@@ -63,7 +69,7 @@ end
 local function sem_held(token, nowms)
   local s = redis.call('ZSCORE', KEYS[1], token)
   if not s or tonumber(s) <= nowms then return nil end
-  local h = redis.call('HGET', KEYS[4], '=' .. token)
+  local h = redis.call('HGET', KEYS[3], '=' .. token)
   if not h then return nil end
   local f, n, rest = string.match(h, '^(%d+) (%d+)(.*)$')
   return f, tonumber(n), tonumber(s) - nowms, rest
@@ -90,6 +96,7 @@ local function sem_grant(self, nowms, window, limit)
     local px = ttl
     if w ~= self then px = math.min(ttl, window) end
     local f = sem_take(w, px, nowms, label, limit, sid)
+    redis.call('HDEL', KEYS[3], w) -- its entry as a waiter (see pop)
     if w == self then
       mf, mpx = f, px
     else
@@ -105,8 +112,8 @@ end
 -- (sem_release.lua).
 local function sem_drop(token, nowms, window, hand_on)
   redis.call('ZREM', KEYS[1], token)
-  redis.call('HDEL', KEYS[4], '=' .. token, '?' .. token)
-  if redis.call('EXISTS', KEYS[3]) == 1 then
+  redis.call('HDEL', KEYS[3], '=' .. token, '?' .. token)
+  if redis.call('EXISTS', KEYS[2]) == 1 then
     sem_purge(nowms)
     hand_on(nowms, window)
   end
@@ -126,7 +133,7 @@ local function sem_reenter(token, ttl, mode, nowms)
     return {1, tonumber(f), n, left, 0}
   end
   n = n + 1
-  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. n .. rest)
+  redis.call('HSET', KEYS[3], '=' .. token, f .. ' ' .. n .. rest)
   if left < ttl then
     redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
     sem_expire(ttl)

@@ -6,5 +6,5 @@ local s = redis.call('ZSCORE', KEYS[1], token)
 if not s or tonumber(s) <= nowms then return 0 end
 redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
 keep(KEYS[1], ttl + 1000)
-keep(KEYS[4], ttl + 1000)
+keep(KEYS[3], ttl + 1000)
 return 1

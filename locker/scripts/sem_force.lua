@@ -10,16 +10,16 @@ local nowms = now_ms(redis.call('TIME'))
 sem_purge(nowms)
 local hs = redis.call('ZRANGE', KEYS[1], 0, -1)
 if #hs == 0 then return {} end
-local out = {redis.call('HGET', KEYS[4], 'W') or ''}
+local out = {redis.call('HGET', KEYS[3], 'W') or ''}
 for _, t in ipairs(hs) do
   out[#out + 1] = t
-  out[#out + 1] = redis.call('HGET', KEYS[4], '=' .. t) or '0 0'
-  redis.call('HDEL', KEYS[4], '=' .. t, '?' .. t)
+  out[#out + 1] = redis.call('HGET', KEYS[3], '=' .. t) or '0 0'
+  redis.call('HDEL', KEYS[3], '=' .. t, '?' .. t)
 end
 redis.call('DEL', KEYS[1])
-redis.call('HDEL', KEYS[4], 'W')
+redis.call('HDEL', KEYS[3], 'W')
 redis.call('PUBLISH', ARGV[1], table.concat(hs, ',') .. ' ' .. ARGV[2])
-if redis.call('EXISTS', KEYS[3]) == 1 then
+if redis.call('EXISTS', KEYS[2]) == 1 then
   hand_on(nowms, window)
 end
 return out

@@ -11,9 +11,9 @@ if f then
   sem_drop(token, nowms, window, hand_on)
   return {0, 0, 0, -2, 0}
 end
-redis.call('ZREM', KEYS[3], token)
-redis.call('HDEL', KEYS[4], token, '~' .. token)
-if redis.call('EXISTS', KEYS[3]) == 1 then
+redis.call('ZREM', KEYS[2], token)
+redis.call('HDEL', KEYS[3], token, '~' .. token)
+if redis.call('EXISTS', KEYS[2]) == 1 then
   -- A read/write queue's head may have waited only for this waiter (a
   -- writer that gave up, with readers behind it).
   hand_on(nowms, window)

@@ -2,8 +2,9 @@
 -- frees it and hands free permits to the queue's head. ARGV: token, handoff
 -- (unused: one node only), window_ms. Reply: holds left (>= 0), or -1 when
 -- the caller holds no permit (its lease ended; nothing is touched).
--- This file runs first in the script, ahead of the shared functions
--- (common.lua, sem_common.lua, the kind's file), so that a release nobody
+-- This file runs first in the script (after the kind's idle), ahead of the
+-- shared functions (common.lua, sem_common.lua, the kind's file), so that
+-- a release nobody
 -- waits for does not pay for defining them (see sem_acquire_idle.lua): it
 -- is sem_held and sem_drop written out. Only when waiters may be queued
 -- does the script go on, to sem_release_queued.lua, which uses nowms (server
@@ -18,10 +19,9 @@
 -- after now) instead of reading the caller's score: the score's reply is
 -- a float printed and parsed again, dearer than the command (see
 -- sem_acquire_idle.lua); now is text made from TIME's. A sole live holder
--- whose release nobody waits for leaves an idle lock: nothing in the
--- details hash is of use then (its entries belong to holders and queued
--- waiters; an ended permit left by a crashed holder would only be
--- purged), so one DEL drops both keys.
+-- whose release nobody waits for leaves an idle lock, as the kind's idle
+-- says (sem_idle.lua, rw_idle.lua: the one function defined before this
+-- file).
 local token = ARGV[1]
 local t = redis.call('TIME')
 local nowms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
@@ -32,18 +32,18 @@ if r[1] ~= token and r[2] ~= token then
   local s = redis.call('ZSCORE', KEYS[1], token)
   if not s or tonumber(s) <= tonumber(nowms) then return -1 end
 end
-local rec = redis.call('HMGET', KEYS[4], '=' .. token, 'Q')
+local rec = redis.call('HMGET', KEYS[3], '=' .. token, 'Q')
 if not rec[1] then return -1 end
 local f, n, rest = string.match(rec[1], '^(%d+) (%d+)(.*)$')
 if n ~= '1' then
   n = tonumber(n)
-  redis.call('HSET', KEYS[4], '=' .. token, f .. ' ' .. (n - 1) .. rest)
+  redis.call('HSET', KEYS[3], '=' .. token, f .. ' ' .. (n - 1) .. rest)
   return n - 1
 end
 if not rec[2] and #r == 1 then
-  redis.call('DEL', KEYS[1], KEYS[4])
+  idle(token)
   return 0
 end
 redis.call('ZREM', KEYS[1], token)
-redis.call('HDEL', KEYS[4], '=' .. token, '?' .. token)
+redis.call('HDEL', KEYS[3], '=' .. token, '?' .. token)
 if not rec[2] then return 0 end

@@ -2,11 +2,11 @@
 -- functions, when waiters may be queued ("Q" set): free permits go to the
 -- queue's head (sem_drop in sem_common.lua), or "Q" goes when the queue is
 -- gone.
-if redis.call('EXISTS', KEYS[3]) == 1 then
+if redis.call('EXISTS', KEYS[2]) == 1 then
   local now = tonumber(nowms)
   sem_purge(now)
   hand_on(now, tonumber(ARGV[3]))
 else
-  redis.call('HDEL', KEYS[4], 'Q')
+  redis.call('HDEL', KEYS[3], 'Q')
 end
 return 0
