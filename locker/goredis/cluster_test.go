@@ -30,6 +30,7 @@ func TestCluster(t *testing.T) {
 	t.Run("MutualExclusion", func(t *testing.T) { testClusterMutex(t, c, keys) })
 	t.Run("ListEveryMaster", func(t *testing.T) { testClusterList(t, c, keys) })
 	t.Run("MultiKeyAcrossSlots", func(t *testing.T) { testClusterMulti(t, c, keys) })
+	t.Run("MinimalACL", func(t *testing.T) { testClusterACL(t, c, keys) })
 }
 
 // List visits every master: it finds a lock held on each.
