@@ -51,8 +51,11 @@ type backend interface {
 	// rates returns the node rate keys live on, or an error matching
 	// ErrKindUnsupported saying why there is none (rate.go).
 	rates() (*node, error)
-	// ping checks that every node answers.
+	// ping checks that every node answers (and, until it passed once on
+	// a node, runs check there).
 	ping(ctx context.Context) error
+	// check runs Locker.Check on every node.
+	check(ctx context.Context) error
 	// healthy checks that enough nodes answer to obtain a lock: every
 	// node for single, a majority for quorum (see health.go).
 	healthy(ctx context.Context) error
@@ -100,6 +103,11 @@ type shared struct {
 	lastKey bool
 	// Script arguments made once: boxing them per call would allocate.
 	sidArg, windowArg any
+	// checkScript is check.lua under a comment naming this Locker, so
+	// that its first run meets NOSCRIPT and exercises the EVAL fallback;
+	// checkCommands are its command arguments (check.go).
+	checkScript   *driver.Script
+	checkCommands []any
 	// The last two millisecond arguments boxed (see msArg).
 	msBoxes [2]atomic.Pointer[msBox]
 	msNext  atomic.Uint32
@@ -132,19 +140,41 @@ func (sh *shared) msArg(d time.Duration) any {
 type node struct {
 	drv driver.Driver
 	hub *hub
+	sh  *shared
+	// capable is set once Locker.Check passed on the node (check.go).
+	capable atomic.Bool
 }
 
 func newNode(d driver.Driver, sh *shared) *node {
 	d = bound(d, sh.o.maxCalls)
-	return &node{drv: d, hub: newHub(d, sh.o, sh.sid)}
+	return &node{drv: d, hub: newHub(d, sh.o, sh.sid), sh: sh}
 }
 
 var scriptPing = driver.NewScript("return 1")
 
-// ping runs a trivial script on the node.
+// ping runs Locker.Check on the node until it has passed once, and a
+// trivial script after that: a start-up Ping or the first health checks
+// find a server that cannot serve the locker, and later health checks
+// cost one call.
 func (nd *node) ping(ctx context.Context) error {
+	if !nd.capable.Load() {
+		return nd.check(ctx)
+	}
 	_, err := nd.drv.Eval(ctx, scriptPing, driver.Keys{})
 	return err
+}
+
+// masters are the node's masters when its driver exposes them
+// (driver.Masters: a Cluster), else the node itself.
+func (nd *node) masters(ctx context.Context) ([]driver.Driver, error) {
+	d := nd.drv
+	if bd, ok := d.(*boundedDriver); ok {
+		d = bd.Driver // WithMaxConcurrentCalls's wrapper hides the driver's Masters
+	}
+	if m, ok := d.(driver.Masters); ok {
+		return m.Masters(ctx)
+	}
+	return []driver.Driver{nd.drv}, nil
 }
 
 // close closes the node's subscriber connection and its driver.

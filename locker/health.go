@@ -15,7 +15,10 @@ import (
 //
 // Ping is the stricter start-up check (every master must answer);
 // Healthy is what a readiness probe should follow. Each call is one
-// trivial script per node, bounded by ctx and WithCallTimeout.
+// trivial script per node, bounded by ctx and WithCallTimeout; until
+// Check has passed on a node, Healthy runs Check there instead, so a
+// server that answers but cannot serve the locker (an ACL that denies
+// scripting, say) is not ready either: ErrUnsupported.
 // stdhttp.Health and interceptor.NewHealthServer are ready-made probes on
 // it.
 func (l *Locker) Healthy(ctx context.Context) error { return l.be.healthy(ctx) }

@@ -102,18 +102,11 @@ func nameOf(key string, prefixLen int) (string, bool) {
 // masters: the deployment's masters, when the driver exposes them
 // (driver.Masters), else the one node.
 func (b *single) masters(ctx context.Context) ([]driver.Driver, error) {
-	d := b.nd.drv
-	if bd, ok := d.(*boundedDriver); ok {
-		d = bd.Driver // WithMaxConcurrentCalls's wrapper hides the driver's Masters
+	ms, err := b.nd.masters(ctx)
+	if err != nil {
+		return nil, unavailable(err)
 	}
-	if m, ok := d.(driver.Masters); ok {
-		ms, err := m.Masters(ctx)
-		if err != nil {
-			return nil, unavailable(err)
-		}
-		return ms, nil
-	}
-	return []driver.Driver{b.nd.drv}, nil
+	return ms, nil
 }
 
 // masters: every Redlock master, in the order given to NewRedlock.

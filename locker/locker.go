@@ -112,6 +112,10 @@ func newLocker(o options) *Locker {
 	l.o = &l.opts
 	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
 	l.sidArg, l.windowArg = l.sid, ms(l.o.grantWindow)
+	l.checkScript = driver.NewScript("-- check by " + l.sid + "\n" + luaCheck)
+	for _, c := range scriptCommands() {
+		l.checkCommands = append(l.checkCommands, c)
+	}
 	l.tel = newTelemetry(l.o)
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label
@@ -127,8 +131,10 @@ func (l *Locker) Close() error { return l.be.close() }
 
 // Ping checks that every Redis node answers (credentials, TLS, network) by
 // running a trivial script, and returns an error matching ErrUnavailable
-// when one does not. New does not connect; call Ping at start-up to fail
-// there rather than on the first request.
+// when one does not. Until Check has passed on a node, Ping runs Check
+// there instead, and returns its ErrUnsupported too. New does not
+// connect; call Ping at start-up to fail there rather than on the first
+// request.
 func (l *Locker) Ping(ctx context.Context) error { return l.be.ping(ctx) }
 
 // Params are the terms of one Obtain call. The zero value asks for a

@@ -271,10 +271,7 @@ func (b *quorum) ping(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("master %d: %w", i, err))
 		}
 	}
-	if len(errs) > 0 {
-		return unavailable(errors.Join(errs...))
-	}
-	return nil
+	return nodeFailed(errors.Join(errs...))
 }
 
 func (b *quorum) close() error {

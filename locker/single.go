@@ -219,10 +219,7 @@ func (b *single) semaphores() error { return nil }
 func (b *single) ping(ctx context.Context) error {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	if err := b.nd.ping(cctx); err != nil {
-		return unavailable(err)
-	}
-	return nil
+	return nodeFailed(b.nd.ping(cctx))
 }
 
 func (b *single) close() error { return b.nd.close() }

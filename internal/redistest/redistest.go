@@ -1,5 +1,9 @@
 // Package redistest starts real redis-server processes for tests.
 //
+// The server program is redis-server unless LOCKTAG_REDIS_SERVER names
+// another (ServerEnv): LOCKTAG_REDIS_SERVER=valkey-server runs every test
+// on Valkey, Cluster creation with valkey-cli (CLIEnv).
+//
 // Every server listens on a free loopback port chosen by the kernel, runs with
 // persistence off (unless asked otherwise), lives in a temporary directory and
 // is stopped by t.Cleanup. Tests never depend on a Redis started by hand.
@@ -63,8 +67,8 @@ func WithConfigFile(path string) Option {
 // answers PING. The server is stopped when the test ends.
 func Start(t testing.TB, opts ...Option) *Server {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil && os.Getenv("LOCKTAG_SKIP_REDIS") == "1" {
-		t.Skip("redis-server not installed (LOCKTAG_SKIP_REDIS=1)")
+	if _, err := exec.LookPath(ServerBinary()); err != nil && os.Getenv("LOCKTAG_SKIP_REDIS") == "1" {
+		t.Skip(ServerBinary() + " not installed (LOCKTAG_SKIP_REDIS=1)")
 	}
 	s, err := Launch(opts...)
 	if err != nil {
@@ -82,8 +86,8 @@ func Launch(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		return nil, errors.New("redistest: redis-server not found on PATH: install it (apt-get install -y redis-server) or run `make test`")
+	if _, err := exec.LookPath(ServerBinary()); err != nil {
+		return nil, fmt.Errorf("redistest: %s not found: %s", ServerBinary(), installHint())
 	}
 	dir, err := os.MkdirTemp("", "redistest-")
 	if err != nil {
@@ -100,7 +104,7 @@ func Launch(opts ...Option) (*Server, error) {
 		}
 	}
 	_ = os.RemoveAll(dir)
-	return nil, fmt.Errorf("redistest: cannot start redis-server: %w", lastErr)
+	return nil, fmt.Errorf("redistest: cannot start %s: %w", ServerBinary(), lastErr)
 }
 
 // StartN starts n independent servers (for Redlock and fault tests), in
@@ -154,7 +158,7 @@ func (s *Server) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command("redis-server", args...)
+	cmd := exec.Command(ServerBinary(), args...)
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}

@@ -32,6 +32,7 @@ func TestCluster(t *testing.T) {
 	t.Run("ListEveryMaster", func(t *testing.T) { testClusterList(t, c, keys) })
 	t.Run("MultiKeyAcrossSlots", func(t *testing.T) { testClusterMulti(t, c, keys) })
 	t.Run("RateLimit", func(t *testing.T) { testClusterRate(t, c, keys) })
+	t.Run("MinimalACL", func(t *testing.T) { testClusterACL(t, c, keys) })
 }
 
 // A rate key lives on the master of its name's slot, and the limit holds

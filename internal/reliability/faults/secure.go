@@ -131,8 +131,8 @@ type SecureServer struct {
 // without TLS.
 func StartSecure(t testing.TB, o SecureOptions) *SecureServer {
 	t.Helper()
-	if _, err := exec.LookPath("redis-server"); err != nil {
-		t.Fatal("faults: redis-server not found on PATH: install it (apt-get install -y redis-server)")
+	if _, err := exec.LookPath(redistest.ServerBinary()); err != nil {
+		t.Fatalf("faults: %s not found on PATH: install it (apt-get install -y redis-server)", redistest.ServerBinary())
 	}
 	s := &SecureServer{t: t, o: o, dir: t.TempDir()}
 	var lastErr error
@@ -172,7 +172,7 @@ func (s *SecureServer) start(port int) error {
 		return err
 	}
 	defer logf.Close()
-	cmd := exec.Command("redis-server", args...)
+	cmd := exec.Command(redistest.ServerBinary(), args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

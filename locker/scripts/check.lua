@@ -1,0 +1,42 @@
+-- check: what the locker needs from this server, as the user it logs in as
+-- (Locker.Check). No KEYS, so that it runs as it is on every master of a
+-- Cluster; it writes nothing.
+-- ARGV: key (a lock key under the locker's prefix), channel ('' or where
+-- to PUBLISH payload), payload, then the commands the locker's scripts call.
+-- Reply: {server_seconds, problem...}: each problem is "name" (this user
+-- may not run it on key; PUBLISH: on key..':c') or "name?" (the server
+-- does not know it). redis.acl_check_cmd exists from Redis 7.0; before,
+-- only TIME is tried.
+local key, channel, payload = ARGV[1], ARGV[2], ARGV[3]
+local problems = {}
+local time_ok = true
+if redis.acl_check_cmd then
+  for i = 4, #ARGV do
+    local cmd = ARGV[i]
+    local ok, allowed
+    if cmd == 'PUBLISH' then
+      ok, allowed = pcall(redis.acl_check_cmd, cmd, key .. ':c', 'x')
+    else
+      ok, allowed = pcall(redis.acl_check_cmd, cmd, key)
+    end
+    if not ok then
+      problems[#problems + 1] = cmd .. '?'
+    elseif not allowed then
+      problems[#problems + 1] = cmd
+      if cmd == 'TIME' then time_ok = false end
+    end
+  end
+end
+local now = 0
+if time_ok then
+  local ok, t = pcall(redis.call, 'TIME')
+  if ok then
+    now = tonumber(t[1])
+  else
+    problems[#problems + 1] = 'TIME'
+  end
+end
+if channel ~= '' then
+  redis.call('PUBLISH', channel, payload)
+end
+return {now, unpack(problems)}
