@@ -8,10 +8,11 @@ ALL := github.com/locktag/locktag/...
 
 ## test: install what the tests need and run the whole suite: vet and gofmt,
 ## the footprint check (one fresh consumer per transport), every module's
-## tests with -race, the fault suite, the library on its minimum and on the
-## latest dependency versions and on the next Go release, and the
+## tests with -race on Redis, the fault suite, the Redis-backed library
+## tests on Valkey, the library modules on their minimum dependency
+## versions (Go 1.26) and on the latest (Go 1.27), and the
 ## API-compatibility check against the last release.
-test: deps lint footprint unit reliability versions apicheck
+test: deps lint footprint unit reliability valkey versions apicheck
 
 ## deps: install redis-server and redis-cli (the Cluster tests need the
 ## CLI), chromium (for the ops page's browser test) and protoc (for the
@@ -61,13 +62,18 @@ unit:
 reliability:
 	$(GO) test -race -count=1 -timeout 15m github.com/locktag/locktag/internal/reliability/...
 
+## valkey: the Redis-backed library packages on Valkey 8 (installed when
+## missing).
+valkey:
+	bash .ci/valkey.sh
+
 ## versions: the library modules alone (no go.work) on the minimum versions
-## their go.mod files require, on the latest versions (go get -u in a
-## scratch copy), and on the next Go release.
+## their go.mod files require (with this machine's Go, 1.26), and on the
+## latest versions (go get -u in a scratch copy) with the next Go release
+## (GO_NEXT, default go1.27.3, fetched as a toolchain).
 versions:
 	bash .ci/versions.sh min
 	bash .ci/versions.sh latest
-	bash .ci/versions.sh go-next
 
 ## apicheck: no incompatible API change against the last release.
 apicheck:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs the Redis-backed library tests on Valkey: installs valkey-server and
 # valkey-cli when missing (Debian 12 from bookworm-backports; newer Debian
-# and Ubuntu from their own suites), then `go test -race -count=1` in each
+# and Ubuntu from their own suites), then `go test -count=1` in each
 # package directory given (default: every Redis-backed library package)
 # with LOCKTAG_REDIS_SERVER=valkey-server, so internal/redistest starts
 # valkey-server and creates Clusters with valkey-cli.
@@ -51,8 +51,8 @@ fi
 echo "=== valkey.sh: Redis-backed tests on Valkey $version ($(command -v valkey-server), $(valkey-cli --version))"
 failed=()
 for p in "${pkgs[@]}"; do
-	echo "=== valkey.sh: go test -race -count=1 ./$p/ on Valkey $version"
-	if ! (cd "$root/$p" && go test -race -count=1 -timeout 15m .); then
+	echo "=== valkey.sh: go test -count=1 ./$p/ on Valkey $version"
+	if ! (cd "$root/$p" && go test -count=1 -timeout 15m .); then
 		failed+=("$p")
 	fi
 done

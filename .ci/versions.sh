@@ -2,8 +2,10 @@
 # Tests the library modules alone (GOWORK=off: each module's own go.mod
 # decides every version) at one end of the supported range:
 #   min      the versions the go.mod files require: the oldest we support
-#   latest   every dependency upgraded (go get -u) in a scratch copy
-#   go-next  the next Go release (GO_NEXT, default go1.27.3) as toolchain
+#   latest   every dependency upgraded (go get -u) in a scratch copy, built
+#            and tested with the next Go release (GO_NEXT, default go1.27.3,
+#            fetched as a toolchain)
+#   go-next  the go.mod versions with the next Go release
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 mode=${1:?usage: versions.sh min|latest|go-next}
@@ -12,6 +14,7 @@ src=$root
 case $mode in
 min) ;;
 latest)
+	export GOTOOLCHAIN=${GO_NEXT:-go1.27.3}
 	src=$(mktemp -d)
 	trap 'rm -rf "$src"' EXIT
 	(cd "$root" && git ls-files -z | tar --null -cf - -T -) | tar -xf - -C "$src"
