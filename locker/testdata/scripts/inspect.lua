@@ -1,0 +1,88 @@
+-- inspect: a read-only view of one lock name, for operators. Writes
+-- nothing. The name's first kind that exists (held or with waiters) is
+-- shown: mutex, else semaphore, else read/write.
+-- KEYS: mutex lock, queue, details; semaphore permits, queue, details;
+-- read/write holders, queue, details (all in the name's hash slot).
+-- ARGV: max waiters to return.
+-- Reply: {server seconds, server microseconds, kind ('' none, 'mutex',
+-- 'semaphore', 'read/write'), limit (a semaphore's, when known; else 0),
+-- holder count, then per holder: token, "fence holds[ granted[ label]]",
+-- lease left ms, mode ('', 'read', 'write'); queue length, then per waiter
+-- in queue order: token, arrival (server microseconds, as ZRANGE gives
+-- it), details or '', mode ('' or its read/write kind 'r' | 'w')}.
+local t = redis.call('TIME')
+local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local max = tonumber(ARGV[1])
+local out = {t[1], t[2]}
+
+local function waiters(q, d, rw)
+  out[#out + 1] = redis.call('ZCARD', q)
+  local w = redis.call('ZRANGE', q, 0, max - 1, 'WITHSCORES')
+  for i = 1, #w, 2 do
+    out[#out + 1] = w[i]
+    out[#out + 1] = w[i + 1]
+    out[#out + 1] = redis.call('HGET', d, w[i]) or ''
+    if rw then
+      out[#out + 1] = redis.call('HGET', d, '~' .. w[i]) or 'r'
+    else
+      out[#out + 1] = ''
+    end
+  end
+end
+
+local v = redis.call('GET', KEYS[1])
+if v or redis.call('EXISTS', KEYS[2]) == 1 then
+  out[#out + 1] = 'mutex'
+  out[#out + 1] = 0
+  if v then
+    local o, rest = string.match(v, '^(%S+) (.*)$')
+    local f, n, w, tail = string.match(rest, '^(%d+) (%d+) (%d)(.*)$')
+    out[#out + 1] = 1
+    out[#out + 1] = o
+    out[#out + 1] = f .. ' ' .. n .. tail
+    out[#out + 1] = redis.call('PTTL', KEYS[1])
+    out[#out + 1] = ''
+  else
+    out[#out + 1] = 0
+  end
+  waiters(KEYS[2], KEYS[3], false)
+  return out
+end
+
+for _, k in ipairs({{4, 'semaphore'}, {7, 'read/write'}}) do
+  local p, q, d = KEYS[k[1]], KEYS[k[1] + 1], KEYS[k[1] + 2]
+  if redis.call('EXISTS', p, q) > 0 then
+    local rw = k[2] == 'read/write'
+    out[#out + 1] = k[2]
+    out[#out + 1] = 0
+    if not rw then out[#out] = tonumber(redis.call('HGET', d, '#') or '0') end
+    local writer = rw and redis.call('HGET', d, 'W') or nil
+    local hs = redis.call('ZRANGEBYSCORE', p, '(' .. nowms, '+inf', 'WITHSCORES')
+    local at = #out + 1
+    out[at] = 0
+    for i = 1, #hs, 2 do
+      local info = redis.call('HGET', d, '=' .. hs[i])
+      if info then
+        out[at] = out[at] + 1
+        out[#out + 1] = hs[i]
+        out[#out + 1] = info
+        out[#out + 1] = tonumber(hs[i + 1]) - nowms
+        if not rw then
+          out[#out + 1] = ''
+        elseif hs[i] == writer then
+          out[#out + 1] = 'write'
+        else
+          out[#out + 1] = 'read'
+        end
+      end
+    end
+    waiters(q, d, rw)
+    return out
+  end
+end
+
+out[#out + 1] = ''
+out[#out + 1] = 0
+out[#out + 1] = 0
+out[#out + 1] = 0
+return out

@@ -1,0 +1,5 @@
+-- pttl: remaining lease of a lock the caller holds. ARGV: token.
+-- Reply: milliseconds left, or -1 when not held.
+local v = redis.call('GET', KEYS[1])
+if not v or string.match(v, '^%S+') ~= ARGV[1] then return -1 end
+return redis.call('PTTL', KEYS[1])
