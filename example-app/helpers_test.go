@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/locktag/locktag/internal/testwait"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -92,13 +93,7 @@ func dialGRPC(t *testing.T, addr string) *grpc.ClientConn {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
-	}
+	testwait.Within(t, within, what, cond)
 }
 
 // testCtx is a context that ends with the test (or after a minute).

@@ -2,6 +2,7 @@ package locker_test
 
 import (
 	"context"
+	"github.com/locktag/locktag/internal/testwait"
 	"runtime"
 	"strconv"
 	"strings"
@@ -41,13 +42,7 @@ func newLockerOn(t testing.TB, d driver.Driver, opts ...locker.Option) *locker.L
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Within(t, within, what, cond)
 }
 
 // goroutinesSettle waits until the goroutine count is back to base.

@@ -122,15 +122,7 @@ func waitForWaiter(t testing.TB, srv *redistest.Server, before []string) {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", within, what)
-		}
-		<-tick.C
-	}
+	testwait.Within(t, within, what, cond)
 }
 
 // recv is testwait.Recv.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/locktag/locktag/internal/testwait"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,13 +49,7 @@ func newRedlock(t testing.TB, pools []*redis.Pool, opts ...locker.Option) *locke
 // test after within.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond) // polling interval
-	}
+	testwait.Within(t, within, what, cond)
 }
 
 // within fails the test unless ch delivers within d, and returns the value.

@@ -37,3 +37,16 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond) // polling a condition, not synchronising
 	}
 }
+
+// Within is Eventually with its own bound, for conditions that take longer
+// than Timeout on a loaded machine (or must come sooner).
+func Within(t testing.TB, within time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not within %v: %s", within, what)
+		}
+		time.Sleep(2 * time.Millisecond) // polling a condition, not synchronising
+	}
+}

@@ -3,6 +3,7 @@ package goredis_test
 import (
 	"context"
 	"errors"
+	"github.com/locktag/locktag/internal/testwait"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,13 +76,7 @@ func mustRelease(t testing.TB, le *locker.Lease) {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Within(t, within, what, cond)
 }
 
 // queued is the number of waiters queued in Redis for the lock named key

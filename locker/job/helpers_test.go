@@ -9,6 +9,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/flaky"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/redigo"
 )
@@ -48,13 +49,7 @@ func cutOff(t testing.TB, srv *redistest.Server, opts ...locker.Option) (*locker
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Within(t, within, what, cond)
 }
 
 // queued is the number of waiters queued in Redis for lock name.

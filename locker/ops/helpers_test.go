@@ -127,13 +127,7 @@ func post(t *testing.T, url, body string, header ...string) answer {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(testwait.Timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition, not synchronising
-	}
+	testwait.Eventually(t, what, cond)
 }
 
 // allowAll is an authorizer that allows everything.

@@ -65,11 +65,5 @@ func checkForced(t *testing.T, le *locker.Lease, reason string) {
 // eventually polls cond until it holds, or fails the test after within.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond) // polling a condition, not synchronising
-	}
+	testwait.Within(t, within, what, cond)
 }

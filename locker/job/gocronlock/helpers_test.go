@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/redigo"
 )
@@ -32,13 +33,7 @@ func replica(t testing.TB, srv *redistest.Server) *locker.Locker {
 // eventually polls cond until it holds or the deadline passes.
 func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within %v: %s", within, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	testwait.Within(t, within, what, cond)
 }
 
 // ticks records which scheduler ran which tick of a schedule that starts
