@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/locktag/locktag/internal/testwait"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/locktag/locktag/example-app/shopv1"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/redigo"
 )

@@ -2,7 +2,6 @@ package locker_test
 
 import (
 	"context"
-	"github.com/locktag/locktag/internal/testwait"
 	"runtime"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/redigo"

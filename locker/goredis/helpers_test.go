@@ -3,7 +3,6 @@ package goredis_test
 import (
 	"context"
 	"errors"
-	"github.com/locktag/locktag/internal/testwait"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/goredis"
 )
