@@ -28,27 +28,49 @@ func (b *boundedDriver) Eval(ctx context.Context, s *driver.Script, keys driver.
 	if driver.IsPriority(ctx) {
 		return b.Driver.Eval(ctx, s, keys, args...)
 	}
-	select {
-	case b.slots <- struct{}{}:
-	default:
-		// Full: wait, but never past ctx's deadline (callCtx gives every
-		// call one) or cancellation.
-		var expired <-chan time.Time
-		if dl, ok := ctx.Deadline(); ok {
-			t := time.NewTimer(time.Until(dl))
-			defer t.Stop()
-			expired = t.C
-		}
-		select {
-		case b.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, notSent(fmt.Errorf("waiting for a call slot: %w", ctx.Err()))
-		case <-expired:
-			return nil, notSent(fmt.Errorf("waiting for a call slot: %w", context.DeadlineExceeded))
-		}
+	if err := b.take(ctx); err != nil {
+		return nil, err
 	}
 	defer func() { <-b.slots }()
 	return b.Driver.Eval(ctx, s, keys, args...)
+}
+
+// EvalAck is Eval's bound for a driver.Acker (WithReplicaAck: New checks
+// that the driver is one).
+func (b *boundedDriver) EvalAck(ctx context.Context, replicas int, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) (any, int, error) {
+	a := b.Driver.(driver.Acker)
+	if driver.IsPriority(ctx) {
+		return a.EvalAck(ctx, replicas, timeout, s, keys, args...)
+	}
+	if err := b.take(ctx); err != nil {
+		return nil, 0, err
+	}
+	defer func() { <-b.slots }()
+	return a.EvalAck(ctx, replicas, timeout, s, keys, args...)
+}
+
+// take takes a call slot, waiting when all are taken, but never past ctx's
+// deadline (callCtx gives every call one) or cancellation.
+func (b *boundedDriver) take(ctx context.Context) error {
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	var expired <-chan time.Time
+	if dl, ok := ctx.Deadline(); ok {
+		t := time.NewTimer(time.Until(dl))
+		defer t.Stop()
+		expired = t.C
+	}
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return notSent(fmt.Errorf("waiting for a call slot: %w", ctx.Err()))
+	case <-expired:
+		return notSent(fmt.Errorf("waiting for a call slot: %w", context.DeadlineExceeded))
+	}
 }
 
 // Close forwards Locker.Close to the wrapped driver.

@@ -59,6 +59,12 @@ var (
 	ErrWriteInRead = errors.New("locker: write lock requested inside a read lock of the same key")
 	// ErrEmptyKey: Obtain was called with an empty key.
 	ErrEmptyKey = errors.New("locker: empty key")
+	// ErrNotReplicated: under WithReplicaAck, fewer replicas than asked
+	// acknowledged an acquisition (or a renewal) in time. An acquisition's
+	// lock was released by token. Errors that match it also match
+	// ErrUnavailable: the lock was free, but the deployment could not
+	// make it safe against a failover.
+	ErrNotReplicated = errors.New("locker: not acknowledged by replicas")
 	// ErrForceReleased: the lock was freed by Locker.ForceRelease while
 	// held. A force-released lease's context is cancelled with a cause
 	// that matches it and ErrLockLost, and whose message names the reason
@@ -115,3 +121,16 @@ func notSent(err error) error {
 	}
 	return &multiError{msg: ErrNotSent.Error() + ": " + err.Error(), errs: []error{ErrNotSent, err}}
 }
+
+// notReplicatedError is the error of a call whose WAIT counted acked of
+// want replicas within timeout.
+type notReplicatedError struct {
+	acked, want int
+	timeout     time.Duration
+}
+
+func (e *notReplicatedError) Error() string {
+	return fmt.Sprintf("%s: %d of %d replicas within %v", ErrNotReplicated.Error(), e.acked, e.want, e.timeout)
+}
+
+func (e *notReplicatedError) Unwrap() []error { return []error{ErrNotReplicated, ErrUnavailable} }

@@ -43,6 +43,15 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 	if err := checkDriver(d); err != nil {
 		errs = append(errs, err)
 	}
+	if o.ackReplicas > 0 {
+		if _, ok := d.(driver.Acker); !ok && d != nil {
+			errs = append(errs, fmt.Errorf("%w: WithReplicaAck: driver %T cannot WAIT on a script's connection (driver.Acker)", ErrBadOption, d))
+		}
+		if o.ackTimeout >= o.callTimeout {
+			errs = append(errs, fmt.Errorf("%w: WithReplicaAck(%d, %v): the timeout must be below the call timeout %v (WithCallTimeout)",
+				ErrBadOption, o.ackReplicas, o.ackTimeout, o.callTimeout))
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
@@ -52,8 +61,10 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 	b := newSingle(&l.shared, nd)
 	// A driver that spreads keys over masters (Cluster) refuses scripts
 	// whose keys are in several slots: ObtainMany goes key by key there.
+	// So it does under WithReplicaAck, where each key's acquisition is
+	// acknowledged on its own.
 	_, spread := d.(driver.Masters)
-	b.multi.on.Store(!spread)
+	b.multi.on.Store(!spread && o.ackReplicas == 0)
 	l.be = b
 	return l, nil
 }
@@ -73,6 +84,9 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 // holds a nil or misconfigured driver, or when an option is invalid.
 func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 	o, errs := evaluateOptions(opts)
+	for _, name := range o.singleOnly {
+		errs = append(errs, fmt.Errorf("%w: %s applies to New only", ErrBadOption, name))
+	}
 	if len(ds) == 0 {
 		errs = append(errs, fmt.Errorf("%w: NewRedlock: no drivers", ErrBadOption))
 	}

@@ -25,7 +25,9 @@ type options struct {
 	drift       float64
 	nodeTimeout time.Duration // 0: derived from the lease (see WithNodeTimeout)
 	grantWindow time.Duration
-	maxCalls    int // per node; 0: unbounded
+	maxCalls    int           // per node; 0: unbounded
+	ackReplicas int           // WithReplicaAck; 0: none
+	ackTimeout  time.Duration // WithReplicaAck
 
 	tracerProvider trace.TracerProvider
 	meterProvider  metric.MeterProvider
@@ -35,6 +37,7 @@ type options struct {
 
 	errs        []error  // invalid values, one per option
 	redlockOnly []string // Redlock-only options given
+	singleOnly  []string // options New takes and NewRedlock refuses
 }
 
 func defaultOptions() options {
@@ -272,5 +275,36 @@ func WithLogger(l *slog.Logger) Option {
 			return
 		}
 		o.logger = l
+	}
+}
+
+// WithReplicaAck makes an acquisition count, and a renewal succeed, only
+// once replicas replicas have acknowledged its write: the driver sends
+// WAIT replicas timeout right after the script, on the connection that
+// wrote it (driver.Acker). A lock written on a master that fails before
+// its replicas have it is then never handed out, so a failover cannot
+// grant it a second time (docs/scale-out.md).
+//
+// An acquisition not acknowledged within timeout is released by token and
+// fails with an error matching ErrNotReplicated and ErrUnavailable — the
+// lock was free, the deployment could not make it safe. A renewal not
+// acknowledged counts as a failed renewal: retried until the lease's
+// local deadline, then the lease is lost. A hand-over to a queued waiter
+// is confirmed by an acknowledged renewal before Obtain returns. Re-entry,
+// release, idempotency records and Redlock are not acknowledged (see
+// docs/scale-out.md); ObtainMany takes its keys one by one.
+//
+// The default is none (no WAIT). replicas must be at least 1; timeout
+// must be positive and below the call timeout (WithCallTimeout). New only;
+// New refuses it for a driver that does not implement driver.Acker
+// (locker/redigo and locker/goredis do).
+func WithReplicaAck(replicas int, timeout time.Duration) Option {
+	return func(o *options) {
+		o.singleOnly = append(o.singleOnly, "WithReplicaAck")
+		if replicas < 1 || timeout <= 0 {
+			o.bad("WithReplicaAck", fmt.Sprintf("%d, %v", replicas, timeout), "need replicas >= 1 and a positive timeout")
+			return
+		}
+		o.ackReplicas, o.ackTimeout = replicas, timeout
 	}
 }

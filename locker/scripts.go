@@ -164,6 +164,7 @@ type reply struct {
 	holds  int64
 	pttl   time.Duration
 	server int64 // server clock, ms
+	fast   bool  // the fence alone: a free lock this very call wrote
 }
 
 // parseReply reads a reply to a call that asked for ttl. A plain integer is
@@ -171,7 +172,7 @@ type reply struct {
 // boxed integer where the array cost the client three allocations.
 func parseReply(v any, ttl time.Duration) (reply, error) {
 	if f, ok := v.(int64); ok {
-		return reply{status: statusObtained, fence: f, holds: 1, pttl: time.Duration(ms(ttl)) * time.Millisecond}, nil
+		return reply{status: statusObtained, fence: f, holds: 1, pttl: time.Duration(ms(ttl)) * time.Millisecond, fast: true}, nil
 	}
 	a, ok := v.([]any)
 	if !ok || len(a) != 5 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // single is the backend on one Redis deployment (a server, a Sentinel
@@ -28,11 +30,22 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 	}
 	sent := time.Now()
 	r, err := b.acquire(ctx, n, t.ttl, t.wait, modeAcquire, t.call)
-	if err != nil {
+	switch {
+	case err == nil:
+	case !errors.Is(err, ErrNotReplicated):
 		b.abandon(n, token, err)
 		return held{}, obtainFailed(ctx, err)
+	case r.status == statusObtained:
+		return b.unreplicated(n, token, err)
 	}
+	// (A busy reply's queue entry need not reach the replicas: it is not
+	// ownership.)
 	if r.status == statusObtained {
+		if b.o.ackReplicas > 0 && !r.fast {
+			// Obtained by a path whose writes this call's WAIT may not
+			// cover (see granted).
+			return b.granted(ctx, n, token, r.fence, sent, t)
+		}
 		return b.lease(ctx, n, token, r.fence, sent, r.pttl)
 	}
 	if t.wait <= 0 {
@@ -42,16 +55,16 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 }
 
 // acquire runs acquire.lua for n's holder (n.tokenArg), with its call
-// context in dc (nil: allocated).
+// context in dc (nil: allocated). Under WithReplicaAck a first try
+// (modeAcquire) is acknowledged: a shortfall is an error matching
+// ErrNotReplicated, returned with the reply.
 func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string, dc *deadlineCtx) (reply, error) {
 	cctx := b.o.callCtxIn(ctx, dc)
+	ack := mode == modeAcquire && b.o.ackReplicas > 0
 	if mode == modeAcquire && n.firstArgs != nil {
 		// The first try's arguments, made with the holder (names.firstArgs).
-		v, err := b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.firstArgs...)
-		if err != nil {
-			return reply{}, err
-		}
-		return parseReply(v, ttl)
+		v, err := b.eval(cctx, ack, n.sc.acquire, n.keys, n.firstArgs...)
+		return parseAcked(v, err, ttl)
 	}
 	// A re-check's wait is what is left of it, a new value each time: only
 	// a first try's is worth keeping boxed.
@@ -65,18 +78,75 @@ func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, 
 	var err error
 	switch {
 	case n.limitArg != nil && n.labelArg != nil:
-		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg, n.labelArg)
+		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg, n.labelArg)
 	case n.limitArg != nil:
-		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg)
+		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg)
 	case n.labelArg != nil:
-		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.labelArg)
+		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.labelArg)
 	default:
-		v, err = b.nd.drv.Eval(cctx, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
+		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
 	}
+	return parseAcked(v, err, ttl)
+}
+
+// eval runs s; with ack, acknowledged by WithReplicaAck's replicas: the
+// driver WAITs on the script's connection, and a shortfall is an error
+// matching ErrNotReplicated, returned with the script's reply.
+func (b *single) eval(ctx context.Context, ack bool, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
+	if !ack {
+		return b.nd.drv.Eval(ctx, s, keys, args...)
+	}
+	v, acked, err := b.nd.drv.(driver.Acker).EvalAck(ctx, b.o.ackReplicas, b.o.ackTimeout, s, keys, args...)
 	if err != nil {
+		return nil, err
+	}
+	if acked < b.o.ackReplicas {
+		return v, &notReplicatedError{acked: acked, want: b.o.ackReplicas, timeout: b.o.ackTimeout}
+	}
+	return v, nil
+}
+
+// parseAcked parses the reply of an acquire call that failed with err,
+// or ran but was not acknowledged (err matches ErrNotReplicated: the
+// reply and the error are returned).
+func parseAcked(v any, err error, ttl time.Duration) (reply, error) {
+	if err != nil && (v == nil || !errors.Is(err, ErrNotReplicated)) {
 		return reply{}, err
 	}
-	return parseReply(v, ttl)
+	r, perr := parseReply(v, ttl)
+	if perr != nil {
+		return reply{}, perr
+	}
+	return r, err
+}
+
+// unreplicated releases by token a lock obtained without the replicas'
+// acknowledgement (WithReplicaAck) and returns err, which matches
+// ErrNotReplicated and ErrUnavailable. The release is a cleanup on a
+// fresh context: the lock must not stay held by a caller told it failed.
+func (b *single) unreplicated(n names, token string, err error) (held, error) {
+	_, _ = b.leave(context.Background(), n, token, modeDrop)
+	return held{}, err
+}
+
+// granted confirms, under WithReplicaAck, a grant that no acknowledged
+// write of this caller covers yet — a hand-over by another holder's
+// release, a re-check that found the lock already handed over, a retried
+// call — with an acknowledged renewal (confirm): its write follows the
+// grant's in the replication stream, so a replica that acknowledged it
+// has the grant too. A grant that lapsed meanwhile fails with ErrLate.
+func (b *single) granted(ctx context.Context, n names, token string, fence int64, at time.Time, t terms) (held, error) {
+	h, ok, err := b.confirm(ctx, n, token, fence, at, t)
+	switch {
+	case errors.Is(err, ErrNotReplicated):
+		return b.unreplicated(n, token, err)
+	case err != nil:
+		b.abandon(n, token, nil)
+		return held{}, obtainFailed(ctx, err)
+	case !ok:
+		return held{}, errLate
+	}
+	return h, nil
 }
 
 // leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
@@ -148,7 +218,10 @@ func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Du
 func (b *single) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, n.sc.extend, n.keys.First(n.sc.extendKeys), token, ms(ttl))
+	// Under WithReplicaAck a renewal is acknowledged: one the replicas
+	// did not confirm fails like a call that did not answer (retried until
+	// the lease's local deadline).
+	v, err := b.eval(cctx, b.o.ackReplicas > 0, n.sc.extend, n.keys.First(n.sc.extendKeys), token, ms(ttl))
 	if err != nil {
 		return false, unavailable(err)
 	}

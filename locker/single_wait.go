@@ -45,7 +45,12 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				return held{}, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
-				h, err := b.lease(ctx, n, token, r.fence, sent, r.pttl)
+				var h held
+				if b.o.ackReplicas > 0 {
+					h, err = b.granted(ctx, n, token, r.fence, sent, t)
+				} else {
+					h, err = b.lease(ctx, n, token, r.fence, sent, r.pttl)
+				}
 				if !errors.Is(err, ErrLate) || !time.Now().Before(waitUntil) {
 					return h, err
 				}
@@ -81,7 +86,7 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 			// local time of the grant.
 			at := sent.Add(time.Duration(g.server-r.server-1) * time.Millisecond)
 			left := time.Until(at.Add(g.pttl))
-			if left > 0 && (g.pttl >= t.ttl || left >= g.pttl*2/3) {
+			if left > 0 && b.o.ackReplicas == 0 && (g.pttl >= t.ttl || left >= g.pttl*2/3) {
 				return held{fence: g.fence, at: at, granted: g.pttl}, nil
 			}
 			if left > 0 {
@@ -90,7 +95,12 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				// lease's first renewal would come too late to confirm
 				// it. Confirm it now, before the caller enters its
 				// critical section; if it lapsed meanwhile, Redis says so.
+				// Under WithReplicaAck every hand-over is confirmed so,
+				// acknowledged (see granted).
 				h, ok, err := b.confirm(ctx, n, token, g.fence, at, t)
+				if errors.Is(err, ErrNotReplicated) {
+					return b.unreplicated(n, token, err)
+				}
 				if err != nil {
 					b.abandon(n, token, nil)
 					return held{}, obtainFailed(ctx, err)
@@ -117,6 +127,9 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				return held{}, obtainFailed(ctx, err)
 			}
 			if r.status == statusObtained {
+				if b.o.ackReplicas > 0 {
+					return b.granted(ctx, n, token, r.fence, sent, t)
+				}
 				return b.lease(ctx, n, token, r.fence, sent, r.pttl)
 			}
 			return held{}, ErrNotObtained

@@ -23,6 +23,9 @@ type Cluster struct {
 	// Nodes are every node of the cluster, masters and replicas, in the
 	// order given to redis-cli (which makes the first ones masters).
 	Nodes []*Server
+	// replicas is how many of Nodes must be known as replicas before
+	// StartCluster returns; 0 after.
+	replicas int
 }
 
 // StartCluster starts a Redis Cluster of masters masters, each with
@@ -45,7 +48,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 		t.Fatalf("redistest: %s not found: install it (Debian: redis-tools, or valkey-tools for valkey-cli), or name it in %s", cli, CLIEnv)
 	}
 	n := masters * (1 + replicas)
-	c := &Cluster{Nodes: make([]*Server, n)}
+	c := &Cluster{Nodes: make([]*Server, n), replicas: masters * replicas}
 	errs := make([]error, n)
 	var wg sync.WaitGroup
 	for i := range c.Nodes {
@@ -72,6 +75,7 @@ func StartCluster(t testing.TB, masters, replicas int) *Cluster {
 	if err := c.waitReady(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
+	c.replicas = 0 // a failover may turn a replica into a master: WaitReady does not count them
 	if err := c.waitMesh(30 * time.Second); err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +175,9 @@ func (c *Cluster) Addrs() []string {
 // waitReady polls every running node until it reports cluster_state:ok
 // with all slots assigned and knows every node of the cluster.
 func (c *Cluster) waitReady(within time.Duration) error {
-	deadline := time.Now().Add(within)
+	start := time.Now()
+	deadline := start.Add(within)
+	nudged := false
 	for {
 		err := c.ready()
 		if err == nil {
@@ -180,7 +186,30 @@ func (c *Cluster) waitReady(within time.Duration) error {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("redistest: cluster not ready within %v: %w", within, err)
 		}
+		if !nudged && time.Since(start) > 5*time.Second {
+			// On a loaded machine a node of a 6-node cluster was seen to
+			// miss one node for 30s: introduce every node to every
+			// other once more (a MEET of a known node is ignored).
+			nudged = true
+			c.meetAll()
+		}
 		time.Sleep(20 * time.Millisecond) // polling a server, not synchronising goroutines
+	}
+}
+
+// meetAll sends CLUSTER MEET for every other node to every running node.
+func (c *Cluster) meetAll() {
+	for _, s := range c.Nodes {
+		if !s.Running() {
+			continue
+		}
+		for _, o := range c.Nodes {
+			if o == s {
+				continue
+			}
+			host, port, _ := splitAddr(o.Addr())
+			_, _ = s.Do("CLUSTER", "MEET", host, port, o.argValue("--cluster-port"))
+		}
 	}
 }
 
@@ -198,6 +227,19 @@ func (c *Cluster) ready() error {
 			f["cluster_known_nodes"] != strconv.Itoa(len(c.Nodes)) {
 			return fmt.Errorf("%s: state %s, slots ok %s, known nodes %s", s.Addr(),
 				f["cluster_state"], f["cluster_slots_ok"], f["cluster_known_nodes"])
+		}
+		if c.replicas == 0 {
+			continue
+		}
+		// At start-up, every node knows which nodes are replicas (a
+		// replica is reported as an empty master until its REPLICATE
+		// spreads).
+		nodes, err := redis.String(s.Do("CLUSTER", "NODES"))
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.Addr(), err)
+		}
+		if n := strings.Count(nodes, "slave"); n < c.replicas {
+			return fmt.Errorf("%s: knows %d of %d replicas", s.Addr(), n, c.replicas)
 		}
 	}
 	return nil

@@ -203,6 +203,16 @@ func (s *Server) ping() error {
 	return err
 }
 
+// argValue is the value given to the command-line argument name, or "".
+func (s *Server) argValue(name string) string {
+	for i, a := range s.args {
+		if a == name && i+1 < len(s.args) {
+			return s.args[i+1]
+		}
+	}
+	return ""
+}
+
 func (s *Server) dialAuth() redis.DialOption {
 	for i, a := range s.args {
 		if a == "--requirepass" && i+1 < len(s.args) {

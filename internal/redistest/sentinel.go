@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,11 +34,15 @@ type Sentinels struct {
 // stopped when the test ends.
 func StartSentinel(t testing.TB, replicas int) *Sentinels {
 	t.Helper()
-	master := Start(t)
+	// No delay before a (diskless) full sync, 5s by default: a replica
+	// is ready as soon as it connects, after start-up and after a
+	// failover.
+	fast := WithArgs("--repl-diskless-sync-delay", "0")
+	master := Start(t, fast)
 	s := &Sentinels{Data: []*Server{master}}
 	for range replicas {
 		host, port, _ := splitAddr(master.Addr())
-		s.Data = append(s.Data, Start(t, WithArgs("--replicaof", host, port)))
+		s.Data = append(s.Data, Start(t, fast, WithArgs("--replicaof", host, port)))
 	}
 	errs := make([]error, 3)
 	dirs := make([]string, 3)
@@ -290,6 +295,16 @@ func (s *Sentinels) settled() error {
 		if infoFields(info)["master_link_status"] != "up" {
 			return fmt.Errorf("replica %s: link to master not up", d.Addr())
 		}
+	}
+	// And online on the master's side (which after a diskless sync
+	// waits for the replica's first acknowledgement): WAIT counts only
+	// those.
+	info, err := redis.String(s.Data[0].Do("INFO", "replication"))
+	if err != nil {
+		return err
+	}
+	if n := strings.Count(info, "state=online"); n != len(s.Data)-1 {
+		return fmt.Errorf("master: %d of %d replicas online", n, len(s.Data)-1)
 	}
 	return nil
 }

@@ -20,4 +20,8 @@
 //     not starved by an exhausted pool.
 //   - A subscription confirmed before [Listener.Subscribe] returns, and a
 //     broken subscriber connection reported, never silently re-made.
+//
+// Optional: [Validator] (options checked when the Locker is built),
+// [Masters] (a Cluster's masters), [Acker] (a script followed by WAIT on its
+// own connection, for locker.WithReplicaAck), and io.Closer.
 package driver

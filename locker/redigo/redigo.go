@@ -68,6 +68,16 @@ func (d *redigoDriver) exhausted() bool {
 func (d *redigoDriver) evalReserved(ctx context.Context, s *driver.Script, keys driver.Keys, args []any) (any, error) {
 	d.reserved.Lock()
 	defer d.reserved.Unlock()
+	c, err := d.reservedConnLocked(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return d.eval(ctx, c, s, keys, args)
+}
+
+// reservedConnLocked returns the reserved connection, dialling it when
+// there is none or it broke; d.reserved is locked.
+func (d *redigoDriver) reservedConnLocked(ctx context.Context) (redis.Conn, error) {
 	if d.reserved.c == nil || d.reserved.c.Err() != nil {
 		if d.reserved.c != nil {
 			_ = d.reserved.c.Close()
@@ -78,7 +88,7 @@ func (d *redigoDriver) evalReserved(ctx context.Context, s *driver.Script, keys 
 		}
 		d.reserved.c = c
 	}
-	return d.eval(ctx, d.reserved.c, s, keys, args)
+	return d.reserved.c, nil
 }
 
 func (d *redigoDriver) dial(ctx context.Context) (redis.Conn, error) {
