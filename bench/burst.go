@@ -11,7 +11,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 )
 
-// The burst scenario (issue 18): a flash sale. N buyers arrive at once at one
+// The burst scenario: a flash sale. N buyers arrive at once at one
 // key, split over several processes; each loops Lock(wait) → sell one unit if
 // any is left → release, retrying busy at once and errors after errBackoff,
 // until it has bought, the stock is gone, or the run's time limit ends.
@@ -101,7 +101,7 @@ func runBurst(cfg *config, rep *report) {
 		}
 		md.WriteString("\n")
 	}
-	md.WriteString("\n| target (issue 18) | measured | met |\n|---|---|---|\n")
+	md.WriteString("\n| target | measured | met |\n|---|---|---|\n")
 	for _, r := range all {
 		b, ok := base[r.lib]
 		if r.closed || !ok || (r.lib != "locktag" && r.lib != "locktag-pooled") {

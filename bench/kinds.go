@@ -59,7 +59,7 @@ func runKinds(cfg *config, rep *report) {
 	tg = append(tg, runReadHeavy(cfg, md)...)
 	tg = append(tg, runKindsUncontended(cfg, md)...)
 	tg = append(tg, runSemContended(cfg, md)...)
-	md.WriteString("#### Targets (issue 16), measured in this run\n\n| target | measured | met |\n|---|---|---|\n")
+	md.WriteString("#### Lock kinds: targets, measured in this run\n\n| target | measured | met |\n|---|---|---|\n")
 	for _, t := range tg {
 		m := "yes"
 		switch {

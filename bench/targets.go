@@ -9,13 +9,13 @@ import (
 func numCPU() int       { return runtime.NumCPU() }
 func goVersion() string { return runtime.Version() }
 
-// targets prints issue 11's targets next to what this run measured.
+// targets prints the project's load targets next to what this run measured.
 func (rep *report) targets() {
 	md := &rep.md
 	lines := 0
 	line := func(target, measured string, ok bool) {
 		if lines++; lines == 1 {
-			md.WriteString("### Targets (issue 11), measured in this run\n\n| target | measured | met |\n|---|---|---|\n")
+			md.WriteString("### Targets, measured in this run\n\n| target | measured | met |\n|---|---|---|\n")
 		}
 		m := "yes"
 		if !ok {

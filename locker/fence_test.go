@@ -137,7 +137,7 @@ func (s *rmwStore) Write(token, qty int64) error {
 	return nil
 }
 
-// TestReadModifyWritePausedHolder is the timeline of issue 20, step by step:
+// TestReadModifyWritePausedHolder is the paused read-modify-write timeline, step by step:
 // holder A (token 10) reads qty 5 and is paused past its lease; B (token 11)
 // takes the lock and reads qty 5; A resumes and writes 4; B writes 4.
 // Write-only fencing (Admit) admits both writes and loses a sale; claiming
