@@ -129,9 +129,8 @@ func TestRedlockQuorum(t *testing.T) {
 		if d := time.Since(start); d > time.Second {
 			t.Fatalf("quorum failure took %v; it must not wait", d)
 		}
-		if got := keyOn(t, srvs, key); got != 0 {
-			t.Fatalf("failed obtain left the key on %d live masters", got)
-		}
+		// The partial acquisitions are undone in the background: poll.
+		eventually(t, 5*time.Second, "the failed obtain's keys undone on every live master", func() bool { return keyOn(t, srvs, key) == 0 })
 	}
 }
 
