@@ -109,8 +109,15 @@ func Launch(opts ...Option) (*Server, error) {
 
 // StartN starts n independent servers (for Redlock and fault tests), in
 // parallel.
+//
+// With -short, a test that asks for five servers or more (the Redlock
+// suites) is skipped: the compatibility runs (.ci/versions.sh) use -short,
+// the full runs do not.
 func StartN(t testing.TB, n int, opts ...Option) []*Server {
 	t.Helper()
+	if n >= 5 && testing.Short() {
+		t.Skipf("starts %d redis-servers: run without -short", n)
+	}
 	out := make([]*Server, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
