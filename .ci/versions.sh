@@ -20,8 +20,16 @@ latest)
 	src=$(mktemp -d)
 	trap 'rm -rf "$src"' EXIT
 	(cd "$root" && git ls-files -z | tar --null -cf - -T -) | tar -xf - -C "$src"
-	for m in "${modules[@]}"; do
-		(cd "$src/$m" && GOFLAGS=-mod=mod go get -u ./... >/dev/null 2>&1 && GOFLAGS=-mod=mod go mod tidy >/dev/null)
+	# Twice: a module upgraded later raises what an earlier one sees.
+	for m in "${modules[@]}" "${modules[@]}"; do
+		# Every direct requirement but our own modules (they are replaced by
+		# their directories here and are not on the module proxy), with -u:
+		# its dependencies too.
+		(cd "$src/$m" &&
+			GOFLAGS=-mod=mod go mod tidy >/dev/null 2>&1 &&
+			deps=$(go list -m -f '{{if not (or .Main .Indirect)}}{{.Path}}{{end}}' all | grep -v '^github.com/locktag/' || true) &&
+			{ [ -z "$deps" ] || GOFLAGS=-mod=mod go get -u $deps >/dev/null; } &&
+			GOFLAGS=-mod=mod go mod tidy >/dev/null)
 	done
 	echo "versions latest: upgraded to"
 	(cd "$src" && for m in "${modules[@]}"; do (cd "$m" && go list -m all); done | grep -v locktag | sort -u | grep -E 'gin-gonic/gin |google.golang.org/grpc |connectrpc.com/connect |go-redis/v9 |gomodule/redigo |go.opentelemetry.io/otel |google.golang.org/protobuf ' | sed 's/^/  /')
