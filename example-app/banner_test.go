@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/example-app/shopv1"
+	"github.com/locktag/locktag/internal/logtest"
 )
 
 // TestBannerListsEveryRoute: the banner's "Try:" list names every route
@@ -20,7 +21,7 @@ import (
 func TestBannerListsEveryRoute(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out logtest.Buffer
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	cfg := config{HTTPAddr: "127.0.0.1:0", GRPCAddr: "127.0.0.1:0", Quiet: true,

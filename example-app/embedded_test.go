@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,27 +15,9 @@ import (
 
 	"github.com/locktag/locktag/example-app/shopv1"
 	"github.com/locktag/locktag/example-app/shopv1/shopv1connect"
+	"github.com/locktag/locktag/internal/logtest"
 	"github.com/locktag/locktag/locker"
 )
-
-// syncBuffer is a strings.Builder safe for the server's and the test's
-// goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // With no REDIS_* variable the app starts on the embedded miniredis, says so,
 // serves a locked purchase over HTTP and gRPC, and on cancellation stops
@@ -45,7 +26,7 @@ func TestEmbeddedModeServesAndStops(t *testing.T) {
 	before := runtime.NumGoroutine()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var out syncBuffer
+	var out logtest.Buffer
 	ready := make(chan [2]string, 1)
 	done := make(chan error, 1)
 	cfg := config{

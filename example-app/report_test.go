@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktag/locktag/internal/logtest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/job"
 	"github.com/locktag/locktag/locker/redigo"
@@ -31,7 +32,7 @@ func TestStockReportOneReplica(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
+	var out logtest.Buffer
 	at := time.Now()
 	if err := a.stockReport(context.Background(), ja, at, &out); err != nil {
 		t.Fatal(err)
@@ -49,7 +50,7 @@ func TestStockReportOneReplica(t *testing.T) {
 func TestReportStockLoop(t *testing.T) {
 	_, lk := realRedis(t)
 	s := newShop(lk, newStore(0, seedStock))
-	var out syncBuffer
+	var out logtest.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.reportStock(ctx, &out, 100*time.Millisecond) }()

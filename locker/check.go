@@ -101,19 +101,25 @@ func (b *single) check(ctx context.Context) error {
 }
 
 func (b *quorum) check(ctx context.Context) error {
+	return nodeFailed(errors.Join(b.everyMaster(ctx, (*node).check)...))
+}
+
+// everyMaster runs op on every master at once, under one call timeout, and
+// returns each master's error (nil where it succeeded), named by index.
+func (b *quorum) everyMaster(ctx context.Context, op func(*node, context.Context) error) []error {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
 	errs := make([]error, len(b.nodes))
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		wg.Go(func() {
-			if err := nd.check(cctx); err != nil {
+			if err := op(nd, cctx); err != nil {
 				errs[i] = fmt.Errorf("master %d: %w", i, err)
 			}
 		})
 	}
 	wg.Wait()
-	return nodeFailed(errors.Join(errs...))
+	return errs
 }
 
 // nodeFailed is the error of a check or ping that failed with err: it

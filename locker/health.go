@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 )
 
 // Healthy reports whether the Locker can obtain locks now, for health
@@ -28,18 +27,7 @@ func (b *single) healthy(ctx context.Context) error { return b.ping(ctx) }
 
 // healthy pings every master in parallel and needs a majority.
 func (b *quorum) healthy(ctx context.Context) error {
-	cctx, cancel := b.o.callCtx(ctx)
-	defer cancel()
-	errs := make([]error, len(b.nodes))
-	var wg sync.WaitGroup
-	for i, nd := range b.nodes {
-		wg.Go(func() {
-			if err := nd.ping(cctx); err != nil {
-				errs[i] = fmt.Errorf("master %d: %w", i, err)
-			}
-		})
-	}
-	wg.Wait()
+	errs := b.everyMaster(ctx, (*node).ping)
 	down := 0
 	for _, err := range errs {
 		if err != nil {

@@ -263,15 +263,7 @@ func (b *quorum) records() (*node, error) {
 }
 
 func (b *quorum) ping(ctx context.Context) error {
-	cctx, cancel := b.o.callCtx(ctx)
-	defer cancel()
-	var errs []error
-	for i, nd := range b.nodes {
-		if err := nd.ping(cctx); err != nil {
-			errs = append(errs, fmt.Errorf("master %d: %w", i, err))
-		}
-	}
-	return nodeFailed(errors.Join(errs...))
+	return nodeFailed(errors.Join(b.everyMaster(ctx, (*node).ping)...))
 }
 
 func (b *quorum) close() error {

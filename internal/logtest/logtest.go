@@ -3,6 +3,7 @@
 package logtest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -87,3 +88,24 @@ func (h *handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 
 // WithGroup is ignored: attributes keep their own keys.
 func (h *handler) WithGroup(string) slog.Handler { return h }
+
+// Buffer is a bytes.Buffer that a logger (or a server) may write while a
+// test reads it.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+// Write appends p.
+func (s *Buffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what was written so far.
+func (s *Buffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}

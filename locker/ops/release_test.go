@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktag/locktag/internal/logtest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
@@ -23,7 +24,7 @@ import (
 // other lock; a second one finds nothing held: 409, nothing changed.
 func TestForceRelease(t *testing.T) {
 	lk, _ := newLocker(t)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	ts := serve(t, lk, ops.WithAuthorizer(allowAll), ops.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))),
 		ops.WithIdentity(func(r *http.Request) string { return r.Header.Get("X-User") }))
 	url := ts.URL + "/debug/locktag/api/release"
@@ -86,7 +87,7 @@ func TestForceRelease(t *testing.T) {
 // record show the redaction, never the name.
 func TestForceReleaseRedacted(t *testing.T) {
 	lk, _ := newLocker(t)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	ts := serve(t, lk, ops.WithAuthorizer(allowAll), ops.WithRedaction(ops.HashNames([]byte("s"))),
 		ops.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	held := obtain(t, lk, "user:bob@example.com")

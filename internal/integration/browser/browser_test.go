@@ -1,7 +1,6 @@
 package browser_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	"github.com/locktag/locktag/internal/logtest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/ops"
@@ -37,7 +37,7 @@ const screenshotEnv = "LOCKTAG_UPDATE_SCREENSHOT"
 func TestBrowser(t *testing.T) {
 	browser := findBrowser(t)
 	lk, _ := newLocker(t)
-	var logs syncBuffer
+	var logs logtest.Buffer
 	mux := http.NewServeMux()
 	started := make(chan struct{}, 1)
 	lost := make(chan error, 1)
@@ -371,22 +371,4 @@ func saveScreenshot(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	t.Logf("wrote %s (%d bytes)", path, len(png))
-}
-
-// syncBuffer is a bytes.Buffer for a logger and a reader.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
