@@ -105,7 +105,12 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 		return true, nil
 	})
 	for i, err := range t.errs {
-		took[i] = took[i] || (err != nil && !reentry)
+		// A master whose reply was lost may have run the script: its hold
+		// is undone with the rest, or a re-entry left there would outlive
+		// the last release (and a retried re-entry count one hold too
+		// many). Only a call never sent certainly changed nothing, and a
+		// re-entry's undo there would drop the outer hold instead.
+		took[i] = took[i] || (err != nil && !(reentry && errors.Is(err, ErrNotSent)))
 	}
 	if t.won() && time.Until(b.validUntil(out.sent, ttl)) > 0 {
 		// When every granting master minted the same token, each counter
