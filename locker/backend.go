@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // backend is where a Locker's locks live: single keeps them on one Redis
@@ -34,7 +35,7 @@ type backend interface {
 	// frees the lock and hands it on. ErrNotHeld: token held nothing.
 	release(ctx context.Context, n names, token string, ttl time.Duration) error
 	// keep drops one hold of token like release, but the last hold keeps
-	// the lock for d more instead of freeing it (n.sc.keep is not nil).
+	// the lock for d more instead of freeing it (n.sc.Keep is not nil).
 	keep(ctx context.Context, n names, token string, ttl, d time.Duration) error
 	// pttl returns the lease token has left, or ErrNotHeld.
 	pttl(ctx context.Context, n names, token string) (time.Duration, error)
@@ -119,11 +120,11 @@ type msBox struct {
 	arg any
 }
 
-// msArg returns ms(d) as a script argument. Most calls pass the same
+// msArg returns scripts.MS(d) as a script argument. Most calls pass the same
 // few values (a route's TTL and wait), so the last two boxed are reused:
 // an int64 above 255 costs an allocation each time it is boxed.
 func (sh *shared) msArg(d time.Duration) any {
-	m := ms(d)
+	m := scripts.MS(d)
 	for i := range sh.msBoxes {
 		if b := sh.msBoxes[i].Load(); b != nil && b.ms == m {
 			return b.arg
@@ -150,8 +151,6 @@ func newNode(d driver.Driver, sh *shared) *node {
 	return &node{drv: d, hub: newHub(d, sh.o, sh.sid), sh: sh}
 }
 
-var scriptPing = driver.NewScript("return 1")
-
 // ping runs Locker.Check on the node until it has passed once, and a
 // trivial script after that: a start-up Ping or the first health checks
 // find a server that cannot serve the locker, and later health checks
@@ -160,7 +159,7 @@ func (nd *node) ping(ctx context.Context) error {
 	if !nd.capable.Load() {
 		return nd.check(ctx)
 	}
-	_, err := nd.drv.Eval(ctx, scriptPing, driver.Keys{})
+	_, err := nd.drv.Eval(ctx, scripts.Ping, driver.Keys{})
 	return err
 }
 

@@ -2,16 +2,15 @@ package locker
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // ErrUnsupported: the Redis server, or the user the Locker logs in as,
@@ -20,35 +19,6 @@ import (
 // Check, and the first Ping or Healthy, return it wrapped with what is
 // missing and what to allow. See docs/servers.md.
 var ErrUnsupported = errors.New("locker: server lacks what the locker needs")
-
-var (
-	//go:embed scripts/check.lua
-	luaCheck string
-	//go:embed scripts/*.lua
-	luaScripts embed.FS
-)
-
-// scriptCommands are the commands the locker's scripts call, upper case
-// and sorted, read once from the embedded scripts themselves: a script
-// that starts calling another command is checked for it without anyone
-// remembering to add it here.
-var scriptCommands = sync.OnceValue(func() []string {
-	call := regexp.MustCompile(`redis\.p?call\('([A-Za-z]+)'`)
-	seen := map[string]bool{}
-	files, _ := luaScripts.ReadDir("scripts")
-	for _, f := range files {
-		src, _ := luaScripts.ReadFile("scripts/" + f.Name())
-		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
-			seen[strings.ToUpper(m[1])] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
-})
 
 // clientCommands are what the drivers send besides the scripts' own.
 var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PING"}
@@ -73,7 +43,7 @@ func (l *Locker) ACLRules() []string {
 	for _, c := range clientCommands {
 		rules = append(rules, "+"+strings.ToLower(c))
 	}
-	for _, c := range scriptCommands() {
+	for _, c := range scripts.Commands() {
 		rules = append(rules, "+"+strings.ToLower(c))
 	}
 	return rules

@@ -13,19 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locktag/locktag/locker/driver"
-)
-
-var (
-	//go:embed scripts/force.lua
-	luaForce string
-	//go:embed scripts/sem_force.lua
-	luaSemForce string
-)
-
-var (
-	scriptForce    = driver.NewScript(luaValue + luaCommon + luaForce)
-	scriptSemForce = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemForce)
-	scriptRWForce  = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemForce)
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // maxReason caps a force-release reason, in bytes (longer ones are cut).
@@ -155,17 +143,17 @@ func (b *single) forceKind(ctx context.Context, l *Locker, name, kind, reason st
 	switch kind {
 	case KindMutex:
 		n, _ = l.holder(name)
-		sc = scriptForce
+		sc = scripts.Force
 	case KindSemaphore:
-		n, _ = l.kindHolder(name, ":s", semScripts, nil)
-		sc = scriptSemForce
+		n, _ = l.kindHolder(name, ":s", scripts.Sem, nil)
+		sc = scripts.SemForce
 	default:
-		n, _ = l.kindHolder(name, ":rw", rwScripts, nil)
-		sc = scriptRWForce
+		n, _ = l.kindHolder(name, ":rw", scripts.RW, nil)
+		sc = scripts.RWForce
 	}
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, sc, n.keys, controlChannel(b.o.prefix), reason, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, sc, n.keys, controlChannel(b.o.prefix), reason, scripts.HandoffGrant, b.windowArg)
 	if err != nil {
 		return nil, unavailable(err)
 	}

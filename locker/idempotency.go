@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Idempotency records.
@@ -24,19 +25,6 @@ import (
 // abandoning the record publishes to each of them on prefix+"{N}:rc",
 // through the Locker's one shared subscriber connection. All three share
 // the hash tag {N}. The derived suffixes never collide with a lock's keys.
-
-var (
-	//go:embed scripts/idem_begin.lua
-	luaIdemBegin string
-	//go:embed scripts/idem_end.lua
-	luaIdemEnd string
-	//go:embed scripts/idem_renew.lua
-	luaIdemRenew string
-
-	scriptIdemBegin = driver.NewScript(luaIdemBegin)
-	scriptIdemEnd   = driver.NewScript(luaIdemEnd)
-	scriptIdemRenew = driver.NewScript(luaIdemRenew)
-)
 
 // Idempotency sentinel errors; see also ErrUnavailable and ErrNotHeld.
 var (
@@ -194,7 +182,7 @@ func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token st
 		lease, every = l.o.lease, l.o.renewEvery
 	}
 	cctx, cancel := l.o.callCtx(ctx)
-	v, err := nd.drv.Eval(cctx, scriptIdemBegin, k.keys, fp, token, ms(lease), ms(max(wait, 0)))
+	v, err := nd.drv.Eval(cctx, scripts.IdemBegin, k.keys, fp, token, scripts.MS(lease), scripts.MS(max(wait, 0)))
 	cancel()
 	if err != nil {
 		if !errors.Is(err, ErrNotSent) {
@@ -293,7 +281,7 @@ func (l *Locker) idemCleanup(nd *node, k idemKeys, token string) {
 	end := func() {
 		ctx, cancel := l.o.cleanupCtx(context.Background())
 		defer cancel()
-		_, _ = nd.drv.Eval(ctx, scriptIdemEnd, k.keys, token, "a", "", 1, k.channel)
+		_, _ = nd.drv.Eval(ctx, scripts.IdemEnd, k.keys, token, "a", "", 1, k.channel)
 	}
 	go end()
 	time.AfterFunc(l.o.callTimeout, end)

@@ -3,6 +3,8 @@ package locker
 import (
 	"context"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Claim is what Idempotent returns: either a stored outcome to replay
@@ -94,7 +96,7 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 	// leave the record in flight.
 	cctx, cancel := c.l.o.upkeepCtx(ctx)
 	defer cancel()
-	v, err := c.nd.drv.Eval(cctx, scriptIdemEnd, c.k.keys, c.token, mode, outcome, ms(c.ttl), c.k.channel)
+	v, err := c.nd.drv.Eval(cctx, scripts.IdemEnd, c.k.keys, c.token, mode, outcome, scripts.MS(c.ttl), c.k.channel)
 	if err != nil {
 		err = unavailable(err)
 	} else if n, _ := v.(int64); n != 1 {
@@ -131,7 +133,7 @@ func (c *Claim) lose(why lossCause, lastErr error) {
 func (c *Claim) renewTTL() time.Duration { return c.lease }
 
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys.First(1), c.token, ms(ttl))
+	v, err := c.nd.drv.Eval(ctx, scripts.IdemRenew, c.k.keys.First(1), c.token, scripts.MS(ttl))
 	if err != nil {
 		return false, unavailable(err) // as a lock's renewal: the loss's log says so
 	}

@@ -9,12 +9,8 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
-
-//go:embed scripts/inspect.lua
-var luaInspect string
-
-var scriptInspect = driver.NewScript(luaInspect)
 
 // maxInspectWaiters caps the waiters one Inspect returns; State.Queued
 // says how many there are.
@@ -114,8 +110,8 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 // and details.
 func (l *Locker) inspectKeys(name string) driver.Keys {
 	m, _ := l.holder(name)
-	sem, _ := l.kindHolder(name, ":s", semScripts, nil)
-	rw, _ := l.kindHolder(name, ":rw", rwScripts, nil)
+	sem, _ := l.kindHolder(name, ":s", scripts.Sem, nil)
+	rw, _ := l.kindHolder(name, ":rw", scripts.RW, nil)
 	mk, sk, rk := m.keys.Names(), sem.keys.Names(), rw.keys.Names()
 	return driver.NewKeys(mk[0], mk[1], mk[2], sk[0], sk[1], sk[2], rk[0], rk[1], rk[2])
 }
@@ -123,7 +119,7 @@ func (l *Locker) inspectKeys(name string) driver.Keys {
 func (b *single) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptInspect, l.inspectKeys(name), maxInspectWaiters)
+	v, err := b.nd.drv.Eval(cctx, scripts.Inspect, l.inspectKeys(name), maxInspectWaiters)
 	if err != nil {
 		return nil, unavailable(err)
 	}

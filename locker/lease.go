@@ -68,7 +68,7 @@ func FromContext(ctx context.Context) *Lease {
 }
 
 // heldIn returns the live root lease of l for key in the lock family
-// (familyMutex ...) carried by ctx, or nil.
+// (scripts.FamilyMutex ...) carried by ctx, or nil.
 func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 	for le := FromContext(ctx); le != nil; le = le.parent {
 		if le.parts != nil {
@@ -89,7 +89,7 @@ func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 
 // holding returns le's live root if le is l's lease of key in family.
 func (le *Lease) holding(l *Locker, key string, family int) *Lease {
-	if le.l != l || le.key != key || le.n.sc.family != family {
+	if le.l != l || le.key != key || le.n.sc.Family != family {
 		return nil
 	}
 	root := le.root
@@ -297,7 +297,7 @@ func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return le.Release(ctx)
 	}
-	if le.n.sc.keep == nil && le.parts == nil {
+	if le.n.sc.Keep == nil && le.parts == nil {
 		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
 	}
 	span := le.l.tel.startRelease(ctx)

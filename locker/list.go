@@ -8,12 +8,8 @@ import (
 	"strings"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
-
-//go:embed scripts/list.lua
-var luaList string
-
-var scriptList = driver.NewScript(luaList)
 
 // listCount is the COUNT hint of each SCAN step: how many keys Redis looks
 // at per List call on one master (it may return fewer or a few more).
@@ -62,7 +58,7 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 	// Redlock's last tokens (":f"), queues (":q") and channels out of the
 	// reply, and nameOf drops the details hashes (":w").
 	pattern := globEscape(l.o.prefix) + "{" + globEscape(prefix) + "*[}sw]"
-	v, err := masters[master].Eval(cctx, scriptList, driver.Keys{}, scan, pattern, listCount)
+	v, err := masters[master].Eval(cctx, scripts.List, driver.Keys{}, scan, pattern, listCount)
 	if err != nil {
 		return nil, "", unavailable(err)
 	}

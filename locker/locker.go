@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Locker obtains locks on one Redis deployment (New), or on N independent
@@ -125,9 +126,9 @@ func newLocker(o options) *Locker {
 	l := &Locker{opts: o}
 	l.o = &l.opts
 	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
-	l.sidArg, l.windowArg = l.sid, ms(l.o.grantWindow)
-	l.checkScript = driver.NewScript("-- check by " + l.sid + "\n" + luaCheck)
-	for _, c := range scriptCommands() {
+	l.sidArg, l.windowArg = l.sid, scripts.MS(l.o.grantWindow)
+	l.checkScript = driver.NewScript("-- check by " + l.sid + "\n" + scripts.CheckSource)
+	for _, c := range scripts.Commands() {
 		l.checkCommands = append(l.checkCommands, c)
 	}
 	l.tel = newTelemetry(l.o)
@@ -248,14 +249,14 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(ErrNotObtained, err)
 	}
-	family := familyMutex
+	family := scripts.FamilyMutex
 	if p.Limit != 0 || p.Mode != Exclusive {
 		if err := l.Supports(p); err != nil {
 			return nil, err
 		}
-		family = familySemaphore
+		family = scripts.FamilySemaphore
 		if p.Mode != Exclusive {
-			family = familyRW
+			family = scripts.FamilyRW
 		}
 	}
 	if held := heldIn(ctx, l, key, family); held != nil {
@@ -274,9 +275,9 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	var n names
 	var token string
 	switch family {
-	case familyMutex:
+	case scripts.FamilyMutex:
 		n, token = l.holderIn(key, &le.buf)
-	case familySemaphore:
+	case scripts.FamilySemaphore:
 		n, token = l.semHolder(key, p.Limit, &le.buf)
 	default:
 		n, token = l.rwHolder(key, p.Mode, &le.buf)

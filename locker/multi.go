@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // MaxKeys is the most distinct keys one ObtainMany call takes: a
@@ -21,7 +23,7 @@ var ErrTooManyKeys = errors.New("locker: too many keys")
 // multiScripts marks a multi-key root lease (see ObtainMany): it runs no
 // script of its own — each key is a mutex lease of its own (a part) — and
 // no lease re-enters it as a whole (its parts are re-entered key by key).
-var multiScripts = &scriptSet{family: familyMulti}
+var multiScripts = &scripts.Set{Family: scripts.FamilyMulti}
 
 // ObtainMany takes the mutex locks of every key in keys, all or nothing,
 // and returns one Lease that covers them all. It is the lock of an

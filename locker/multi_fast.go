@@ -9,12 +9,8 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
-
-//go:embed scripts/multi_acquire.lua
-var luaMultiAcquire string
-
-var scriptMultiAcquire = driver.NewScript(luaMultiAcquire)
 
 // multiFast is the one-script path of ObtainMany: on a deployment whose
 // keys all live on one node and whose scripts may name keys of several
@@ -42,7 +38,7 @@ func (b *single) takeAll(ctx context.Context, ns []names, tokens []string, ttl t
 	}
 	keys := make([]string, 0, 2*len(ns))
 	args := make([]any, 0, 1+len(ns))
-	args = append(args, ms(ttl))
+	args = append(args, scripts.MS(ttl))
 	for i, n := range ns {
 		all := n.keys.Names()
 		keys = append(keys, all[0], all[1]) // lock, queue
@@ -53,7 +49,7 @@ func (b *single) takeAll(ctx context.Context, ns []names, tokens []string, ttl t
 	}
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptMultiAcquire, driver.NewKeys(keys...), args...)
+	v, err := b.nd.drv.Eval(cctx, scripts.MultiAcquire, driver.NewKeys(keys...), args...)
 	if err != nil {
 		if strings.Contains(err.Error(), "CROSSSLOT") {
 			b.multi.on.Store(false) // refused before it ran: nothing to clean up
@@ -90,7 +86,7 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 		return nil, false, nil
 	}
 	for _, key := range keys {
-		if heldIn(ctx, l, key, familyMutex) != nil {
+		if heldIn(ctx, l, key, scripts.FamilyMutex) != nil {
 			return nil, false, nil // re-entry goes key by key
 		}
 	}

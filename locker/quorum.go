@@ -11,12 +11,8 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
-
-//go:embed scripts/raise.lua
-var luaRaise string
-
-var scriptRaise = driver.NewScript(luaValue + luaRaise)
 
 // quorum is the Redlock backend over N independent masters: a lock is
 // held when a majority (N/2+1) granted it within its validity, TTL -
@@ -79,29 +75,29 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 	out := quorumTry{sent: time.Now(), pttl: ttl}
 	var res []nodeReply
 	if n.labelArg != nil {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, b.sidArg, b.windowArg, n.labelArg)
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.sidArg, b.windowArg, n.labelArg)
 	} else {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scriptAcquire, n.keys, token, ms(ttl), ms(wait), mode, b.sidArg, b.windowArg)
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.sidArg, b.windowArg)
 	}
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
 	same := true // every granting master minted the same token
 	t := count("obtain", b.need, res, func(i int, v any) (bool, error) {
-		rep, err := parseReply(v, ttl)
+		rep, err := scripts.ParseReply(v, ttl)
 		if err != nil {
 			return false, err
 		}
-		if rep.status != statusObtained && rep.status != statusReentered {
-			if rep.pttl > 0 {
-				out.pttl = min(out.pttl, rep.pttl)
+		if rep.Status != scripts.StatusObtained && rep.Status != scripts.StatusReentered {
+			if rep.PTTL > 0 {
+				out.pttl = min(out.pttl, rep.PTTL)
 			}
 			return false, nil
 		}
 		granted++
 		took[i] = true
-		same = same && (granted == 1 || rep.fence == out.fence)
-		out.fence = max(out.fence, rep.fence)
-		out.holds = max(out.holds, int(rep.holds))
+		same = same && (granted == 1 || rep.Fence == out.fence)
+		out.fence = max(out.fence, rep.Fence)
+		out.holds = max(out.holds, int(rep.Holds))
 		return true, nil
 	})
 	for i, err := range t.errs {
@@ -142,7 +138,7 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 // the lease would have ended: gone in value.lua) then gives it a larger
 // token.
 func (b *quorum) raiseFence(ctx context.Context, n names, token string, ttl time.Duration, fence int64, took []bool) bool {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRaise, n.keys.First(1), token, fence)
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.keys.First(1), token, fence)
 	return count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).won()
 }
 
@@ -159,7 +155,7 @@ func (b *quorum) undo(n names, token string, took []bool) {
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		if took[i] {
-			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scriptRelease, n.keys, token, handoffNotify, 0) })
+			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scripts.Release, n.keys, token, scripts.HandoffNotify, 0) })
 		}
 	}
 	wg.Wait()
@@ -173,9 +169,9 @@ func (b *quorum) undo(n names, token string, took []bool) {
 // across processes is not first-come-first-served.
 func (b *quorum) obtain(ctx context.Context, key string, n names, token string, t terms) (held, error) {
 	waitUntil := time.Now().Add(t.wait)
-	mode := modeAcquire
+	mode := scripts.ModeAcquire
 	if t.wait > 0 {
-		mode = modeNotify
+		mode = scripts.ModeNotify
 	}
 	var w *waiter
 	subs := make([]member, len(b.nodes))
@@ -194,7 +190,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 	for {
 		sent := time.Now()
 		try := b.try(ctx, n, token, t.ttl, time.Until(waitUntil), mode, false)
-		queued = queued || mode == modeNotify
+		queued = queued || mode == scripts.ModeNotify
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
@@ -252,7 +248,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 func (b *quorum) withdraw(n names, token string) {
 	ctx, cancel := b.o.cleanupCtx(context.Background())
 	defer cancel()
-	b.fanout(ctx, b.o.callTimeout, scriptLeave, n.keys, token, modeDrop, handoffNotify, 0)
+	b.fanout(ctx, b.o.callTimeout, scripts.Leave, n.keys, token, scripts.ModeDrop, scripts.HandoffNotify, 0)
 }
 
 // semaphores: a permit set kept by quorum would need each master to agree

@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"slices"
+
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // The operator calls on a Redlock Locker: each fans out to every master
@@ -16,7 +18,7 @@ import (
 // lock was not held by Redlock's rule, and the error matches ErrNotHeld.
 func (b *quorum) force(ctx context.Context, l *Locker, name, reason string) ([]freed, error) {
 	n, _ := l.holder(name)
-	res := b.fanout(ctx, b.o.callTimeout, scriptForce, n.keys, controlChannel(b.o.prefix), reason, handoffNotify, 0)
+	res := b.fanout(ctx, b.o.callTimeout, scripts.Force, n.keys, controlChannel(b.o.prefix), reason, scripts.HandoffNotify, 0)
 	var all []freed
 	t := count("force-release", b.need, res, func(_ int, v any) (bool, error) {
 		got, _, err := parseForced(KindMutex, v)
@@ -47,7 +49,7 @@ func (b *quorum) force(ctx context.Context, l *Locker, name, reason string) ([]f
 
 // inspect reads name's state on every master and merges the views.
 func (b *quorum) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
-	res := b.fanout(ctx, b.o.callTimeout, scriptInspect, l.inspectKeys(name), maxInspectWaiters)
+	res := b.fanout(ctx, b.o.callTimeout, scripts.Inspect, l.inspectKeys(name), maxInspectWaiters)
 	var views []*State
 	t := count("inspect", b.need, res, func(_ int, v any) (bool, error) {
 		st, err := parseState(name, v)

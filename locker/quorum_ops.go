@@ -4,20 +4,22 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // The operations of a held Redlock lock: each fans out to every master and
 // decides by tally.
 
 func (b *quorum) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
-	try := b.try(ctx, n, token, ttl, 0, modeReenter, true)
+	try := b.try(ctx, n, token, ttl, 0, scripts.ModeReenter, true)
 	return try.holds, try.obtained, try.err
 }
 
 // release drops one hold on every master: done when a majority released it;
 // ErrNotHeld when so many did not hold it that no majority is left.
 func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptRelease, n.keys, token, handoffNotify, 0)
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Release, n.keys, token, scripts.HandoffNotify, 0)
 	t := count("release", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
@@ -35,7 +37,7 @@ func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Du
 // the lock. A master that missed it frees the lock at once, so the window
 // holds while a majority keeps it.
 func (b *quorum) keep(ctx context.Context, n names, token string, ttl, d time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), n.sc.keep, n.keys, token, ms(d))
+	res := b.fanout(ctx, b.nodeTimeout(ttl), n.sc.Keep, n.keys, token, scripts.MS(d))
 	t := count("keep", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
@@ -52,7 +54,7 @@ func (b *quorum) keep(ctx context.Context, n names, token string, ttl, d time.Du
 // extend resets the lease on every master: held when a majority extended
 // it; lost (false) when so many refused that no majority is left.
 func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scriptExtend, n.keys.First(1), token, ms(ttl))
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Extend, n.keys.First(1), token, scripts.MS(ttl))
 	t := count("extend", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x == 1, nil
@@ -68,7 +70,7 @@ func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Dur
 
 // pttl is the lease left on the majority: the quorum-th longest.
 func (b *quorum) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
-	res := b.fanout(ctx, b.o.callTimeout, scriptPTTL, n.keys.First(1), token)
+	res := b.fanout(ctx, b.o.callTimeout, scripts.PTTL, n.keys.First(1), token)
 	var left []time.Duration
 	t := count("ttl", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)

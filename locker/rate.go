@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Rate limits.
@@ -18,16 +19,6 @@ import (
 // generic cell rate algorithm (GCRA) on the server's clock, so processes
 // whose clocks disagree share one exact limit. See docs/tags.md#rate-and-burst for
 // why GCRA and not a sliding window.
-
-var (
-	//go:embed scripts/rate.lua
-	luaRate string
-	//go:embed scripts/rate_inspect.lua
-	luaRateInspect string
-
-	scriptRate        = driver.NewScript(luaRate)
-	scriptRateInspect = driver.NewScript(luaRateInspect)
-)
 
 // Rate-limit sentinel errors.
 var (
@@ -173,7 +164,7 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	}
 	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'f', -1, 64) // plain decimal: every Lua's tonumber reads it
 	cctx, cancel := l.o.callCtx(ctx)
-	v, err := nd.drv.Eval(cctx, scriptRate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
+	v, err := nd.drv.Eval(cctx, scripts.Rate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
 	cancel()
 	if err != nil {
 		if ce := ctx.Err(); ce != nil {
@@ -234,7 +225,7 @@ func (l *Locker) InspectRate(ctx context.Context, key string) (st RateState, ok 
 	}
 	cctx, cancel := l.o.callCtx(ctx)
 	defer cancel()
-	v, err := nd.drv.Eval(cctx, scriptRateInspect, driver.NewKeys(l.rateKey(key)))
+	v, err := nd.drv.Eval(cctx, scripts.RateInspect, driver.NewKeys(l.rateKey(key)))
 	if err != nil {
 		return RateState{}, false, unavailable(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // single is the backend on one Redis deployment (a server, a Sentinel
@@ -29,24 +30,24 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 		defer b.nd.hub.unregister(w)
 	}
 	sent := time.Now()
-	r, err := b.acquire(ctx, n, t.ttl, t.wait, modeAcquire, t.call)
+	r, err := b.acquire(ctx, n, t.ttl, t.wait, scripts.ModeAcquire, t.call)
 	switch {
 	case err == nil:
 	case !errors.Is(err, ErrNotReplicated):
 		b.abandon(n, token, err)
 		return held{}, obtainFailed(ctx, err)
-	case r.status == statusObtained:
+	case r.Status == scripts.StatusObtained:
 		return b.unreplicated(n, token, err)
 	}
 	// (A busy reply's queue entry need not reach the replicas: it is not
 	// ownership.)
-	if r.status == statusObtained {
-		if b.o.ackReplicas > 0 && !r.fast {
+	if r.Status == scripts.StatusObtained {
+		if b.o.ackReplicas > 0 && !r.Fast {
 			// Obtained by a path whose writes this call's WAIT may not
 			// cover (see granted).
-			return b.granted(ctx, n, token, r.fence, sent, t)
+			return b.granted(ctx, n, token, r.Fence, sent, t)
 		}
-		return b.lease(ctx, n, token, r.fence, sent, r.pttl)
+		return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 	}
 	if t.wait <= 0 {
 		return held{}, ErrNotObtained
@@ -56,35 +57,35 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 
 // acquire runs acquire.lua for n's holder (n.tokenArg), with its call
 // context in dc (nil: allocated). Under WithReplicaAck a first try
-// (modeAcquire) is acknowledged: a shortfall is an error matching
+// (scripts.ModeAcquire) is acknowledged: a shortfall is an error matching
 // ErrNotReplicated, returned with the reply.
-func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string, dc *deadlineCtx) (reply, error) {
+func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string, dc *deadlineCtx) (scripts.Reply, error) {
 	cctx := b.o.callCtxIn(ctx, dc)
-	ack := mode == modeAcquire && b.o.ackReplicas > 0
-	if mode == modeAcquire && n.firstArgs != nil {
+	ack := mode == scripts.ModeAcquire && b.o.ackReplicas > 0
+	if mode == scripts.ModeAcquire && n.firstArgs != nil {
 		// The first try's arguments, made with the holder (names.firstArgs).
-		v, err := b.eval(cctx, ack, n.sc.acquire, n.keys, n.firstArgs...)
+		v, err := b.eval(cctx, ack, n.sc.Acquire, n.keys, n.firstArgs...)
 		return parseAcked(v, err, ttl)
 	}
 	// A re-check's wait is what is left of it, a new value each time: only
 	// a first try's is worth keeping boxed.
 	var waitArg any
-	if mode == modeAcquire {
+	if mode == scripts.ModeAcquire {
 		waitArg = b.msArg(wait)
 	} else {
-		waitArg = ms(wait)
+		waitArg = scripts.MS(wait)
 	}
 	var v any
 	var err error
 	switch {
 	case n.limitArg != nil && n.labelArg != nil:
-		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg, n.labelArg)
+		v, err = b.eval(cctx, ack, n.sc.Acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg, n.labelArg)
 	case n.limitArg != nil:
-		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg)
+		v, err = b.eval(cctx, ack, n.sc.Acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.limitArg)
 	case n.labelArg != nil:
-		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.labelArg)
+		v, err = b.eval(cctx, ack, n.sc.Acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg, n.labelArg)
 	default:
-		v, err = b.eval(cctx, ack, n.sc.acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
+		v, err = b.eval(cctx, ack, n.sc.Acquire, n.keys, n.tokenArg, b.msArg(ttl), waitArg, mode, b.sidArg, b.windowArg)
 	}
 	return parseAcked(v, err, ttl)
 }
@@ -109,13 +110,13 @@ func (b *single) eval(ctx context.Context, ack bool, s *driver.Script, keys driv
 // parseAcked parses the reply of an acquire call that failed with err,
 // or ran but was not acknowledged (err matches ErrNotReplicated: the
 // reply and the error are returned).
-func parseAcked(v any, err error, ttl time.Duration) (reply, error) {
+func parseAcked(v any, err error, ttl time.Duration) (scripts.Reply, error) {
 	if err != nil && (v == nil || !errors.Is(err, ErrNotReplicated)) {
-		return reply{}, err
+		return scripts.Reply{}, err
 	}
-	r, perr := parseReply(v, ttl)
+	r, perr := scripts.ParseReply(v, ttl)
 	if perr != nil {
-		return reply{}, perr
+		return scripts.Reply{}, perr
 	}
 	return r, err
 }
@@ -125,7 +126,7 @@ func parseAcked(v any, err error, ttl time.Duration) (reply, error) {
 // ErrNotReplicated and ErrUnavailable. The release is a cleanup on a
 // fresh context: the lock must not stay held by a caller told it failed.
 func (b *single) unreplicated(n names, token string, err error) (held, error) {
-	_, _ = b.leave(context.Background(), n, token, modeDrop)
+	_, _ = b.leave(context.Background(), n, token, scripts.ModeDrop)
 	return held{}, err
 }
 
@@ -151,14 +152,14 @@ func (b *single) granted(ctx context.Context, n names, token string, fence int64
 
 // leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
 // fresh context: it is clean-up that must happen even when ctx ended.
-func (b *single) leave(ctx context.Context, n names, token, mode string) (reply, error) {
+func (b *single) leave(ctx context.Context, n names, token, mode string) (scripts.Reply, error) {
 	cctx, cancel := b.o.cleanupCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, n.sc.leave, n.keys, token, mode, handoffGrant, b.windowArg)
+	v, err := b.nd.drv.Eval(cctx, n.sc.Leave, n.keys, token, mode, scripts.HandoffGrant, b.windowArg)
 	if err != nil {
-		return reply{}, err
+		return scripts.Reply{}, err
 	}
-	return parseReply(v, 0)
+	return scripts.ParseReply(v, 0)
 }
 
 // abandon cleans up after an acquire that failed with err and whose outcome
@@ -176,11 +177,11 @@ func (b *single) abandon(n names, token string, err error) {
 	if errors.Is(err, ErrNotSent) {
 		return
 	}
-	go func() { _, _ = b.leave(context.Background(), n, token, modeDrop) }()
+	go func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) }()
 	// The lost call may still be on its way on its dead connection and run
 	// after this clean-up; a second one a call timeout later catches that.
 	// Anything later still is bounded by the lease and the wait.
-	time.AfterFunc(b.o.callTimeout, func() { _, _ = b.leave(context.Background(), n, token, modeDrop) })
+	time.AfterFunc(b.o.callTimeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) })
 }
 
 // ErrLate is wrapped by the error of an Obtain whose lock was granted but
@@ -203,16 +204,16 @@ func (b *single) lease(ctx context.Context, n names, token string, fence int64, 
 	if time.Until(sent.Add(pttl)) > 0 {
 		return held{fence: fence, at: sent, granted: pttl}, nil
 	}
-	_, _ = b.leave(ctx, n, token, modeDrop)
+	_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
 	return held{}, errLate
 }
 
 func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
-	r, err := b.acquire(ctx, n, ttl, 0, modeReenter, nil)
+	r, err := b.acquire(ctx, n, ttl, 0, scripts.ModeReenter, nil)
 	if err != nil {
 		return 0, false, err
 	}
-	return int(r.holds), r.status == statusReentered, nil
+	return int(r.Holds), r.Status == scripts.StatusReentered, nil
 }
 
 func (b *single) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
@@ -221,7 +222,7 @@ func (b *single) extend(ctx context.Context, n names, token string, ttl time.Dur
 	// Under WithReplicaAck a renewal is acknowledged: one the replicas
 	// did not confirm fails like a call that did not answer (retried until
 	// the lease's local deadline).
-	v, err := b.eval(cctx, b.o.ackReplicas > 0, n.sc.extend, n.keys.First(n.sc.extendKeys), token, ms(ttl))
+	v, err := b.eval(cctx, b.o.ackReplicas > 0, n.sc.Extend, n.keys.First(n.sc.ExtendKeys), token, scripts.MS(ttl))
 	if err != nil {
 		return false, unavailable(err)
 	}
@@ -233,9 +234,9 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 	var v any
 	var err error
 	if n.releaseArgs != nil {
-		v, err = b.nd.drv.Eval(ctx, n.sc.release, n.keys, n.releaseArgs...)
+		v, err = b.nd.drv.Eval(ctx, n.sc.Release, n.keys, n.releaseArgs...)
 	} else {
-		v, err = b.nd.drv.Eval(ctx, n.sc.release, n.keys, n.tokenArg, handoffGrant, b.windowArg)
+		v, err = b.nd.drv.Eval(ctx, n.sc.Release, n.keys, n.tokenArg, scripts.HandoffGrant, b.windowArg)
 	}
 	if err != nil {
 		return unavailable(err)
@@ -259,7 +260,7 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 }
 
 func (b *single) keep(ctx context.Context, n names, token string, _, d time.Duration) error {
-	v, err := b.nd.drv.Eval(ctx, n.sc.keep, n.keys, n.tokenArg, ms(d))
+	v, err := b.nd.drv.Eval(ctx, n.sc.Keep, n.keys, n.tokenArg, scripts.MS(d))
 	if err != nil {
 		return unavailable(err)
 	}
@@ -272,7 +273,7 @@ func (b *single) keep(ctx context.Context, n names, token string, _, d time.Dura
 func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
 	cctx, cancel := b.o.callCtx(ctx)
 	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, n.sc.pttl, n.keys.First(n.sc.extendKeys), token)
+	v, err := b.nd.drv.Eval(cctx, n.sc.PTTL, n.keys.First(n.sc.ExtendKeys), token)
 	if err != nil {
 		return 0, unavailable(err)
 	}

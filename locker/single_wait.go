@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // wait waits for a hand-over after a busy first try (r, sent when sent).
@@ -13,7 +15,7 @@ import (
 // waiters on the key share one safety re-check at the end of the current
 // holder's lease (see hub), so a lost notice, a holder that crashed or a
 // grant that lapsed costs at most that lease, and only one call per process.
-func (b *single) wait(ctx context.Context, n names, token string, t terms, w *waiter, sent time.Time, r reply) (held, error) {
+func (b *single) wait(ctx context.Context, n names, token string, t terms, w *waiter, sent time.Time, r scripts.Reply) (held, error) {
 	waitUntil := sent.Add(t.wait)
 	defer b.tel.waiting(t.params)()
 	wt := b.nd.hub.watch(n.channel, w)
@@ -30,31 +32,31 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 		if err != nil {
 			// Queued by the first try; the token is done, so off the
 			// caller's path (leave's context drops ctx's cancellation).
-			go func() { _, _ = b.leave(ctx, n, token, modeDrop) }()
+			go func() { _, _ = b.leave(ctx, n, token, scripts.ModeDrop) }()
 			return held{}, errors.Join(ErrNotObtained, err)
 		}
 		recheck = recheck || missed
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			r, err = b.acquire(ctx, n, t.ttl, time.Until(waitUntil), modeRecheck, t.call)
+			r, err = b.acquire(ctx, n, t.ttl, time.Until(waitUntil), scripts.ModeRecheck, t.call)
 			if err != nil {
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.
 				b.abandon(n, token, nil)
 				return held{}, obtainFailed(ctx, err)
 			}
-			if r.status == statusObtained {
+			if r.Status == scripts.StatusObtained {
 				var h held
 				if b.o.ackReplicas > 0 {
-					h, err = b.granted(ctx, n, token, r.fence, sent, t)
+					h, err = b.granted(ctx, n, token, r.Fence, sent, t)
 				} else {
-					h, err = b.lease(ctx, n, token, r.fence, sent, r.pttl)
+					h, err = b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 				}
 				if !errors.Is(err, ErrLate) || !time.Now().Before(waitUntil) {
 					return h, err
 				}
-				dropped, requeued = r.fence, 0
+				dropped, requeued = r.Fence, 0
 				// Granted (a hand-over's short window) but over before
 				// this re-check's reply arrived: the process was too slow
 				// to take the grant up (starved, paused). lease handed it
@@ -64,13 +66,13 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				continue
 			}
 			if dropped != 0 && requeued == 0 {
-				requeued = r.server
+				requeued = r.Server
 			}
 			observed = false
 		}
 		if !observed {
 			observed = true
-			wt.observe(r.pttl, r.server)
+			wt.observe(r.PTTL, r.Server)
 		}
 		select {
 		case g := <-w.grant:
@@ -81,10 +83,10 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				// be equal: it gets the current one) and a later time.
 				continue
 			}
-			// The grant happened g.server-r.server ms after the server
+			// The grant happened g.server-r.Server ms after the server
 			// answered r, and r was answered after sent: a conservative
 			// local time of the grant.
-			at := sent.Add(time.Duration(g.server-r.server-1) * time.Millisecond)
+			at := sent.Add(time.Duration(g.server-r.Server-1) * time.Millisecond)
 			left := time.Until(at.Add(g.pttl))
 			if left > 0 && b.o.ackReplicas == 0 && (g.pttl >= t.ttl || left >= g.pttl*2/3) {
 				return held{fence: g.fence, at: at, granted: g.pttl}, nil
@@ -122,19 +124,19 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 			recheck = true
 		case <-deadline.C:
 			sent = time.Now()
-			r, err := b.leave(ctx, n, token, modeKeep)
+			r, err := b.leave(ctx, n, token, scripts.ModeKeep)
 			if err != nil {
 				return held{}, obtainFailed(ctx, err)
 			}
-			if r.status == statusObtained {
+			if r.Status == scripts.StatusObtained {
 				if b.o.ackReplicas > 0 {
-					return b.granted(ctx, n, token, r.fence, sent, t)
+					return b.granted(ctx, n, token, r.Fence, sent, t)
 				}
-				return b.lease(ctx, n, token, r.fence, sent, r.pttl)
+				return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 			}
 			return held{}, ErrNotObtained
 		case <-ctx.Done():
-			_, _ = b.leave(ctx, n, token, modeDrop)
+			_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
 			return held{}, errors.Join(ErrNotObtained, ctx.Err())
 		}
 	}

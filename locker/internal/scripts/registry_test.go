@@ -1,4 +1,4 @@
-package locker
+package scripts
 
 import (
 	"flag"
@@ -12,11 +12,11 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/scripts from the script registry")
 
 // TestScriptsGolden: every script Redis runs is in testdata/scripts as it
-// runs it, and nothing else is. go test ./locker/ -run TestScriptsGolden
+// runs it, and nothing else is. go test ./locker/internal/scripts -run TestScriptsGolden
 // -args -update rewrites the files after a script changes.
 func TestScriptsGolden(t *testing.T) {
 	dir := filepath.Join("testdata", "scripts")
-	reg := scriptsByName()
+	reg := ByName()
 	if *updateGolden {
 		if err := os.RemoveAll(dir); err != nil {
 			t.Fatal(err)
@@ -47,7 +47,7 @@ func TestScriptsGolden(t *testing.T) {
 	for name, s := range reg {
 		b, err := os.ReadFile(filepath.Join(dir, name+".lua"))
 		if err != nil {
-			t.Errorf("script %s has no golden file (run go test ./locker/ -run TestScriptsGolden -args -update): %v", name, err)
+			t.Errorf("script %s has no golden file (run go test ./locker/internal/scripts -run TestScriptsGolden -args -update): %v", name, err)
 			continue
 		}
 		if string(b) != s.Source() {
@@ -60,7 +60,7 @@ func TestScriptsGolden(t *testing.T) {
 // script a call runs.
 func TestScriptsDistinct(t *testing.T) {
 	seen := map[string]string{}
-	for name, s := range scriptsByName() {
+	for name, s := range ByName() {
 		if other, ok := seen[s.Hash()]; ok {
 			t.Errorf("scripts %s and %s are the same source", name, other)
 		}
