@@ -40,6 +40,8 @@ type row struct {
 	ratioMed, ratioMin, ratioMax float64
 	// hot key with -rounds > 1 (locktag only)
 	hotRounds *hotRounds
+	// the whole machine during the measurement window
+	mach machineState
 }
 
 // vsRef is r's pairs/s over the reference's: the median paired ratio when
@@ -95,8 +97,11 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 	var c0, c1 serverStat
 	var u0, u1 time.Duration
 	var pg *pinger
+	var m0, m1 cpuTicks
+	var m0ok, m1ok bool
 	recs, w, live := drive(l, ld, mono(), func(start bool) {
 		if start {
+			m0, m0ok = readCPU()
 			r0, c0, u0 = reqs.Load(), serverStatsAll(addrs), selfCPU()
 			if oneKey {
 				pg = startPinger(addrs[0])
@@ -104,6 +109,7 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 		} else {
 			pg.stop()
 			r1, c1, u1 = reqs.Load(), serverStatsAll(addrs), selfCPU()
+			m1, m1ok = readCPU()
 		}
 	})
 	ids := make([]int32, ld.c)
@@ -112,7 +118,7 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 	}
 	st := analyse(recs, w, ids, oneKey)
 	st.violations = max(st.violations, live)
-	r := row{lib: s.name, c: ld.c, st: st, loadedRTT: pg.p50()}
+	r := row{lib: s.name, c: ld.c, st: st, loadedRTT: pg.p50(), mach: machineBetween(m0, m1, m0ok, m1ok)}
 	if st.acq > 0 {
 		r.reqPerAcq = float64(r1-r0) / float64(st.acq)
 		r.setServer(c1.sub(c0), len(addrs), pg.count())
@@ -198,7 +204,9 @@ func runUncontended(cfg *config, rep *report) {
 	if rounds > 1 {
 		fmt.Fprintf(md, "%d interleaved rounds per contention level: every library once per round, one after another, so each ratio is paired with a set+del cell measured seconds away, and a burst of outside load spoils one round rather than one library's whole result. × set+del is the median of the per-round ratios (range in brackets); the other columns are from the round whose ratio is that median.\n\n", rounds)
 	}
-	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	md.WriteString("The last column is the whole machine during that row's window: CPUs busy (every process, this tool and redis-server included) / stolen by the hypervisor / one-minute load average. Below each contention level, the range over all its windows. A ratio taken while other work keeps the CPUs busy, or while steal is high, says more about the machine than about the libraries.\n\n")
+	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | busy / steal / load |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var machines []string
 	for _, c := range cfg.cs {
 		var libs []subject
 		for _, s := range subjects() {
@@ -217,9 +225,14 @@ func runUncontended(cfg *config, rep *report) {
 			if r.ratioMed > 0 {
 				x += fmt.Sprintf(" (%.2f–%.2f)", r.ratioMin, r.ratioMax)
 			}
-			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s |\n", r.lib, c, r.st.rate, x,
-				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq))
+			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s | %s |\n", r.lib, c, r.st.rate, x,
+				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq), r.mach)
 		}
+		machines = append(machines, fmt.Sprintf("- c = %d: %s\n", c, machineRange(byRound)))
+	}
+	md.WriteString("\nThe machine during each contention level's windows:\n\n")
+	for _, m := range machines {
+		md.WriteString(m)
 	}
 	md.WriteString("\n")
 }

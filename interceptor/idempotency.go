@@ -65,25 +65,12 @@ func IdempotencyUnaryServerInterceptor(l *locker.Locker, methods []string, opts 
 }
 
 // Unary returns the unary server interceptor. Calls to other methods go
-// straight to the handler. For a guarded method, before Redis is touched:
-// the idempotency-key metadata is required (codes.InvalidArgument; see
-// guard.WithOptionalKey) and must be one value, a Structured Field string
-// or bare printable ASCII of at most 255 bytes (codes.InvalidArgument); the
-// scope is resolved (codes.Unauthenticated). The fingerprint covers the
-// full method and the deterministic marshalling of the request.
-//
-// Then: a new key runs the handler with a context that is cancelled with
-// cause locker.ErrLockLost if the in-flight marker is lost, and stores its
-// outcome (the response, or the status with its details); a retry gets
-// that outcome again, with "idempotent-replayed: true" in the header and
-// trailer metadata, without running the handler; a retry while the first
-// call runs fails with codes.Aborted (or waits, guard.WithReplayWait); a
-// reuse of the key with a different request fails with
-// codes.FailedPrecondition; Redis down fails with codes.Unavailable. A
-// panicking handler frees the key (the panic goes on), and so does a
-// refusal by a lock interceptor after this one (bad key, busy,
-// unavailable...): put this interceptor first. Header and trailer
-// metadata the handler sets are not stored.
+// straight to the handler. A guarded method's first call with a key runs
+// the handler and stores its outcome (the response, or the status with its
+// details); retries get that outcome again with "idempotent-replayed: true"
+// metadata, without running the handler. Put this interceptor before the
+// lock interceptor. Codes and lifecycle: docs/grpc.md and
+// docs/idempotency.md.
 func (ig *Idempotency) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		mt := ig.methods[info.FullMethod]

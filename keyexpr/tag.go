@@ -33,32 +33,12 @@ type Spec struct {
 //
 //	key:"order:{path.id}" expire:"30s" wait:"2s"
 //
-// The syntax is that of a Go struct tag: name:"value" pairs separated by
-// spaces, each value a double-quoted Go string literal. Unlike
-// reflect.StructTag.Lookup, which skips what it cannot read, ParseTag rejects
-// malformed quoting, a missing space between pairs, unknown fields and
-// duplicate fields.
-//
-// Fields: key (a template, see Compile) or keys (several templates
-// separated by commas, at most MaxKeys: a multi-key lock, all keys or
-// none; not with limit or mode) — one of the two is required —, expire (a positive
-// time.Duration of at least 1ms; omitted = watchdog mode), wait (a
-// non-negative time.Duration; default 0 = fail at once), name (a non-empty
-// metrics/span name; default: the adapter's route or method), long ("hash"
-// or "reject"; default "reject") and limit (a whole number from 1 to
-// MaxLimit: the lock is a semaphore of that many permits; omitted = a
-// mutex) and keep (a time.Duration of at least 1ms: the lock stays held
-// that long after a successful call; not with limit) and mode ("read" or
-// "write": a read/write lock; not with limit or keep), rate ("N/period",
-// such as "100/1m" or "10/s": a rate limit on the key, which takes no
-// lock; not with keys, expire, limit, keep or mode) and burst (a whole
-// number from 1 to MaxRate: requests admitted at once; only with rate;
-// default: the rate's N).
-//
-// Errors are *TagError values naming the field and byte position and wrapping
-// ErrSyntax, ErrUnknownField, ErrDuplicateField, ErrBadDuration, ErrBadValue
-// or ErrMissingKey; a bad key template wraps a *TemplateError (and so
-// ErrSyntax).
+// The syntax is a Go struct tag's, but strict: malformed quoting, a missing
+// space between pairs, unknown and duplicate fields are errors. The fields
+// (key or keys, expire, wait, name, long, limit, keep, mode, rate, burst)
+// and what combines with what are in docs/tags.md. Errors are *TagError
+// values naming the field and byte position and wrapping one of this
+// package's sentinels; a bad key template wraps a *TemplateError.
 func ParseTag(tag string) (*Spec, error) {
 	s := &Spec{Tag: tag}
 	seen := make(map[string]bool, 8)

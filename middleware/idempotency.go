@@ -14,37 +14,13 @@ import (
 
 // Idempotency returns a per-route middleware that runs the rest of the
 // chain at most once per (route, caller scope, Idempotency-Key) and replays
-// the stored response to retries, following the IETF httpapi draft "The
-// Idempotency-Key HTTP Header Field" and Stripe's rules:
+// the stored response to retries (IETF httpapi draft, Stripe's rules):
 //
-//	r.POST("/payments",
-//		middleware.Idempotency(lk, guard.WithScope(accountOf)),
-//		pay)
+//	r.POST("/payments", middleware.Idempotency(lk, guard.WithScope(accountOf)), pay)
 //
 // It panics with NewIdempotency's error if an option is invalid or no
-// scope is given. opts are guard options (guard.WithScope,
-// guard.WithRecordTTL, guard.WithReplayWait, ...; see package guard for
-// each default) and this package's WithKeyHeader, WithReplayHeaders and
-// WithErrorHandler.
-//
-// Per request, through a guard.Idempotency, before Redis is touched: the
-// key header is required (400; guard.WithOptionalKey lets requests
-// without it through unguarded) and must be one Structured Field string
-// or bare printable ASCII of at most 255 bytes (400); the scope is
-// resolved (401); the body is read up to its cap (413) and restored for
-// the handler. The fingerprint covers the method, route, path, query and
-// body.
-//
-// Then, atomically in Redis: a new key is marked in flight and the chain
-// runs; its response is passed through to the client and stored (status,
-// the headers in WithReplayHeaders, body) for the record TTL. A retry gets
-// the stored response with "Idempotent-Replayed: true" and the handler
-// does not run. A retry while the first request runs gets 409 with
-// Retry-After: 1 (or, with guard.WithReplayWait, waits and replays); a
-// reuse of the key for a different request gets 422; Redis down gets 503
-// (there is no fail-open). If a handler panics, or a Lock after this
-// middleware refuses the request, the key is freed so the client can
-// retry. Put Idempotency before Lock (docs/idempotency.md).
+// scope is given. Put it before Lock. Statuses and lifecycle:
+// docs/idempotency.md.
 func Idempotency(l *locker.Locker, opts ...Option) gin.HandlerFunc {
 	h, err := NewIdempotency(l, opts...)
 	if err != nil {

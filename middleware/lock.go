@@ -18,30 +18,11 @@ import (
 //
 //	r.POST("/orders/:id/pay", middleware.Lock(lk, `key:"order:{path.id}" wait:"2s"`), pay)
 //
-// A rate tag (docs/tags.md#rate-and-burst) makes it a rate limit on the
-// key instead: the chain runs while the key is within its rate, with the
-// RateLimit-Policy and RateLimit fields set, and otherwise the request is
-// refused with 429, Retry-After and those fields.
-//
-// Lock panics if the tag or an option is invalid, with the error NewLock would
-// return (for a bad tag a *keyexpr.TagError naming the tag, the field and
-// the byte position). It is meant for tags written in code at registration.
-//
-// opts are guard options (guard.WithFailOpen, guard.WithMaxValueLen,
-// guard.WithMaxRequestBytes, ...) and this package's WithSource and
-// WithErrorHandler.
-//
-// Per request, through a guard.Lock: the key is resolved (an error is a 400,
-// 413 for an over-long body, 500 for a tag that names a path parameter the
-// route lacks — before Redis is touched); the lock is obtained, waiting up to
-// the tag's wait but never past the request's context; c.Request gets the
-// lease's context; the chain runs; the lock is released — also when a
-// handler panics, and the panic then continues to gin.Recovery. The handler
-// never runs without the lock, unless guard.WithFailOpen allows it when Redis
-// is unavailable. If the lock is lost while the chain runs, the request's
-// context is cancelled with cause locker.ErrLockLost and, if nothing was
-// written yet, 503 is answered. See the package documentation for every
-// status.
+// A rate tag makes it a rate limit on the key instead (429 when refused).
+// Lock panics with NewLock's error if the tag or an option is invalid: it is
+// meant for tags written in code at registration. The handler never runs
+// without the lock (unless guard.WithFailOpen); a lost lock cancels the
+// request's context with cause locker.ErrLockLost. Statuses: docs/gin.md.
 func Lock(l *locker.Locker, tag string, opts ...Option) gin.HandlerFunc {
 	h, err := NewLock(l, tag, opts...)
 	if err != nil {

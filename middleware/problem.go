@@ -37,22 +37,14 @@ func refuse(c *gin.Context, s *settings, o guard.Outcome) {
 }
 
 // WriteProblem is the default ErrorHandler. It writes status with an RFC
-// 9457 application/problem+json body of the form
+// 9457 application/problem+json body whose type names the outcome
+// (docs/gin.md#the-problem-body for the list):
 //
 //	{"type":"https://github.com/locktag/locktag/blob/main/docs/gin.md#lock-busy",
-//	 "title":"Resource is locked","status":409,
-//	 "detail":"another request holds the lock; retry later"}
+//	 "title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
 //
-// The type names the outcome: bad-lock-key, body-too-large, lock-tag-mistake,
-// lock-busy, limit-full, rate-limited, lock-wait-ended, lock-unavailable, lock-lost
-// (docs/gin.md), and
-// idempotency-key-missing, idempotency-key-invalid,
-// idempotency-scope-unresolved, idempotency-key-in-flight,
-// idempotency-key-reused, idempotency-response-not-stored,
-// idempotency-unavailable, idempotency-wait-ended, idempotency-claim-lost
-// (docs/idempotency.md). The detail names at most the template placeholder
-// concerned (e.g. {path.id}); it never contains request values, the
-// resolved key, the idempotency key or anything about Redis.
+// The detail names at most the template placeholder concerned; it never
+// contains request values, keys or anything about Redis.
 func WriteProblem(c *gin.Context, o guard.Outcome, status int) {
 	c.Data(status, ProblemContentType, httpcore.Problem(o, status))
 }

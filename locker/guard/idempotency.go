@@ -102,26 +102,14 @@ type Answer struct {
 	None bool
 }
 
-// Run guards one request r. Before Redis is touched it checks the key
-// (MissingIdempotencyKey, or with WithOptionalKey a call without a guard;
-// BadIdempotencyKey), resolves the scope (NoScope) and reads the body
-// (TooLarge). Then, atomically in Redis: a new key is marked in flight and
-// call runs with a context that is cancelled with cause
-// locker.ErrLockLost if the marker is lost; its Answer is stored for the
-// record TTL (see the server error and oversize policies) and the Outcome
-// is OK. A finished key gives Replay (or NotStored), without running call;
-// a key in flight InFlight (or, with WithReplayWait, a wait then Replay);
-// a key used with another request Mismatch; Redis down Unavailable; the
-// request's own end Deadline or Canceled.
-//
-// The key is freed, so that a retry runs afresh, when call panics (the
-// panic goes on after), when a lock guard inside call refused the request,
-// for None, and as the policies say. Storing and freeing use a context
-// that keeps ctx's values but not its cancellation.
-//
-// Unavailable is logged as a lock guard logs it (Lock.Run): when Redis
-// stops answering the guard, at most once a minute while it stays down,
-// and when it answers again — never once per request.
+// Run guards one request r. Before Redis is touched it checks the key,
+// resolves the scope and reads the body (MissingIdempotencyKey,
+// BadIdempotencyKey, NoScope, TooLarge). Then, atomically in Redis, a new
+// key is marked in flight and call runs (its context is cancelled with
+// cause locker.ErrLockLost if the marker is lost) and its Answer is stored;
+// a finished key gives Replay, a running one InFlight, another request's
+// Mismatch. A panic or a refusal inside call frees the key so a retry runs
+// afresh. The state machine: docs/idempotency.md#lifecycle.
 func (g *Idempotency[R]) Run(ctx context.Context, r R, q Request, call func(ctx context.Context) Answer) Outcome {
 	name := q.Name
 	if name == "" {

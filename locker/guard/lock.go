@@ -39,22 +39,12 @@ func CompileLock[R any](l *locker.Locker, tag string, src keyexpr.Sources[R], op
 }
 
 // NewLock binds spec's key template to the adapter's sources src and
-// returns the guard. Errors: ErrNilLocker; errors wrapping ErrBadOption
-// (all of them, joined); a *keyexpr.TagError for a placeholder whose source
-// src lacks or rejects; an error matching locker.ErrKindUnsupported, quoting
-// the tag, when l cannot keep the tag's kind (a `limit` or `mode` tag on a
-// Redlock Locker). Nothing is checked against Redis.
-//
-// A `keys` tag (several templates) makes a multi-key lock: Run resolves
-// every key and takes them all or none with locker.ObtainMany, in one
-// global order, so requests that name the same keys in any order never
-// deadlock; they are the same mutex keys a `key` tag takes.
-//
-// A `rate` tag makes a rate limit on its key (locker.Allow), which takes
-// no lock: Run decides each request against the rate and runs the call
-// only when it is admitted. Built on a Redlock Locker it is an error
-// matching locker.ErrKindUnsupported. Its refusals carry the exact time
-// to the next slot; WithRetryAfter does not change it.
+// returns the guard; nothing is checked against Redis. A `keys` tag makes a
+// multi-key lock (locker.ObtainMany), a `rate` tag a rate limit
+// (locker.Allow). Errors: ErrNilLocker; errors wrapping ErrBadOption
+// (joined); a *keyexpr.TagError for a placeholder src lacks or rejects; an
+// error matching locker.ErrKindUnsupported when l cannot keep the tag's
+// kind (a `limit`, `mode` or `rate` tag on a Redlock Locker).
 func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R], opts ...Option) (*Lock[R], error) {
 	if l == nil {
 		return nil, ErrNilLocker
@@ -119,53 +109,14 @@ func (g *Lock[R]) MaxRequestBytes() int64 { return g.s.maxReqBytes }
 
 // Run guards one request r: it resolves the key, obtains the lock (waiting
 // up to the tag's wait, never past ctx), calls call with the lease's
-// context, and releases the lock when call returns or panics — on a
-// context that keeps ctx's values but not its cancellation; a panic goes on
-// after the release. name is the low-cardinality name for spans, metrics
-// and logs when the tag has none (the route, the full method).
-//
-// The lease's context carries the lease (locker.FromContext) and is
-// cancelled with cause locker.ErrLockLost if the lock is lost. call's error
-// means "no answer was given": if the lock was lost by then the Outcome is
-// Lost (Err joins locker.ErrLockLost and call's error); otherwise OK. When
-// call returns nil the Outcome is OK, with Err locker.ErrLockLost if the
-// lock was lost anyway, or the release's error wrapped in
-// ErrReleaseFailed.
-//
-// A `keep` tag keeps the lock for that long after a successful call (call
-// returned nil and the lock was not lost; locker.Lease.ReleaseAfter), so a
-// resubmit within the window finds it busy. After an unsuccessful call —
-// an error, ErrUnsuccessful, a panic, a lost lock — the lock is released at
-// once, so the client can retry.
-//
-// The lock's holder is labelled for operators (locker.Params.Label, shown
-// by Locker.Inspect and named by a force-release's audit record) with
-// name, the request's trace id when ctx carries a valid span context, and
-// its request id when the adapter put one there (WithRequestID).
-//
-// A `limit` tag's guard reports LimitFull where a mutex's reports Busy: all
-// the semaphore's permits stayed taken for the whole wait.
-//
-// A `rate` tag's guard takes no lock: it runs call when the request is
-// admitted (the Outcome's Quota, and QuotaFromContext in call, tell the
-// limit's state) and otherwise reports RateLimited, with RetryAfter the
-// exact time to the next slot. With the tag's wait, a request whose slot
-// comes within it (and before ctx's deadline) waits for that slot.
-// Chain it before any lock guard on the same request: a refused request
-// then never queues for the lock (a rate guard that finds a held lock in
-// ctx logs a warning, once).
-//
-// call never runs when the key cannot be resolved or the lock is not
-// obtained (BadKey, TooLarge, TagMistake, Busy, LimitFull, RateLimited,
-// Unavailable, Deadline, Canceled, Lost, Internal), except that WithFailOpen runs it for
-// Unavailable (FailedOpen). A refusal inside an idempotency guard's call
-// frees the idempotency key, so a retry runs afresh.
-//
-// What only the server can fix is logged through the WithLogger logger,
-// never once per request: a TagMistake once per name, and Unavailable (or
-// FailedOpen) when Redis stops answering this guard, then at most once a
-// minute while it stays down (with the number of requests refused), and
-// once, at Info, when Redis answers it again.
+// context, and releases the lock when call returns or panics, on a context
+// that keeps ctx's values but not its cancellation. name is the span,
+// metric and log name when the tag has none. call never runs without the
+// lock, except under WithFailOpen (FailedOpen). A `keep` tag keeps the lock
+// after a successful call; a `rate` tag takes no lock and admits or refuses
+// (RateLimited). The Outcome's Kind says what happened; server-side
+// mistakes and outages are logged once, never per request. The whole
+// contract, kind by kind: docs/architecture.md#outcomes-and-statuses.
 func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx context.Context) error) (o Outcome) {
 	if g.rate != nil {
 		return g.runRate(ctx, r, name, call)

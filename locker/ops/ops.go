@@ -18,26 +18,12 @@ type handler struct {
 }
 
 // NewHandler returns the operations page and its JSON API for lk, to be
-// mounted at a path ending in "/" (e.g. "/debug/locktag/"). It serves,
-// below that path:
-//
-//	GET  ./                       the HTML page (?prefix=, ?cursor=)
-//	GET  ./api/locks              a Page as JSON (?prefix=, ?cursor=)
-//	GET  ./api/lock               one Lock with its waiters (?handle= or ?name=)
-//	POST ./api/release            force-release: {"handle" or "name", "reason"}
-//	GET  ./assets/ops.css, ops.js the page's own style and script
-//
-// Errors are JSON, {"error": "..."}: 400 for a malformed name, handle,
-// cursor or body, or a missing reason; 401/403 from the authorizer (403
-// for every release without WithAuthorizer, and for a POST without the
-// X-Locktag-Ops header or from another origin); 404 for a lock that is
-// neither held nor waited for, or an unknown path; 405 for a wrong method;
-// 409 when a force-release finds the lock not held; 501 when the Locker
-// does not support a call (errors.ErrUnsupported); 503 when Redis is
-// unavailable, or a Redlock Locker's masters gave no quorum.
-//
-// The error wraps ErrBadOption, naming each invalid option; NewHandler
-// never touches Redis. It panics if lk is nil.
+// mounted at a path ending in "/" (e.g. "/debug/locktag/"): the HTML page,
+// GET api/locks, GET api/lock, POST api/release (a force-release, which
+// needs WithAuthorizer) and the page's assets. Errors are JSON,
+// {"error": "..."}, with the statuses listed in docs/operations.md. The
+// error wraps ErrBadOption, naming each invalid option; NewHandler never
+// touches Redis. It panics if lk is nil.
 func NewHandler(lk *locker.Locker, opts ...Option) (http.Handler, error) {
 	if lk == nil {
 		panic("ops: NewHandler with a nil Locker")

@@ -10,18 +10,11 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 )
 
-// New returns a driver on a redigo pool. By default script calls are
-// pipelined over one long-lived connection dialled with the pool's Dial
-// (or DialContext) function (WithPipelining); with WithPipelining(0) each
-// call takes a connection from pool instead, and when the pool is
-// exhausted, renewals and releases of held leases run on one reserved
-// connection, so request traffic cannot starve them. Listen dials one more
-// connection with the pool's Dial and keeps it for its whole life, as the
-// one subscriber connection all waiters share.
-//
-// The Locker's Close closes the pipelined and reserved connections, never
-// the pool. A nil pool or an invalid option is reported by
-// locker.New and locker.NewRedlock (see driver.Validator):
+// New returns a driver on a redigo pool. Script calls are pipelined over
+// one long-lived connection dialled with the pool's Dial (WithPipelining);
+// Listen dials one more, the subscriber connection all waiters share. The
+// Locker's Close closes those connections, never the pool. A nil pool or
+// an invalid option is reported by locker.New (driver.Validator):
 //
 //	lk, err := locker.New(redigo.New(pool))                            // pipelined
 //	lk, err := locker.New(redigo.New(pool, redigo.WithPipelining(0))) // pooled calls

@@ -32,36 +32,13 @@ func (o *options) bad(option string, value any, why string) {
 }
 
 // WithPipelining sets how many long-lived connections carry the driver's
-// script calls with auto-pipelining; 0 selects pooled calls instead, each
-// call on a connection taken from the pool. The default is 1.
-//
-// Pipelined (conns > 0): a caller that finds nobody writing writes its call
-// together with every call queued meanwhile, and the replies are read back
-// in order (by a lone caller itself; under concurrency by one helper
-// goroutine per connection). Concurrent goroutines then share system calls
-// on both ends of the socket, which is what bounds a lock's throughput on
-// loopback or a fast network: in the same run on the CI machine it made
-// 1.6–2.1× the pooled rate at 16 and 64 concurrent lockers, at less than
-// half the Redis CPU per lock+unlock, and tied with it at one
-// (docs/locking.md, docs/benchmarks-load.md). One connection is right for
-// most services; Redis runs commands on one thread either way, and conns > 1
-// spreads calls round-robin. The pool is then used only to dial: its
-// MaxActive and MaxIdle do not bound these connections, and
-// locker.ErrPoolExhausted does not occur. Its IdleTimeout applies: a
-// connection unused that long is closed and a new one dialled before the
-// next call, so a server timeout or a proxy's idle cut-off costs no call.
-// A connection silent for the stall timeout (WithStallTimeout) while calls
-// are in flight is closed, failing those calls; the next call dials a new
-// one.
-//
-// Pooled (0): every call takes a connection from the pool (waiting or
-// failing with locker.ErrPoolExhausted at MaxActive, as the pool is set
-// up), and renewals and releases of held leases run on one reserved
-// connection when the pool is exhausted. Choose it to share one bounded
-// pool with other code, or when a call's socket timeout must follow its
-// own deadline rather than the stall timeout.
-//
-// conns must not be negative.
+// script calls with auto-pipelining (default 1); 0 selects pooled calls,
+// each on a connection taken from the pool. Pipelined calls share system
+// calls on both ends of the socket, which is what bounds a lock's
+// throughput on a fast network; the pool is then used only to dial, and
+// its IdleTimeout applies. Choose pooled calls to share one bounded pool
+// with other code, or when a call's socket timeout must follow its own
+// deadline. conns must not be negative. See docs/locking.md#pipelining.
 func WithPipelining(conns int) Option {
 	return func(o *options) {
 		if conns < 0 {

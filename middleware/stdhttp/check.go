@@ -6,21 +6,14 @@ import (
 )
 
 // CheckRoute checks every Lock on one route against the route's pattern
-// (Lock.Check): the handler itself when Wrap made it, and each middleware
-// that is a Lock's Wrap. Its signature is chi's WalkFunc, so one line
-// checks a whole chi router before traffic, without this package
-// importing chi:
+// (Lock.Check). Its signature is chi's WalkFunc, so one line checks a whole
+// chi router before traffic:
 //
-//	if err := chi.Walk(r, stdhttp.CheckRoute); err != nil {
-//		log.Fatal(err) // a {path.X} some route lacks, named with the route
-//	}
+//	if err := chi.Walk(r, stdhttp.CheckRoute); err != nil { log.Fatal(err) }
 //
-// Each middleware is called once with a placeholder handler to see what
-// it returns, as the router called it when the route was registered;
-// nothing is served. A Lock hidden inside a handler of another kind (one
-// that wraps Wrap's) is not found: it is checked at request time (500 and
-// one log record per route). The error wraps ErrBadRule and names the
-// method and route.
+// Each middleware is called once with a placeholder handler; nothing is
+// served. A Lock hidden inside a handler of another kind is checked at
+// request time instead. The error wraps ErrBadRule and names the route.
 func CheckRoute(method, route string, h http.Handler, middlewares ...func(http.Handler) http.Handler) error {
 	pattern := strings.TrimSpace(method + " " + route)
 	for _, m := range locksOn(h, middlewares) {

@@ -52,21 +52,10 @@ func WithHealthRetryAfter(d time.Duration) HealthOption {
 }
 
 // Health returns a /healthz-style handler that follows Redis reachability
-// through lk.Healthy: every node of a Locker from locker.New, a majority of
-// masters for locker.NewRedlock. It answers every method with a small JSON
-// body, never cached:
-//
-//	200 {"status":"SERVING"}
-//	503 {"status":"NOT_SERVING","reason":"redis unavailable"} + Retry-After
-//
-// The reason never carries the Redis error (it names addresses); log
-// lk.Healthy's error where the details are wanted. Each request runs one
-// check, bounded by the request's context and WithHealthTimeout:
-//
-//	health, err := stdhttp.Health(lk)
-//	...
-//	mux.Handle("GET /healthz", health)
-//
+// through lk.Healthy: 200 {"status":"SERVING"}, or 503
+// {"status":"NOT_SERVING","reason":"redis unavailable"} with Retry-After.
+// The reason never carries the Redis error (it names addresses). Each
+// request runs one check, bounded by its context and WithHealthTimeout.
 // The error wraps guard.ErrBadOption, naming each invalid option.
 func Health(lk *locker.Locker, opts ...HealthOption) (http.Handler, error) {
 	o := healthOptions{timeout: 2 * time.Second, retryAfter: 5 * time.Second}

@@ -63,25 +63,11 @@ func MustLock(l *locker.Locker, tag string, opts ...Option) *Lock {
 
 // Wrap returns next guarded by the lock; m.Wrap is a
 // func(http.Handler) http.Handler for routers' middleware chains
-// (chi's r.With(m.Wrap)).
-//
-// Per request, through a guard.Lock: the key is resolved (400 for a
-// missing, empty or over-long value; 413 for an over-long body; 500 for a
-// {path.X} the route pattern lacks — before Redis is touched); the lock
-// is obtained, waiting up to the tag's wait but never past the request's
-// context (409 + Retry-After when busy, 503 + Retry-After when Redis is
-// unavailable, 503 when the wait ends); next runs with the lease's context,
-// which is cancelled with cause locker.ErrLockLost if the lock is lost
-// (503 if nothing was written by then; a response next writes stands);
-// the lock is released — also when next panics, and the panic goes on.
-// next never runs without the lock, unless guard.WithFailOpen allows it
-// when Redis is unavailable.
-//
-// Logged through the guard.WithLogger logger (default slog.Default()),
-// since net/http has no error channel: by the guard, a 500 for a tag
-// mistake once per route and Redis unavailable once per outage (see
-// guard.Lock.Run); here, at Warn, an error after next answered (a failed
-// release, a lock lost once the response was written).
+// (chi's r.With(m.Wrap)). next runs with the lease's context, which is
+// cancelled with cause locker.ErrLockLost if the lock is lost, and never
+// without the lock unless guard.WithFailOpen allows it. The lock is
+// released when next returns or panics. Errors after next answered are
+// logged at Warn. Statuses: docs/http.md#options-statuses-and-logs.
 func (m *Lock) Wrap(next http.Handler) http.Handler { return &guarded{m: m, next: next} }
 
 // guarded is a handler behind a Lock; CheckRoute recognises it.
