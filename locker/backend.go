@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -88,7 +90,7 @@ type terms struct {
 	// call is storage for the context of this Obtain's acquire calls
 	// (the first try, a waiter's re-checks: one at a time); nil: each
 	// call allocates its own.
-	call *deadlineCtx
+	call *callctx.Deadline
 }
 
 // shared is what a Locker's backend and hubs share with it.
@@ -140,15 +142,15 @@ func (sh *shared) msArg(d time.Duration) any {
 // subscriber connection.
 type node struct {
 	drv driver.Driver
-	hub *hub
+	hub *hub.Hub
 	sh  *shared
 	// capable is set once Locker.Check passed on the node (check.go).
 	capable atomic.Bool
 }
 
 func newNode(d driver.Driver, sh *shared) *node {
-	d = bound(d, sh.o.maxCalls)
-	return &node{drv: d, hub: newHub(d, sh.o, sh.sid), sh: sh}
+	d = callctx.Limit(d, sh.o.maxCalls)
+	return &node{drv: d, hub: hub.New(d, hub.Config{Bounds: sh.o.bounds(), Linger: sh.o.linger, SID: sh.sid}), sh: sh}
 }
 
 // ping runs Locker.Check on the node until it has passed once, and a
@@ -167,7 +169,7 @@ func (nd *node) ping(ctx context.Context) error {
 // (driver.Masters: a Cluster), else the node itself.
 func (nd *node) masters(ctx context.Context) ([]driver.Driver, error) {
 	d := nd.drv
-	if bd, ok := d.(*boundedDriver); ok {
+	if bd, ok := d.(*callctx.Limited); ok {
 		d = bd.Driver // WithMaxConcurrentCalls's wrapper hides the driver's Masters
 	}
 	if m, ok := d.(driver.Masters); ok {
@@ -178,7 +180,7 @@ func (nd *node) masters(ctx context.Context) ([]driver.Driver, error) {
 
 // close closes the node's subscriber connection and its driver.
 func (nd *node) close() error {
-	return errors.Join(nd.hub.close(), closeDriver(nd.drv))
+	return errors.Join(nd.hub.Close(), callctx.CloseDriver(nd.drv))
 }
 
 // tokenLen is the length of an owner token: 128 bits in base64url.

@@ -10,15 +10,9 @@ import (
 	"sync"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
-
-// ErrUnsupported: the Redis server, or the user the Locker logs in as,
-// lacks something the locker needs — Lua scripting (EVALSHA, EVAL),
-// pub/sub (SUBSCRIBE), or a command its scripts call (TIME among them).
-// Check, and the first Ping or Healthy, return it wrapped with what is
-// missing and what to allow. See docs/servers.md.
-var ErrUnsupported = errors.New("locker: server lacks what the locker needs")
 
 // clientCommands are what the drivers send besides the scripts' own.
 var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PING"}
@@ -65,7 +59,7 @@ func (l *Locker) ACLRules() []string {
 func (l *Locker) Check(ctx context.Context) error { return l.be.check(ctx) }
 
 func (b *single) check(ctx context.Context) error {
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	return nodeFailed(b.nd.check(cctx))
 }
@@ -77,7 +71,7 @@ func (b *quorum) check(ctx context.Context) error {
 // everyMaster runs op on every master at once, under one call timeout, and
 // returns each master's error (nil where it succeeded), named by index.
 func (b *quorum) everyMaster(ctx context.Context, op func(*node, context.Context) error) []error {
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	errs := make([]error, len(b.nodes))
 	var wg sync.WaitGroup
@@ -107,7 +101,7 @@ func nodeFailed(err error) error {
 	}
 	for _, e := range errs {
 		if !errors.Is(e, ErrUnsupported) {
-			return unavailable(err)
+			return lockerr.Unavailable(err)
 		}
 	}
 	return err

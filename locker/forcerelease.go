@@ -13,6 +13,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -151,16 +153,16 @@ func (b *single) forceKind(ctx context.Context, l *Locker, name, kind, reason st
 		n, _ = l.kindHolder(name, ":rw", scripts.RW, nil)
 		sc = scripts.RWForce
 	}
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	v, err := b.nd.drv.Eval(cctx, sc, n.keys, controlChannel(b.o.prefix), reason, scripts.HandoffGrant, b.windowArg)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, lockerr.Unavailable(err)
 	}
 	out, g, err := parseForced(kind, v)
 	if g.token != "" {
 		// Handed to a waiter: wake it here if it is ours.
-		b.nd.hub.handOver(g.token, g.grant)
+		b.nd.hub.HandOver(g.token, g.grant)
 	}
 	return out, err
 }
@@ -168,7 +170,7 @@ func (b *single) forceKind(ctx context.Context, l *Locker, name, kind, reason st
 // handedTo is a force-release's hand-over: the waiter token and its grant.
 type handedTo struct {
 	token string
-	grant grant
+	grant hub.Grant
 }
 
 // parseForced reads force.lua's (mutex) or sem_force.lua's reply.
@@ -176,7 +178,7 @@ func parseForced(kind string, v any) ([]freed, handedTo, error) {
 	var g handedTo
 	a, _ := v.([]any)
 	bad := func() ([]freed, handedTo, error) {
-		return nil, g, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
+		return nil, g, lockerr.Unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
 	}
 	var out []freed
 	if kind == KindMutex && len(a) > 0 {
@@ -184,10 +186,10 @@ func parseForced(kind string, v any) ([]freed, handedTo, error) {
 			return bad()
 		}
 		if g.token = str(a[2]); g.token != "" {
-			g.grant.fence, _ = a[3].(int64)
-			g.grant.server, _ = a[4].(int64)
+			g.grant.Fence, _ = a[3].(int64)
+			g.grant.Server, _ = a[4].(int64)
 			pttl, _ := a[5].(int64)
-			g.grant.pttl = time.Duration(pttl) * time.Millisecond
+			g.grant.PTTL = time.Duration(pttl) * time.Millisecond
 		}
 		a = a[:2]
 	}

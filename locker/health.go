@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
 // Healthy reports whether the Locker can obtain locks now, for health
@@ -37,6 +39,6 @@ func (b *quorum) healthy(ctx context.Context) error {
 	if len(b.nodes)-down >= b.need {
 		return nil
 	}
-	return unavailable(fmt.Errorf("%d of %d masters answer, %d needed: %w",
+	return lockerr.Unavailable(fmt.Errorf("%d of %d masters answer, %d needed: %w",
 		len(b.nodes)-down, len(b.nodes), b.need, errors.Join(errs...)))
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -156,12 +158,12 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 	sum := sha256.Sum256([]byte(fingerprint))
 	fp := hex.EncodeToString(sum[:])
 	token := newToken()
-	var w *waiter
+	var w *hub.Waiter
 	if p.Wait > 0 {
 		// Registered before the first try so a wake-up published right
 		// after it is not dropped.
-		w = nd.hub.register(token)
-		defer nd.hub.unregister(w)
+		w = nd.hub.Register(token)
+		defer nd.hub.Unregister(w)
 	}
 	sent := time.Now()
 	c, pttl, err := l.idemTry(ctx, nd, k, fp, token, p, p.Wait, sent)
@@ -181,7 +183,7 @@ func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token st
 	if lease <= 0 {
 		lease, every = l.o.lease, l.o.renewEvery
 	}
-	cctx, cancel := l.o.callCtx(ctx)
+	cctx, cancel := l.o.bounds().Call(ctx)
 	v, err := nd.drv.Eval(cctx, scripts.IdemBegin, k.keys, fp, token, scripts.MS(lease), scripts.MS(max(wait, 0)))
 	cancel()
 	if err != nil {
@@ -218,15 +220,15 @@ func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token st
 // idemWait waits for the in-flight record to end after a first try sent at
 // sent, woken by the end script's notice, and re-checks then. A notice lost
 // with the subscriber connection costs at most the record's remaining lease.
-func (l *Locker) idemWait(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, w *waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
+func (l *Locker) idemWait(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, w *hub.Waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
 	waitUntil := sent.Add(p.Wait)
-	wt := nd.hub.watch(k.channel, w)
-	defer wt.close()
+	wt := nd.hub.Watch(k.channel, w)
+	defer wt.Close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
 	recheck, observed := false, false
 	for {
-		missed, err := wt.ensure(ctx, sent)
+		missed, err := wt.Ensure(ctx, sent)
 		if err != nil {
 			return nil, errors.Join(ErrInFlight, err)
 		}
@@ -242,17 +244,17 @@ func (l *Locker) idemWait(ctx context.Context, nd *node, k idemKeys, fp, token s
 		}
 		if !observed {
 			observed = true
-			wt.observe(pttl, 0)
+			wt.Observe(pttl, 0)
 		}
 		select {
-		case <-w.grant:
+		case <-w.Grant:
 			recheck = true
-		case <-w.kick:
-			wt.broken()
+		case <-w.Kick:
+			wt.Broken()
 			recheck = true
-		case <-w.check:
+		case <-w.Check:
 			recheck = true
-		case <-wt.polled():
+		case <-wt.Polled():
 			recheck = true
 		case <-deadline.C:
 			return nil, ErrInFlight
@@ -270,7 +272,7 @@ func idemFailed(ctx context.Context, err error) error {
 	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
 		return fmt.Errorf("locker: idempotency check interrupted: %w", context.DeadlineExceeded)
 	}
-	return unavailable(err)
+	return lockerr.Unavailable(err)
 }
 
 // idemCleanup abandons a claim that a failed call may have made, now and
@@ -279,7 +281,7 @@ func idemFailed(ctx context.Context, err error) error {
 // not answer refuses the request after one call timeout, not two.
 func (l *Locker) idemCleanup(nd *node, k idemKeys, token string) {
 	end := func() {
-		ctx, cancel := l.o.cleanupCtx(context.Background())
+		ctx, cancel := l.o.bounds().Cleanup(context.Background())
 		defer cancel()
 		_, _ = nd.drv.Eval(ctx, scripts.IdemEnd, k.keys, token, "a", "", 1, k.channel)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -94,11 +95,11 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 
 	// Like a lock's release, with priority: an exhausted pool must not
 	// leave the record in flight.
-	cctx, cancel := c.l.o.upkeepCtx(ctx)
+	cctx, cancel := c.l.o.bounds().Upkeep(ctx)
 	defer cancel()
 	v, err := c.nd.drv.Eval(cctx, scripts.IdemEnd, c.k.keys, c.token, mode, outcome, scripts.MS(c.ttl), c.k.channel)
 	if err != nil {
-		err = unavailable(err)
+		err = lockerr.Unavailable(err)
 	} else if n, _ := v.(int64); n != 1 {
 		err = ErrNotHeld
 	}
@@ -135,7 +136,7 @@ func (c *Claim) renewTTL() time.Duration { return c.lease }
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
 	v, err := c.nd.drv.Eval(ctx, scripts.IdemRenew, c.k.keys.First(1), c.token, scripts.MS(ttl))
 	if err != nil {
-		return false, unavailable(err) // as a lock's renewal: the loss's log says so
+		return false, lockerr.Unavailable(err) // as a lock's renewal: the loss's log says so
 	}
 	n, _ := v.(int64)
 	return n == 1, nil

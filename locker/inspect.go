@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -117,15 +118,15 @@ func (l *Locker) inspectKeys(name string) driver.Keys {
 }
 
 func (b *single) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	v, err := b.nd.drv.Eval(cctx, scripts.Inspect, l.inspectKeys(name), maxInspectWaiters)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, lockerr.Unavailable(err)
 	}
 	st, err := parseState(name, v)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, lockerr.Unavailable(err)
 	}
 	return st, nil
 }

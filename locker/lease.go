@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
 // Lease is a held lock. Its Context is cancelled with cause ErrLockLost when
@@ -56,7 +59,7 @@ type Lease struct {
 	// by one call at a time (Release runs once per lease), so a
 	// lock+unlock allocates them with the lease instead of per call.
 	buf    holderBuf
-	upkeep upkeepContext
+	upkeep callctx.UpkeepContext
 }
 
 type ctxKey struct{}
@@ -149,7 +152,7 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 	}
 	holds, ok, err := l.be.reenter(ctx, root.n, root.token, ttl)
 	if err != nil {
-		return nil, obtainFailed(ctx, err)
+		return nil, lockerr.ObtainFailed(ctx, err)
 	}
 	if !ok {
 		// The outer hold is gone: it was lost.
@@ -336,7 +339,7 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 		root.lose(lossExpired, nil)
 	}
 
-	cctx := le.l.o.upkeepCtxIn(ctx, &le.upkeep)
+	cctx := le.l.o.bounds().UpkeepIn(ctx, &le.upkeep)
 	var err error
 	if keep > 0 {
 		err = le.l.be.keep(cctx, le.n, le.token, ttl, keep)

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -44,7 +45,7 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 	if err != nil {
 		return nil, "", err
 	}
-	cctx, cancel := l.o.callCtx(ctx)
+	cctx, cancel := l.o.bounds().Call(ctx)
 	defer cancel()
 	masters, err := l.be.masters(cctx)
 	if err != nil {
@@ -60,11 +61,11 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 	pattern := globEscape(l.o.prefix) + "{" + globEscape(prefix) + "*[}sw]"
 	v, err := masters[master].Eval(cctx, scripts.List, driver.Keys{}, scan, pattern, listCount)
 	if err != nil {
-		return nil, "", unavailable(err)
+		return nil, "", lockerr.Unavailable(err)
 	}
 	a, _ := v.([]any)
 	if len(a) == 0 {
-		return nil, "", unavailable(fmt.Errorf("locker: list: unexpected reply %v", v))
+		return nil, "", lockerr.Unavailable(fmt.Errorf("locker: list: unexpected reply %v", v))
 	}
 	seen := make(map[string]bool, len(a)-1)
 	for _, k := range a[1:] {
@@ -100,7 +101,7 @@ func nameOf(key string, prefixLen int) (string, bool) {
 func (b *single) masters(ctx context.Context) ([]driver.Driver, error) {
 	ms, err := b.nd.masters(ctx)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, lockerr.Unavailable(err)
 	}
 	return ms, nil
 }

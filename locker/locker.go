@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -20,7 +22,7 @@ type Locker struct {
 	// ctl are the hubs whose listeners carry force-release notices (see
 	// control.go): the one node's, or every Redlock master's. leases are
 	// the live root leases they are matched against.
-	ctl    []*hub
+	ctl    []*hub.Hub
 	leases leaseTable
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
@@ -291,3 +293,6 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	}
 	return l.newLease(ctx, le, key, n, token, h, t), nil
 }
+
+// bounds are the Redis call bounds the options set.
+func (o *options) bounds() callctx.Bounds { return callctx.Bounds{Timeout: o.callTimeout} }

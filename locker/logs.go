@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
 // lossCause says why a held lock was lost, for its log record.
@@ -21,7 +23,7 @@ const (
 	// renewals failed (Redis unavailable), or a fixed lease overran.
 	lossExpired
 	// lossForced: Locker.ForceRelease freed the lock; lastErr is the
-	// *forcedError with the reason.
+	// *lockerr.Forced with the reason.
 	lossForced
 )
 
@@ -46,10 +48,10 @@ func (l *Locker) logger() *slog.Logger {
 
 // lossText says why root was lost in words an on-call engineer can act on.
 func lossText(root *Lease, why lossCause, lastErr error) string {
-	var fe *forcedError
+	var fe *lockerr.Forced
 	switch {
 	case why == lossForced && errors.As(lastErr, &fe):
-		return "force-released: " + fe.reason
+		return "force-released: " + fe.Reason
 	case why == lossRefused:
 		return "renewal refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)"
 	case why == lossExtendRefused:

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -47,7 +48,7 @@ func (b *single) takeAll(ctx context.Context, ns []names, tokens []string, ttl t
 	if ns[0].labelArg != nil {
 		args = append(args, ns[0].labelArg) // one label for every key
 	}
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	v, err := b.nd.drv.Eval(cctx, scripts.MultiAcquire, driver.NewKeys(keys...), args...)
 	if err != nil {
@@ -106,7 +107,7 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 	switch {
 	case err != nil:
 		mf.dropAll(ns, tokens, err)
-		return nil, true, obtainFailed(ctx, err)
+		return nil, true, lockerr.ObtainFailed(ctx, err)
 	case !ok && p.Wait > 0:
 		return nil, false, nil
 	case !ok:
@@ -119,7 +120,7 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 	}
 	if time.Until(sent.Add(t.ttl)) <= 0 {
 		mf.dropAll(ns, tokens, nil)
-		return nil, true, errLate
+		return nil, true, lockerr.Late
 	}
 	parts := make([]*Lease, len(keys))
 	for i, key := range keys {

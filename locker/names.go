@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -39,7 +40,7 @@ type holderBuf struct {
 	keyArgs  [4]any
 	first    [8]any
 	release  [3]any
-	firstCtx deadlineCtx // the first try's (and a waiter's re-checks') call context, one call at a time
+	firstCtx callctx.Deadline // the first try's (and a waiter's re-checks') call context, one call at a time
 }
 
 // holder returns the names of key's lock and a new owner token for it.

@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // quorum is the Redlock backend over N independent masters: a lock is
@@ -45,14 +47,14 @@ func (b *quorum) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // fanout runs s on every master in parallel, each call bounded by timeout.
-func (b *quorum) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []nodeReply {
-	res := make([]nodeReply, len(b.nodes))
+func (b *quorum) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []tally.Reply {
+	res := make([]tally.Reply, len(b.nodes))
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		wg.Go(func() {
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			res[i].v, res[i].err = nd.drv.Eval(cctx, s, keys, args...)
+			res[i].V, res[i].Err = nd.drv.Eval(cctx, s, keys, args...)
 		})
 	}
 	wg.Wait()
@@ -73,7 +75,7 @@ type quorumTry struct {
 // that does not win undoes what it took.
 func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
-	var res []nodeReply
+	var res []tally.Reply
 	if n.labelArg != nil {
 		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.sidArg, b.windowArg, n.labelArg)
 	} else {
@@ -82,7 +84,7 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
 	same := true // every granting master minted the same token
-	t := count("obtain", b.need, res, func(i int, v any) (bool, error) {
+	t := tally.Count("obtain", b.need, res, func(i int, v any) (bool, error) {
 		rep, err := scripts.ParseReply(v, ttl)
 		if err != nil {
 			return false, err
@@ -100,7 +102,7 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 		out.holds = max(out.holds, int(rep.Holds))
 		return true, nil
 	})
-	for i, err := range t.errs {
+	for i, err := range t.Errs {
 		// A master whose reply was lost may have run the script: its hold
 		// is undone with the rest, or a re-entry left there would outlive
 		// the last release (and a retried re-entry count one hold too
@@ -108,7 +110,7 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 		// re-entry's undo there would drop the outer hold instead.
 		took[i] = took[i] || (err != nil && !(reentry && errors.Is(err, ErrNotSent)))
 	}
-	if t.won() && time.Until(b.validUntil(out.sent, ttl)) > 0 {
+	if t.Won() && time.Until(b.validUntil(out.sent, ttl)) > 0 {
 		// When every granting master minted the same token, each counter
 		// already holds it: nothing to write back (the steady state, since
 		// the write-back levels the counters).
@@ -117,16 +119,16 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 			return out
 		}
 	}
-	if t.broken() && !reentry {
+	if t.Broken() && !reentry {
 		// Too many masters failed: obtain returns and the token is not
 		// used again, so the clean-up need not hold the caller up.
-		out.err = t.err()
+		out.err = t.Err()
 		go b.undo(n, token, took)
 		return out
 	}
 	b.undo(n, token, took)
-	if t.broken() {
-		out.err = t.err()
+	if t.Broken() {
+		out.err = t.Err()
 	}
 	return out
 }
@@ -139,7 +141,7 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 // token.
 func (b *quorum) raiseFence(ctx context.Context, n names, token string, ttl time.Duration, fence int64, took []bool) bool {
 	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.keys.First(1), token, fence)
-	return count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).won()
+	return tally.Count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).Won()
 }
 
 // undo releases a token on the masters where it holds, or may hold, the
@@ -150,7 +152,7 @@ func (b *quorum) undo(n names, token string, took []bool) {
 	if !slices.Contains(took, true) {
 		return
 	}
-	ctx, cancel := b.o.cleanupCtx(context.Background())
+	ctx, cancel := b.o.bounds().Cleanup(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
@@ -173,11 +175,11 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 	if t.wait > 0 {
 		mode = scripts.ModeNotify
 	}
-	var w *waiter
-	subs := make([]member, len(b.nodes))
+	var w *hub.Waiter
+	subs := make([]hub.Member, len(b.nodes))
 	defer func() {
 		for i, m := range subs {
-			b.nodes[i].hub.leave(m)
+			b.nodes[i].hub.Leave(m)
 		}
 	}()
 	var timer *time.Timer
@@ -211,10 +213,10 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 		left := time.Until(waitUntil)
 		if w == nil {
 			defer b.tel.waiting(t.params)()
-			w = newWaiter(token)
+			w = hub.NewWaiter(token)
 			missed := false
 			for i, nd := range b.nodes {
-				m, mi, err := nd.hub.join(ctx, n.channel, sent, w)
+				m, mi, err := nd.hub.Join(ctx, n.channel, sent, w)
 				if err != nil {
 					continue // that master's notices are lost; the timer covers it
 				}
@@ -235,7 +237,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 			timer.Reset(next)
 		}
 		select {
-		case <-w.check:
+		case <-w.Check:
 		case <-timer.C:
 		case <-ctx.Done():
 			go b.withdraw(n, token)
@@ -246,7 +248,7 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 
 // withdraw takes a Redlock waiter out of every master's queue.
 func (b *quorum) withdraw(n names, token string) {
-	ctx, cancel := b.o.cleanupCtx(context.Background())
+	ctx, cancel := b.o.bounds().Cleanup(context.Background())
 	defer cancel()
 	b.fanout(ctx, b.o.callTimeout, scripts.Leave, n.keys, token, scripts.ModeDrop, scripts.HandoffNotify, 0)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // The operator calls on a Redlock Locker: each fans out to every master
@@ -20,7 +21,7 @@ func (b *quorum) force(ctx context.Context, l *Locker, name, reason string) ([]f
 	n, _ := l.holder(name)
 	res := b.fanout(ctx, b.o.callTimeout, scripts.Force, n.keys, controlChannel(b.o.prefix), reason, scripts.HandoffNotify, 0)
 	var all []freed
-	t := count("force-release", b.need, res, func(_ int, v any) (bool, error) {
+	t := tally.Count("force-release", b.need, res, func(_ int, v any) (bool, error) {
 		got, _, err := parseForced(KindMutex, v)
 		if err != nil {
 			return false, err
@@ -37,12 +38,12 @@ func (b *quorum) force(ctx context.Context, l *Locker, name, reason string) ([]f
 		return len(got) > 0, nil
 	})
 	switch {
-	case t.won():
+	case t.Won():
 		return all, nil
-	case t.broken():
-		return all, t.err()
+	case t.Broken():
+		return all, t.Err()
 	case len(all) > 0:
-		return all, fmt.Errorf("locker: ForceRelease %q: held on %d of %d masters, fewer than a majority: %w", name, t.yes, len(res), ErrNotHeld)
+		return all, fmt.Errorf("locker: ForceRelease %q: held on %d of %d masters, fewer than a majority: %w", name, t.Yes, len(res), ErrNotHeld)
 	}
 	return nil, nil
 }
@@ -51,7 +52,7 @@ func (b *quorum) force(ctx context.Context, l *Locker, name, reason string) ([]f
 func (b *quorum) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
 	res := b.fanout(ctx, b.o.callTimeout, scripts.Inspect, l.inspectKeys(name), maxInspectWaiters)
 	var views []*State
-	t := count("inspect", b.need, res, func(_ int, v any) (bool, error) {
+	t := tally.Count("inspect", b.need, res, func(_ int, v any) (bool, error) {
 		st, err := parseState(name, v)
 		if err != nil {
 			return false, err
@@ -59,8 +60,8 @@ func (b *quorum) inspect(ctx context.Context, l *Locker, name string) (*State, e
 		views = append(views, st)
 		return true, nil
 	})
-	if !t.won() {
-		return nil, t.err()
+	if !t.Won() {
+		return nil, t.Err()
 	}
 	return mergeViews(name, views, b.need), nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // The operations of a held Redlock lock: each fans out to every master and
@@ -20,17 +21,17 @@ func (b *quorum) reenter(ctx context.Context, n names, token string, ttl time.Du
 // ErrNotHeld when so many did not hold it that no majority is left.
 func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Duration) error {
 	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Release, n.keys, token, scripts.HandoffNotify, 0)
-	t := count("release", b.need, res, func(_ int, v any) (bool, error) {
+	t := tally.Count("release", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
 	})
 	switch {
-	case t.won():
+	case t.Won():
 		return nil
-	case t.refused():
+	case t.Refused():
 		return ErrNotHeld
 	}
-	return t.err()
+	return t.Err()
 }
 
 // keep is release's twin for Lease.ReleaseAfter: done when a majority kept
@@ -38,41 +39,41 @@ func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Du
 // holds while a majority keeps it.
 func (b *quorum) keep(ctx context.Context, n names, token string, ttl, d time.Duration) error {
 	res := b.fanout(ctx, b.nodeTimeout(ttl), n.sc.Keep, n.keys, token, scripts.MS(d))
-	t := count("keep", b.need, res, func(_ int, v any) (bool, error) {
+	t := tally.Count("keep", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
 	})
 	switch {
-	case t.won():
+	case t.Won():
 		return nil
-	case t.refused():
+	case t.Refused():
 		return ErrNotHeld
 	}
-	return t.err()
+	return t.Err()
 }
 
 // extend resets the lease on every master: held when a majority extended
 // it; lost (false) when so many refused that no majority is left.
 func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
 	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Extend, n.keys.First(1), token, scripts.MS(ttl))
-	t := count("extend", b.need, res, func(_ int, v any) (bool, error) {
+	t := tally.Count("extend", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x == 1, nil
 	})
 	switch {
-	case t.won():
+	case t.Won():
 		return true, nil
-	case t.refused():
+	case t.Refused():
 		return false, nil
 	}
-	return false, t.err()
+	return false, t.Err()
 }
 
 // pttl is the lease left on the majority: the quorum-th longest.
 func (b *quorum) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
 	res := b.fanout(ctx, b.o.callTimeout, scripts.PTTL, n.keys.First(1), token)
 	var left []time.Duration
-	t := count("ttl", b.need, res, func(_ int, v any) (bool, error) {
+	t := tally.Count("ttl", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		if x < 0 {
 			return false, nil
@@ -81,11 +82,11 @@ func (b *quorum) pttl(ctx context.Context, n names, token string) (time.Duration
 		return true, nil
 	})
 	switch {
-	case t.won():
+	case t.Won():
 		slices.Sort(left)
 		return left[len(left)-b.need], nil
-	case t.broken():
-		return 0, t.err()
+	case t.Broken():
+		return 0, t.Err()
 	}
 	return 0, ErrNotHeld
 }

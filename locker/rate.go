@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -163,18 +164,18 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 		maxDelay = max(min(maxDelay, time.Until(dl)), 0)
 	}
 	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'f', -1, 64) // plain decimal: every Lua's tonumber reads it
-	cctx, cancel := l.o.callCtx(ctx)
+	cctx, cancel := l.o.bounds().Call(ctx)
 	v, err := nd.drv.Eval(cctx, scripts.Rate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
 	cancel()
 	if err != nil {
 		if ce := ctx.Err(); ce != nil {
 			return RateDecision{}, errors.Join(ErrRateLimited, ce)
 		}
-		return RateDecision{}, unavailable(err)
+		return RateDecision{}, lockerr.Unavailable(err)
 	}
 	r, err := intsReply(v, 4)
 	if err != nil {
-		return RateDecision{}, unavailable(err)
+		return RateDecision{}, lockerr.Unavailable(err)
 	}
 	wait, reset := time.Duration(r[2])*time.Microsecond, time.Duration(r[3])*time.Microsecond
 	if r[0] == 0 {
@@ -223,25 +224,25 @@ func (l *Locker) InspectRate(ctx context.Context, key string) (st RateState, ok 
 	if err != nil {
 		return RateState{}, false, err
 	}
-	cctx, cancel := l.o.callCtx(ctx)
+	cctx, cancel := l.o.bounds().Call(ctx)
 	defer cancel()
 	v, err := nd.drv.Eval(cctx, scripts.RateInspect, driver.NewKeys(l.rateKey(key)))
 	if err != nil {
-		return RateState{}, false, unavailable(err)
+		return RateState{}, false, lockerr.Unavailable(err)
 	}
 	if v == nil {
 		return RateState{}, false, nil
 	}
 	a, _ := v.([]any)
 	if len(a) != 4 {
-		return RateState{}, false, unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
+		return RateState{}, false, lockerr.Unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
 	}
 	rem, _ := a[0].(int64)
 	reset, _ := a[1].(int64)
 	burst, _ := a[3].(int64)
 	iv, perr := strconv.ParseFloat(str(a[2]), 64)
 	if perr != nil {
-		return RateState{}, false, unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
+		return RateState{}, false, lockerr.Unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
 	}
 	return RateState{
 		Name: key, Burst: int(burst), Interval: time.Duration(iv * float64(time.Microsecond)),

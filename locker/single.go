@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -22,12 +25,12 @@ type single struct {
 func newSingle(sh *shared, nd *node) *single { return &single{shared: sh, nd: nd} }
 
 func (b *single) obtain(ctx context.Context, key string, n names, token string, t terms) (held, error) {
-	var w *waiter
+	var w *hub.Waiter
 	if t.wait > 0 {
 		// Registered before the first try so that a hand-over published
 		// right after it is not dropped.
-		w = b.nd.hub.register(token)
-		defer b.nd.hub.unregister(w)
+		w = b.nd.hub.Register(token)
+		defer b.nd.hub.Unregister(w)
 	}
 	sent := time.Now()
 	r, err := b.acquire(ctx, n, t.ttl, t.wait, scripts.ModeAcquire, t.call)
@@ -35,7 +38,7 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 	case err == nil:
 	case !errors.Is(err, ErrNotReplicated):
 		b.abandon(n, token, err)
-		return held{}, obtainFailed(ctx, err)
+		return held{}, lockerr.ObtainFailed(ctx, err)
 	case r.Status == scripts.StatusObtained:
 		return b.unreplicated(n, token, err)
 	}
@@ -59,8 +62,8 @@ func (b *single) obtain(ctx context.Context, key string, n names, token string, 
 // context in dc (nil: allocated). Under WithReplicaAck a first try
 // (scripts.ModeAcquire) is acknowledged: a shortfall is an error matching
 // ErrNotReplicated, returned with the reply.
-func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string, dc *deadlineCtx) (scripts.Reply, error) {
-	cctx := b.o.callCtxIn(ctx, dc)
+func (b *single) acquire(ctx context.Context, n names, ttl, wait time.Duration, mode string, dc *callctx.Deadline) (scripts.Reply, error) {
+	cctx := b.o.bounds().CallIn(ctx, dc)
 	ack := mode == scripts.ModeAcquire && b.o.ackReplicas > 0
 	if mode == scripts.ModeAcquire && n.firstArgs != nil {
 		// The first try's arguments, made with the holder (names.firstArgs).
@@ -102,7 +105,7 @@ func (b *single) eval(ctx context.Context, ack bool, s *driver.Script, keys driv
 		return nil, err
 	}
 	if acked < b.o.ackReplicas {
-		return v, &notReplicatedError{acked: acked, want: b.o.ackReplicas, timeout: b.o.ackTimeout}
+		return v, &lockerr.NotReplicated{Acked: acked, Want: b.o.ackReplicas, Timeout: b.o.ackTimeout}
 	}
 	return v, nil
 }
@@ -143,9 +146,9 @@ func (b *single) granted(ctx context.Context, n names, token string, fence int64
 		return b.unreplicated(n, token, err)
 	case err != nil:
 		b.abandon(n, token, nil)
-		return held{}, obtainFailed(ctx, err)
+		return held{}, lockerr.ObtainFailed(ctx, err)
 	case !ok:
-		return held{}, errLate
+		return held{}, lockerr.Late
 	}
 	return h, nil
 }
@@ -153,7 +156,7 @@ func (b *single) granted(ctx context.Context, n names, token string, fence int64
 // leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
 // fresh context: it is clean-up that must happen even when ctx ended.
 func (b *single) leave(ctx context.Context, n names, token, mode string) (scripts.Reply, error) {
-	cctx, cancel := b.o.cleanupCtx(ctx)
+	cctx, cancel := b.o.bounds().Cleanup(ctx)
 	defer cancel()
 	v, err := b.nd.drv.Eval(cctx, n.sc.Leave, n.keys, token, mode, scripts.HandoffGrant, b.windowArg)
 	if err != nil {
@@ -184,19 +187,6 @@ func (b *single) abandon(n names, token string, err error) {
 	time.AfterFunc(b.o.callTimeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) })
 }
 
-// ErrLate is wrapped by the error of an Obtain whose lock was granted but
-// whose lease had ended by the time the grant's reply reached this process
-// (a reply slower than the lease, a paused process). Redis was healthy and
-// the lock was simply not usable any more, so the error also matches
-// ErrNotObtained (busy: try again), not ErrUnavailable. The grant is
-// released by token. A queued waiter whose re-check is granted late
-// queues again for the rest of its wait instead: only a first try, or a
-// grant at the very end of the wait, fails with ErrLate.
-var ErrLate = errors.New("locker: lease ended before the reply arrived")
-
-// errLate is the error of a late grant.
-var errLate error = &multiError{msg: ErrLate.Error(), errs: []error{ErrLate, ErrNotObtained}}
-
 // lease turns a grant of pttl, asked for at sent, into a held lock, or —
 // when that lease has ended already — releases it by token and reports
 // ErrLate.
@@ -205,7 +195,7 @@ func (b *single) lease(ctx context.Context, n names, token string, fence int64, 
 		return held{fence: fence, at: sent, granted: pttl}, nil
 	}
 	_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
-	return held{}, errLate
+	return held{}, lockerr.Late
 }
 
 func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
@@ -217,14 +207,14 @@ func (b *single) reenter(ctx context.Context, n names, token string, ttl time.Du
 }
 
 func (b *single) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	// Under WithReplicaAck a renewal is acknowledged: one the replicas
 	// did not confirm fails like a call that did not answer (retried until
 	// the lease's local deadline).
 	v, err := b.eval(cctx, b.o.ackReplicas > 0, n.sc.Extend, n.keys.First(n.sc.ExtendKeys), token, scripts.MS(ttl))
 	if err != nil {
-		return false, unavailable(err)
+		return false, lockerr.Unavailable(err)
 	}
 	x, _ := v.(int64)
 	return x == 1, nil
@@ -239,7 +229,7 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 		v, err = b.nd.drv.Eval(ctx, n.sc.Release, n.keys, n.tokenArg, scripts.HandoffGrant, b.windowArg)
 	}
 	if err != nil {
-		return unavailable(err)
+		return lockerr.Unavailable(err)
 	}
 	switch x := v.(type) {
 	case int64:
@@ -253,7 +243,7 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 			fence, _ := x[2].(int64)
 			server, _ := x[3].(int64)
 			pttl, _ := x[4].(int64)
-			b.nd.hub.handOver(token, grant{fence: fence, server: server, pttl: time.Duration(pttl) * time.Millisecond})
+			b.nd.hub.HandOver(token, hub.Grant{Fence: fence, Server: server, PTTL: time.Duration(pttl) * time.Millisecond})
 		}
 	}
 	return nil
@@ -262,7 +252,7 @@ func (b *single) release(ctx context.Context, n names, token string, _ time.Dura
 func (b *single) keep(ctx context.Context, n names, token string, _, d time.Duration) error {
 	v, err := b.nd.drv.Eval(ctx, n.sc.Keep, n.keys, n.tokenArg, scripts.MS(d))
 	if err != nil {
-		return unavailable(err)
+		return lockerr.Unavailable(err)
 	}
 	if x, _ := v.(int64); x < 0 {
 		return ErrNotHeld
@@ -271,11 +261,11 @@ func (b *single) keep(ctx context.Context, n names, token string, _, d time.Dura
 }
 
 func (b *single) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	v, err := b.nd.drv.Eval(cctx, n.sc.PTTL, n.keys.First(n.sc.ExtendKeys), token)
 	if err != nil {
-		return 0, unavailable(err)
+		return 0, lockerr.Unavailable(err)
 	}
 	if x, _ := v.(int64); x >= 0 {
 		return time.Duration(x) * time.Millisecond, nil
@@ -291,7 +281,7 @@ func (b *single) records() (*node, error) { return b.nd, nil }
 func (b *single) semaphores() error { return nil }
 
 func (b *single) ping(ctx context.Context) error {
-	cctx, cancel := b.o.callCtx(ctx)
+	cctx, cancel := b.o.bounds().Call(ctx)
 	defer cancel()
 	return nodeFailed(b.nd.ping(cctx))
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -15,11 +17,11 @@ import (
 // waiters on the key share one safety re-check at the end of the current
 // holder's lease (see hub), so a lost notice, a holder that crashed or a
 // grant that lapsed costs at most that lease, and only one call per process.
-func (b *single) wait(ctx context.Context, n names, token string, t terms, w *waiter, sent time.Time, r scripts.Reply) (held, error) {
+func (b *single) wait(ctx context.Context, n names, token string, t terms, w *hub.Waiter, sent time.Time, r scripts.Reply) (held, error) {
 	waitUntil := sent.Add(t.wait)
 	defer b.tel.waiting(t.params)()
-	wt := b.nd.hub.watch(n.channel, w)
-	defer wt.close()
+	wt := b.nd.hub.Watch(n.channel, w)
+	defer wt.Close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
 	recheck := false
@@ -28,7 +30,7 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 	// server time at which the waiter was queued again (0: not yet).
 	var dropped, requeued int64
 	for {
-		missed, err := wt.ensure(ctx, sent)
+		missed, err := wt.Ensure(ctx, sent)
 		if err != nil {
 			// Queued by the first try; the token is done, so off the
 			// caller's path (leave's context drops ctx's cancellation).
@@ -44,7 +46,7 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.
 				b.abandon(n, token, nil)
-				return held{}, obtainFailed(ctx, err)
+				return held{}, lockerr.ObtainFailed(ctx, err)
 			}
 			if r.Status == scripts.StatusObtained {
 				var h held
@@ -72,24 +74,24 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 		}
 		if !observed {
 			observed = true
-			wt.observe(r.PTTL, r.Server)
+			wt.Observe(r.PTTL, r.Server)
 		}
 		select {
-		case g := <-w.grant:
-			if g.fence < dropped || (g.fence == dropped && g.server < requeued) {
+		case g := <-w.Grant:
+			if g.Fence < dropped || (g.Fence == dropped && g.Server < requeued) {
 				// The notice of the grant handed back above, arriving
 				// after it: the token no longer holds it. A grant since
 				// it was queued again has a larger fence (a reader's can
 				// be equal: it gets the current one) and a later time.
 				continue
 			}
-			// The grant happened g.server-r.Server ms after the server
+			// The grant happened g.Server-r.Server ms after the server
 			// answered r, and r was answered after sent: a conservative
 			// local time of the grant.
-			at := sent.Add(time.Duration(g.server-r.Server-1) * time.Millisecond)
-			left := time.Until(at.Add(g.pttl))
-			if left > 0 && b.o.ackReplicas == 0 && (g.pttl >= t.ttl || left >= g.pttl*2/3) {
-				return held{fence: g.fence, at: at, granted: g.pttl}, nil
+			at := sent.Add(time.Duration(g.Server-r.Server-1) * time.Millisecond)
+			left := time.Until(at.Add(g.PTTL))
+			if left > 0 && b.o.ackReplicas == 0 && (g.PTTL >= t.ttl || left >= g.PTTL*2/3) {
+				return held{fence: g.Fence, at: at, granted: g.PTTL}, nil
 			}
 			if left > 0 {
 				// A grant window that reached this process late (it was
@@ -99,13 +101,13 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 				// critical section; if it lapsed meanwhile, Redis says so.
 				// Under WithReplicaAck every hand-over is confirmed so,
 				// acknowledged (see granted).
-				h, ok, err := b.confirm(ctx, n, token, g.fence, at, t)
+				h, ok, err := b.confirm(ctx, n, token, g.Fence, at, t)
 				if errors.Is(err, ErrNotReplicated) {
 					return b.unreplicated(n, token, err)
 				}
 				if err != nil {
 					b.abandon(n, token, nil)
-					return held{}, obtainFailed(ctx, err)
+					return held{}, lockerr.ObtainFailed(ctx, err)
 				}
 				if ok {
 					return h, nil
@@ -114,19 +116,19 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *wa
 			// Handed over while this process could not run (paused or
 			// starved), the grant may have lapsed: Redis knows.
 			recheck = true
-		case <-w.kick:
+		case <-w.Kick:
 			// The subscriber connection broke: notifications may be lost.
-			wt.broken()
+			wt.Broken()
 			recheck = true
-		case <-w.check:
+		case <-w.Check:
 			recheck = true
-		case <-wt.polled():
+		case <-wt.Polled():
 			recheck = true
 		case <-deadline.C:
 			sent = time.Now()
 			r, err := b.leave(ctx, n, token, scripts.ModeKeep)
 			if err != nil {
-				return held{}, obtainFailed(ctx, err)
+				return held{}, lockerr.ObtainFailed(ctx, err)
 			}
 			if r.Status == scripts.StatusObtained {
 				if b.o.ackReplicas > 0 {

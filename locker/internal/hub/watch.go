@@ -1,4 +1,4 @@
-package locker
+package hub
 
 import (
 	"context"
@@ -7,28 +7,28 @@ import (
 
 // watch keeps one waiting call subscribed to its key's channel and queued
 // as a local waiter there: the lock and idempotency waits share it.
-type watch struct {
-	h       *hub
+type Watch struct {
+	h       *Hub
 	channel string
-	w       *waiter
-	m       member      // zero while unsubscribed
+	w       *Waiter
+	m       Member      // zero while unsubscribed
 	poll    *time.Timer // re-checks while unsubscribed
 	pollC   <-chan time.Time
 }
 
-func (h *hub) watch(channel string, w *waiter) *watch {
-	return &watch{h: h, channel: channel, w: w}
+func (h *Hub) Watch(channel string, w *Waiter) *Watch {
+	return &Watch{h: h, channel: channel, w: w}
 }
 
 // ensure subscribes if not subscribed. missed reports that the subscription
 // was confirmed only after since, so a notice published in between may have
 // been lost: re-check. An error means ctx ended; any other failure leaves the
 // watch unsubscribed, so re-checks come every 100ms until it subscribes.
-func (wt *watch) ensure(ctx context.Context, since time.Time) (missed bool, err error) {
+func (wt *Watch) Ensure(ctx context.Context, since time.Time) (missed bool, err error) {
 	if wt.m.s != nil {
 		return false, nil
 	}
-	m, missed, err := wt.h.join(ctx, wt.channel, since, wt.w)
+	m, missed, err := wt.h.Join(ctx, wt.channel, since, wt.w)
 	switch {
 	case err == nil:
 		wt.m = m
@@ -50,7 +50,7 @@ func (wt *watch) ensure(ctx context.Context, since time.Time) (missed bool, err 
 // time server (ms; 0: unknown). Subscribed, the key's one safety timer moves
 // there; unsubscribed, the watch polls at that time or within 100ms,
 // whichever comes first.
-func (wt *watch) observe(pttl time.Duration, server int64) {
+func (wt *Watch) Observe(pttl time.Duration, server int64) {
 	if wt.m.s != nil {
 		wt.h.mu.Lock()
 		wt.h.observeLocked(wt.m.s, pttl, server, false)
@@ -67,17 +67,17 @@ func (wt *watch) observe(pttl time.Duration, server int64) {
 }
 
 // polled fires when an unsubscribed watch should re-check (nil otherwise).
-func (wt *watch) polled() <-chan time.Time { return wt.pollC }
+func (wt *Watch) Polled() <-chan time.Time { return wt.pollC }
 
 // broken drops the subscription after the listener connection broke.
-func (wt *watch) broken() {
-	wt.h.leave(wt.m)
-	wt.m = member{}
+func (wt *Watch) Broken() {
+	wt.h.Leave(wt.m)
+	wt.m = Member{}
 }
 
-func (wt *watch) close() {
+func (wt *Watch) Close() {
 	if wt.poll != nil {
 		wt.poll.Stop()
 	}
-	wt.h.leave(wt.m)
+	wt.h.Leave(wt.m)
 }

@@ -1,4 +1,4 @@
-package locker
+package callctx
 
 import (
 	"context"
@@ -7,24 +7,28 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
-// bound wraps d so at most n calls are in flight at once (n <= 0: d as it
+// Limit wraps d so at most n calls are in flight at once (n <= 0: d as it
 // is). Priority calls (renewals, releases) bypass the bound: a held lock's
 // upkeep must not queue behind a burst of waiters.
-func bound(d driver.Driver, n int) driver.Driver {
+func Limit(d driver.Driver, n int) driver.Driver {
 	if n <= 0 {
 		return d
 	}
-	return &boundedDriver{Driver: d, slots: make(chan struct{}, n)}
+	return &Limited{Driver: d, slots: make(chan struct{}, n)}
 }
 
-type boundedDriver struct {
+// Limited is a driver with at most n calls in flight (see Limit); Driver
+// is the driver it wraps.
+type Limited struct {
 	driver.Driver
 	slots chan struct{}
 }
 
-func (b *boundedDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
+// Eval runs s once a call slot is free (priority calls at once).
+func (b *Limited) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if driver.IsPriority(ctx) {
 		return b.Driver.Eval(ctx, s, keys, args...)
 	}
@@ -37,7 +41,7 @@ func (b *boundedDriver) Eval(ctx context.Context, s *driver.Script, keys driver.
 
 // EvalAck is Eval's bound for a driver.Acker (WithReplicaAck: New checks
 // that the driver is one).
-func (b *boundedDriver) EvalAck(ctx context.Context, replicas int, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) (any, int, error) {
+func (b *Limited) EvalAck(ctx context.Context, replicas int, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) (any, int, error) {
 	a := b.Driver.(driver.Acker)
 	if driver.IsPriority(ctx) {
 		return a.EvalAck(ctx, replicas, timeout, s, keys, args...)
@@ -51,7 +55,7 @@ func (b *boundedDriver) EvalAck(ctx context.Context, replicas int, timeout time.
 
 // take takes a call slot, waiting when all are taken, but never past ctx's
 // deadline (callCtx gives every call one) or cancellation.
-func (b *boundedDriver) take(ctx context.Context) error {
+func (b *Limited) take(ctx context.Context) error {
 	select {
 	case b.slots <- struct{}{}:
 		return nil
@@ -67,17 +71,17 @@ func (b *boundedDriver) take(ctx context.Context) error {
 	case b.slots <- struct{}{}:
 		return nil
 	case <-ctx.Done():
-		return notSent(fmt.Errorf("waiting for a call slot: %w", ctx.Err()))
+		return lockerr.NotSent(fmt.Errorf("waiting for a call slot: %w", ctx.Err()))
 	case <-expired:
-		return notSent(fmt.Errorf("waiting for a call slot: %w", context.DeadlineExceeded))
+		return lockerr.NotSent(fmt.Errorf("waiting for a call slot: %w", context.DeadlineExceeded))
 	}
 }
 
 // Close forwards Locker.Close to the wrapped driver.
-func (b *boundedDriver) Close() error { return closeDriver(b.Driver) }
+func (b *Limited) Close() error { return CloseDriver(b.Driver) }
 
-// closeDriver closes d if it is an io.Closer (see driver.Driver).
-func closeDriver(d driver.Driver) error {
+// CloseDriver closes d if it is an io.Closer (see driver.Driver).
+func CloseDriver(d driver.Driver) error {
 	if c, ok := d.(io.Closer); ok {
 		return c.Close()
 	}
