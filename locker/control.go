@@ -5,6 +5,7 @@ import (
 	"sync"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // The control channel tells a Locker that one of its leases was
@@ -61,9 +62,9 @@ func (t *leaseTable) get(token string) *Lease {
 }
 
 // control makes nd's hub carry force-release notices to l.
-func (l *Locker) control(nd *node) {
-	nd.hub.SetControl(controlChannel(l.o.prefix), l.controlled)
-	l.ctl = append(l.ctl, nd.hub)
+func (l *Locker) control(nd *node.Node) {
+	nd.Hub.SetControl(controlChannel(l.o.prefix), l.controlled)
+	l.ctl = append(l.ctl, nd.Hub)
 }
 
 // track registers a new root lease for force-release notices and makes

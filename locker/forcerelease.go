@@ -12,10 +12,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // maxReason caps a force-release reason, in bytes (longer ones are cut).
@@ -109,7 +107,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 			span.SetAttributes(AttrKey.String(name))
 		}
 	}
-	all, err := l.be.force(sctx, l, name, reason)
+	all, err := l.force(sctx, name, reason)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)
@@ -122,49 +120,6 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 		return fmt.Errorf("locker: ForceRelease %q: %w", name, ErrNotHeld)
 	}
 	return nil
-}
-
-// force frees name's locks of every kind, one script per kind.
-func (b *single) force(ctx context.Context, l *Locker, name, reason string) ([]freed, error) {
-	var all []freed
-	for _, kind := range []string{KindMutex, KindSemaphore, KindRW} {
-		got, err := b.forceKind(ctx, l, name, kind, reason)
-		all = append(all, got...)
-		if err != nil {
-			return all, err
-		}
-	}
-	return all, nil
-}
-
-// forceKind runs the force-release script of kind for name and returns
-// the holders it freed.
-func (b *single) forceKind(ctx context.Context, l *Locker, name, kind, reason string) ([]freed, error) {
-	var n names
-	var sc *driver.Script
-	switch kind {
-	case KindMutex:
-		n, _ = l.holder(name)
-		sc = scripts.Force
-	case KindSemaphore:
-		n, _ = l.kindHolder(name, ":s", scripts.Sem, nil)
-		sc = scripts.SemForce
-	default:
-		n, _ = l.kindHolder(name, ":rw", scripts.RW, nil)
-		sc = scripts.RWForce
-	}
-	cctx, cancel := b.o.bounds().Call(ctx)
-	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, sc, n.keys, controlChannel(b.o.prefix), reason, scripts.HandoffGrant, b.windowArg)
-	if err != nil {
-		return nil, lockerr.Unavailable(err)
-	}
-	out, g, err := parseForced(kind, v)
-	if g.token != "" {
-		// Handed to a waiter: wake it here if it is ours.
-		b.nd.hub.HandOver(g.token, g.grant)
-	}
-	return out, err
 }
 
 // handedTo is a force-release's hand-over: the waiter token and its grant.

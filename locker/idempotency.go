@@ -14,6 +14,8 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -139,12 +141,12 @@ func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p Ide
 // implemented. Guards and adapters call it when they are built, so a
 // service refuses to start instead of failing every request.
 func (l *Locker) SupportsIdempotency() error {
-	_, err := l.be.records()
+	_, err := l.be.Records()
 	return err
 }
 
 func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
-	nd, err := l.be.records()
+	nd, err := l.be.Records()
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +159,13 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 	k := l.idemKeys(name)
 	sum := sha256.Sum256([]byte(fingerprint))
 	fp := hex.EncodeToString(sum[:])
-	token := newToken()
+	token := names.NewToken()
 	var w *hub.Waiter
 	if p.Wait > 0 {
 		// Registered before the first try so a wake-up published right
 		// after it is not dropped.
-		w = nd.hub.Register(token)
-		defer nd.hub.Unregister(w)
+		w = nd.Hub.Register(token)
+		defer nd.Hub.Unregister(w)
 	}
 	sent := time.Now()
 	c, pttl, err := l.idemTry(ctx, nd, k, fp, token, p, p.Wait, sent)
@@ -178,13 +180,13 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 
 // idemTry runs idem_begin.lua once. It returns a Claim (held or replay), an
 // error, or neither with the in-flight record's remaining lease.
-func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, wait time.Duration, sent time.Time) (*Claim, time.Duration, error) {
+func (l *Locker) idemTry(ctx context.Context, nd *node.Node, k idemKeys, fp, token string, p IdemParams, wait time.Duration, sent time.Time) (*Claim, time.Duration, error) {
 	lease, every := p.Lease, p.Lease/3
 	if lease <= 0 {
 		lease, every = l.o.lease, l.o.renewEvery
 	}
 	cctx, cancel := l.o.bounds().Call(ctx)
-	v, err := nd.drv.Eval(cctx, scripts.IdemBegin, k.keys, fp, token, scripts.MS(lease), scripts.MS(max(wait, 0)))
+	v, err := nd.Drv.Eval(cctx, scripts.IdemBegin, k.keys, fp, token, scripts.MS(lease), scripts.MS(max(wait, 0)))
 	cancel()
 	if err != nil {
 		if !errors.Is(err, ErrNotSent) {
@@ -220,9 +222,9 @@ func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token st
 // idemWait waits for the in-flight record to end after a first try sent at
 // sent, woken by the end script's notice, and re-checks then. A notice lost
 // with the subscriber connection costs at most the record's remaining lease.
-func (l *Locker) idemWait(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, w *hub.Waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
+func (l *Locker) idemWait(ctx context.Context, nd *node.Node, k idemKeys, fp, token string, p IdemParams, w *hub.Waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
 	waitUntil := sent.Add(p.Wait)
-	wt := nd.hub.Watch(k.channel, w)
+	wt := nd.Hub.Watch(k.channel, w)
 	defer wt.Close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
@@ -279,11 +281,11 @@ func idemFailed(ctx context.Context, err error) error {
 // once more a call timeout later (the lost call may still be on its way);
 // off the caller's path, as single.abandon does, so that a Redis that does
 // not answer refuses the request after one call timeout, not two.
-func (l *Locker) idemCleanup(nd *node, k idemKeys, token string) {
+func (l *Locker) idemCleanup(nd *node.Node, k idemKeys, token string) {
 	end := func() {
 		ctx, cancel := l.o.bounds().Cleanup(context.Background())
 		defer cancel()
-		_, _ = nd.drv.Eval(ctx, scripts.IdemEnd, k.keys, token, "a", "", 1, k.channel)
+		_, _ = nd.Drv.Eval(ctx, scripts.IdemEnd, k.keys, token, "a", "", 1, k.channel)
 	}
 	go end()
 	time.AfterFunc(l.o.callTimeout, end)

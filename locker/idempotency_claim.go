@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -16,7 +17,7 @@ import (
 // A Claim is safe for concurrent use.
 type Claim struct {
 	l       *Locker
-	nd      *node // where the record lives
+	nd      *node.Node // where the record lives
 	k       idemKeys
 	name    string    // IdemParams.Name, for logs
 	since   time.Time // when the claim was sent
@@ -33,7 +34,7 @@ type Claim struct {
 	lost   bool
 }
 
-func (l *Locker) newClaim(ctx context.Context, nd *node, k idemKeys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
+func (l *Locker) newClaim(ctx context.Context, nd *node.Node, k idemKeys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
 	c := &Claim{l: l, nd: nd, k: k, name: name, since: sent, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	c.start(c, sent.Add(lease), every, every, retryAfter(every), false)
@@ -97,7 +98,7 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 	// leave the record in flight.
 	cctx, cancel := c.l.o.bounds().Upkeep(ctx)
 	defer cancel()
-	v, err := c.nd.drv.Eval(cctx, scripts.IdemEnd, c.k.keys, c.token, mode, outcome, scripts.MS(c.ttl), c.k.channel)
+	v, err := c.nd.Drv.Eval(cctx, scripts.IdemEnd, c.k.keys, c.token, mode, outcome, scripts.MS(c.ttl), c.k.channel)
 	if err != nil {
 		err = lockerr.Unavailable(err)
 	} else if n, _ := v.(int64); n != 1 {
@@ -134,7 +135,7 @@ func (c *Claim) lose(why lossCause, lastErr error) {
 func (c *Claim) renewTTL() time.Duration { return c.lease }
 
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	v, err := c.nd.drv.Eval(ctx, scripts.IdemRenew, c.k.keys.First(1), c.token, scripts.MS(ttl))
+	v, err := c.nd.Drv.Eval(ctx, scripts.IdemRenew, c.k.keys.First(1), c.token, scripts.MS(ttl))
 	if err != nil {
 		return false, lockerr.Unavailable(err) // as a lock's renewal: the loss's log says so
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -104,7 +103,7 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	if name == "" {
 		return nil, ErrEmptyKey
 	}
-	return l.be.inspect(ctx, l, name)
+	return l.inspect(ctx, name)
 }
 
 // inspectKeys are inspect.lua's keys for name: each kind's lock, queue
@@ -113,22 +112,8 @@ func (l *Locker) inspectKeys(name string) driver.Keys {
 	m, _ := l.holder(name)
 	sem, _ := l.kindHolder(name, ":s", scripts.Sem, nil)
 	rw, _ := l.kindHolder(name, ":rw", scripts.RW, nil)
-	mk, sk, rk := m.keys.Names(), sem.keys.Names(), rw.keys.Names()
+	mk, sk, rk := m.Keys.Names(), sem.Keys.Names(), rw.Keys.Names()
 	return driver.NewKeys(mk[0], mk[1], mk[2], sk[0], sk[1], sk[2], rk[0], rk[1], rk[2])
-}
-
-func (b *single) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
-	cctx, cancel := b.o.bounds().Call(ctx)
-	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scripts.Inspect, l.inspectKeys(name), maxInspectWaiters)
-	if err != nil {
-		return nil, lockerr.Unavailable(err)
-	}
-	st, err := parseState(name, v)
-	if err != nil {
-		return nil, lockerr.Unavailable(err)
-	}
-	return st, nil
 }
 
 // parseState reads inspect.lua's reply.

@@ -10,6 +10,8 @@ import (
 
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // Lease is a held lock. Its Context is cancelled with cause ErrLockLost when
@@ -21,7 +23,7 @@ import (
 type Lease struct {
 	l      *Locker
 	key    string
-	n      names
+	n      names.Names
 	token  string // owner token, shared by all holds of one root
 	fence  int64
 	holds  int
@@ -55,10 +57,10 @@ type Lease struct {
 	unwatch []func() bool
 
 	// buf holds a root's names and the first try's call storage (see
-	// holderBuf); upkeep is this lease's release context. Each is used
+	// names.Buf); upkeep is this lease's release context. Each is used
 	// by one call at a time (Release runs once per lease), so a
 	// lock+unlock allocates them with the lease instead of per call.
-	buf    holderBuf
+	buf    names.Buf
 	upkeep callctx.UpkeepContext
 }
 
@@ -92,7 +94,7 @@ func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 
 // holding returns le's live root if le is l's lease of key in family.
 func (le *Lease) holding(l *Locker, key string, family int) *Lease {
-	if le.l != l || le.key != key || le.n.sc.Family != family {
+	if le.l != l || le.key != key || le.n.Scripts.Family != family {
 		return nil
 	}
 	root := le.root
@@ -111,29 +113,29 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 // before then never pays for it.
 // le is the lease Obtain allocated before its first call (its buf holds n's
 // storage); newLease fills in the rest.
-func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names, token string, h held, t terms) *Lease {
-	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.fence, 1, t, 1, t.params.Mode
+func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Names, token string, h node.Held, t terms) *Lease {
+	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.Fence, 1, t, 1, t.params.Mode
 	if !t.watchdog {
-		le.cap = h.at.Add(t.ttl)
+		le.cap = h.At.Add(t.ttl)
 	}
 	le.root = le
 	le.parent = FromContext(ctx)
 	le.since = time.Now()
-	le.base, le.span = l.tel.startHold(ctx, key, t.params, h.fence)
+	le.base, le.span = l.tel.startHold(ctx, key, t.params, h.Fence)
 	var first, every time.Duration
 	switch {
-	case h.granted < t.ttl:
+	case h.Granted < t.ttl:
 		// A third of the window after the grant itself (not after this
 		// process heard of it), so a late notice does not push the
 		// confirmation past the window's end.
-		first = max(time.Until(h.at.Add(h.granted/3)), time.Millisecond)
+		first = max(time.Until(h.At.Add(h.Granted/3)), time.Millisecond)
 	case t.watchdog:
 		first = l.o.renewEvery
 	}
 	if t.watchdog {
 		every = l.o.renewEvery
 	}
-	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery), true)
+	le.start(le, l.be.ValidUntil(h.At, h.Granted), first, every, retryAfter(l.o.renewEvery), true)
 	if first > 0 {
 		// Renewed: a force-release notice stops the renewals (a lease
 		// never renewed is tracked once it has a context to cancel).
@@ -150,7 +152,7 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 		ttl = root.t.ttl
 		root.mu.Unlock()
 	}
-	holds, ok, err := l.be.reenter(ctx, root.n, root.token, ttl)
+	holds, ok, err := l.be.Reenter(ctx, root.n, root.token, ttl)
 	if err != nil {
 		return nil, lockerr.ObtainFailed(ctx, err)
 	}
@@ -241,7 +243,7 @@ func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if le.root.parts != nil {
 		return le.root.multiTTL(ctx)
 	}
-	return le.l.be.pttl(ctx, le.n, le.token)
+	return le.l.be.PTTL(ctx, le.n, le.token)
 }
 
 // Extend resets the lease in Redis to ttl from now and moves the local
@@ -269,7 +271,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if !root.t.watchdog {
 		root.cap = sent.Add(ttl)
 	}
-	root.setDeadlineLocked(root.l.be.validUntil(sent, ttl))
+	root.setDeadlineLocked(root.l.be.ValidUntil(sent, ttl))
 	return nil
 }
 
@@ -300,7 +302,7 @@ func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return le.Release(ctx)
 	}
-	if le.n.sc.Keep == nil && le.parts == nil {
+	if le.n.Scripts.Keep == nil && le.parts == nil {
 		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
 	}
 	span := le.l.tel.startRelease(ctx)
@@ -342,9 +344,9 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	cctx := le.l.o.bounds().UpkeepIn(ctx, &le.upkeep)
 	var err error
 	if keep > 0 {
-		err = le.l.be.keep(cctx, le.n, le.token, ttl, keep)
+		err = le.l.be.Keep(cctx, le.n, le.token, ttl, keep)
 	} else {
-		err = le.l.be.release(cctx, le.n, le.token, ttl)
+		err = le.l.be.Release(cctx, le.n, le.token, ttl)
 	}
 	if last {
 		root.finish(ErrNotHeld, 0, nil)
@@ -393,11 +395,11 @@ func (root *Lease) renewTTL() time.Duration {
 }
 
 func (root *Lease) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	return root.l.be.extend(ctx, root.n, root.token, ttl)
+	return root.l.be.Extend(ctx, root.n, root.token, ttl)
 }
 
 func (root *Lease) validUntil(sent time.Time, ttl time.Duration) time.Time {
-	return root.l.be.validUntil(sent, ttl)
+	return root.l.be.ValidUntil(sent, ttl)
 }
 
 func (root *Lease) renewed(ok bool, err error) {

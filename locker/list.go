@@ -47,7 +47,7 @@ func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []strin
 	}
 	cctx, cancel := l.o.bounds().Call(ctx)
 	defer cancel()
-	masters, err := l.be.masters(cctx)
+	masters, err := l.admin().Masters(cctx)
 	if err != nil {
 		return nil, "", err
 	}
@@ -94,25 +94,6 @@ func nameOf(key string, prefixLen int) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// masters: the deployment's masters, when the driver exposes them
-// (driver.Masters), else the one node.
-func (b *single) masters(ctx context.Context) ([]driver.Driver, error) {
-	ms, err := b.nd.masters(ctx)
-	if err != nil {
-		return nil, lockerr.Unavailable(err)
-	}
-	return ms, nil
-}
-
-// masters: every Redlock master, in the order given to NewRedlock.
-func (b *quorum) masters(context.Context) ([]driver.Driver, error) {
-	ds := make([]driver.Driver, len(b.nodes))
-	for i, nd := range b.nodes {
-		ds[i] = nd.drv
-	}
-	return ds, nil
 }
 
 // parseCursor reads List's cursor: "" or "master:scan".

@@ -9,16 +9,22 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/quorum"
 	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/single"
 )
 
 // Locker obtains locks on one Redis deployment (New), or on N independent
 // masters with the Redlock algorithm (NewRedlock). It is safe for concurrent
 // use; create one per process and share it. Close it at shutdown.
 type Locker struct {
-	shared
+	o    *options // &opts
 	opts options
-	be   backend
+	tel  *telemetry
+	sh   *node.Shared // what the backend and its nodes share with the Locker
+	be   node.Backend
 	// ctl are the hubs whose listeners carry force-release notices (see
 	// control.go): the one node's, or every Redlock master's. leases are
 	// the live root leases they are matched against.
@@ -58,17 +64,15 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	l := newLocker(o)
-	nd := newNode(d, &l.shared)
+	l := newLocker(o, false)
+	nd := node.New(d, l.sh)
 	l.control(nd)
-	b := newSingle(&l.shared, nd)
 	// A driver that spreads keys over masters (Cluster) refuses scripts
 	// whose keys are in several slots: ObtainMany goes key by key there.
 	// So it does under WithReplicaAck, where each key's acquisition is
 	// acknowledged on its own.
 	_, spread := d.(driver.Masters)
-	b.multi.on.Store(!spread && o.ackReplicas == 0)
-	l.be = b
+	l.be = single.New(l.sh, nd, !spread && o.ackReplicas == 0)
 	return l, nil
 }
 
@@ -101,14 +105,13 @@ func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	l := newLocker(o)
-	l.lastKey = true
-	nodes := make([]*node, len(ds))
+	l := newLocker(o, true)
+	nodes := make([]*node.Node, len(ds))
 	for i, d := range ds {
-		nodes[i] = newNode(d, &l.shared)
+		nodes[i] = node.New(d, l.sh)
 		l.control(nodes[i])
 	}
-	l.be = newQuorum(&l.shared, nodes)
+	l.be = quorum.New(l.sh, nodes)
 	return l, nil
 }
 
@@ -123,17 +126,22 @@ func checkDriver(d driver.Driver) error {
 	return nil
 }
 
-// newLocker returns a Locker with options o and no backend yet.
-func newLocker(o options) *Locker {
+// newLocker returns a Locker with options o and no backend yet; lastKey
+// for Redlock (see names.Layout).
+func newLocker(o options, lastKey bool) *Locker {
 	l := &Locker{opts: o}
 	l.o = &l.opts
-	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
-	l.sidArg, l.windowArg = l.sid, scripts.MS(l.o.grantWindow)
-	l.checkScript = driver.NewScript("-- check by " + l.sid + "\n" + scripts.CheckSource)
-	for _, c := range scripts.Commands() {
-		l.checkCommands = append(l.checkCommands, c)
-	}
 	l.tel = newTelemetry(l.o)
+	l.sh = node.NewShared(node.Config{
+		Prefix:      o.prefix,
+		Bounds:      o.bounds(),
+		Linger:      o.linger,
+		MaxCalls:    o.maxCalls,
+		AckReplicas: o.ackReplicas,
+		AckTimeout:  o.ackTimeout,
+		Drift:       o.drift,
+		NodeTimeout: o.nodeTimeout,
+	}, o.grantWindow, lastKey, node.Hooks{Waiting: l.waiting})
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label
 	}
@@ -144,7 +152,7 @@ func newLocker(o options) *Locker {
 // connections (the clients and pools given to the drivers stay open).
 // Leases already obtained keep working until released; waiting Obtain
 // calls fall back to re-checking at the holder's remaining lease.
-func (l *Locker) Close() error { return l.be.close() }
+func (l *Locker) Close() error { return l.be.Close() }
 
 // Ping checks that every Redis node answers (credentials, TLS, network) by
 // running a trivial script, and returns an error matching ErrUnavailable
@@ -152,7 +160,7 @@ func (l *Locker) Close() error { return l.be.close() }
 // there instead, and returns its ErrUnsupported too. New does not
 // connect; call Ping at start-up to fail there rather than on the first
 // request.
-func (l *Locker) Ping(ctx context.Context) error { return l.be.ping(ctx) }
+func (l *Locker) Ping(ctx context.Context) error { return l.be.Ping(ctx) }
 
 // Params are the terms of one Obtain call. The zero value asks for a
 // watchdog lease and does not wait.
@@ -218,7 +226,7 @@ func (l *Locker) Supports(p Params) error {
 	case p.Mode > Write:
 		return fmt.Errorf("%w: unknown mode %d", ErrBadOption, p.Mode)
 	case p.Limit > 0, p.Mode != Exclusive:
-		return l.be.semaphores()
+		return l.be.Semaphores()
 	}
 	return nil
 }
@@ -272,22 +280,23 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 		t.ttl, t.watchdog = l.o.lease, true
 	}
 	// The lease is allocated now: its storage holds the holder's names
-	// and the first call's context and arguments (holderBuf).
+	// and the first call's context and arguments (names.Buf).
 	le := new(Lease)
-	var n names
+	var n names.Names
 	var token string
 	switch family {
 	case scripts.FamilyMutex:
-		n, token = l.holderIn(key, &le.buf)
+		n, token = l.sh.Layout.Mutex(key, &le.buf)
 	case scripts.FamilySemaphore:
-		n, token = l.semHolder(key, p.Limit, &le.buf)
+		n, token = l.sh.Layout.Semaphore(key, p.Limit, &le.buf)
 	default:
-		n, token = l.rwHolder(key, p.Mode, &le.buf)
+		n, token = l.sh.Layout.RW(key, p.Mode == Write, &le.buf)
 	}
-	t.call = &le.buf.firstCtx
-	n.labelArg = l.labelArg(p)
-	n = l.withFirstArgs(n, &le.buf, t)
-	h, err := l.be.obtain(ctx, key, n, token, t)
+	t.call = &le.buf.FirstCtx
+	n.LabelArg = l.labelArg(p)
+	n = n.WithFirstArgs(&le.buf, l.sh.MSArg(t.ttl), l.sh.MSArg(t.wait), l.sh.SIDArg, l.sh.WindowArg)
+	le.t = t // for the Waiting hook
+	h, err := l.be.Obtain(ctx, key, n, token, t.engineTerms(le))
 	if err != nil {
 		return nil, err
 	}
@@ -296,3 +305,12 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 
 // bounds are the Redis call bounds the options set.
 func (o *options) bounds() callctx.Bounds { return callctx.Bounds{Timeout: o.callTimeout} }
+
+// waiting is the engine's Waiting hook: ref is the waiting Obtain's lease.
+func (l *Locker) waiting(ref any) func() {
+	le, _ := ref.(*Lease)
+	if le == nil {
+		return func() {}
+	}
+	return l.tel.waiting(le.t.params)
+}

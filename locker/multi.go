@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -137,7 +138,7 @@ func (l *Locker) newMultiLease(ctx context.Context, keys []string, parts []*Leas
 		holds = min(holds, pt.holds)
 	}
 	le := &Lease{
-		l: l, key: strings.Join(keys, ","), n: names{sc: multiScripts},
+		l: l, key: strings.Join(keys, ","), n: names.Names{Scripts: multiScripts},
 		fence: parts[0].fence, holds: holds, t: t, live: 1, parts: parts,
 		parent: FromContext(ctx), base: ctx, since: time.Now(),
 	}

@@ -115,7 +115,7 @@ func (l *Locker) SupportsRate(p RateParams) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	_, err := l.be.rates()
+	_, err := l.be.Rates()
 	return err
 }
 
@@ -146,7 +146,7 @@ func (l *Locker) Allow(ctx context.Context, key string, p RateParams) (RateDecis
 }
 
 func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecision, error) {
-	nd, err := l.be.rates()
+	nd, err := l.be.Rates()
 	if err != nil {
 		return RateDecision{}, err
 	}
@@ -165,7 +165,7 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	}
 	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'f', -1, 64) // plain decimal: every Lua's tonumber reads it
 	cctx, cancel := l.o.bounds().Call(ctx)
-	v, err := nd.drv.Eval(cctx, scripts.Rate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
+	v, err := nd.Drv.Eval(cctx, scripts.Rate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
 	cancel()
 	if err != nil {
 		if ce := ctx.Err(); ce != nil {
@@ -220,13 +220,13 @@ type RateState struct {
 // error matching ErrUnavailable when Redis failed, or ErrKindUnsupported
 // on a Redlock Locker.
 func (l *Locker) InspectRate(ctx context.Context, key string) (st RateState, ok bool, err error) {
-	nd, err := l.be.rates()
+	nd, err := l.be.Rates()
 	if err != nil {
 		return RateState{}, false, err
 	}
 	cctx, cancel := l.o.bounds().Call(ctx)
 	defer cancel()
-	v, err := nd.drv.Eval(cctx, scripts.RateInspect, driver.NewKeys(l.rateKey(key)))
+	v, err := nd.Drv.Eval(cctx, scripts.RateInspect, driver.NewKeys(l.rateKey(key)))
 	if err != nil {
 		return RateState{}, false, lockerr.Unavailable(err)
 	}
@@ -263,14 +263,4 @@ func intsReply(v any, n int) ([]int64, error) {
 		}
 	}
 	return out, nil
-}
-
-// rates: one deployment keeps rate keys on its one node.
-func (b *single) rates() (*node, error) { return b.nd, nil }
-
-// rates: a bucket on each master apart admits up to N times the rate, and
-// a quorum of buckets cannot be exact: refused.
-func (b *quorum) rates() (*node, error) {
-	return nil, fmt.Errorf("%w: Redlock keeps no rate limits: a bucket on each master apart admits up to %d times the rate, "+
-		"and no quorum of buckets makes a limit exact; use a Locker from New", ErrKindUnsupported, len(b.nodes))
 }

@@ -4,7 +4,7 @@
 package tally
 
 import (
-		"fmt"
+	"fmt"
 	"strings"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"

@@ -6,25 +6,69 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
-// The operator calls on a Redlock Locker: each fans out to every master
-// and merges or tallies the answers. Redlock keeps mutexes only.
+// The operator calls, written once over the backend's node.Admin: each
+// runs its script on every node a lock lives on (one deployment's node,
+// or every Redlock master) and tallies the answers with the backend's
+// quorum (1, or the majority). One deployment's answer is its own state;
+// Redlock's views are merged.
 
-// force frees name's lock on every master (waiters are sent the free
-// notice, as on a release). The holders are freed when a majority of
-// masters held the lock; remnants on a minority are freed too, but the
-// lock was not held by Redlock's rule, and the error matches ErrNotHeld.
-func (b *quorum) force(ctx context.Context, l *Locker, name, reason string) ([]freed, error) {
-	n, _ := l.holder(name)
-	res := b.fanout(ctx, b.o.callTimeout, scripts.Force, n.keys, controlChannel(b.o.prefix), reason, scripts.HandoffNotify, 0)
+// force frees name's locks of every kind the backend keeps, one script
+// per kind, and returns the holders freed. On Redlock the holders are
+// freed when a majority of masters held the lock; remnants on a minority
+// are freed too, but the lock was not held by Redlock's rule, and the
+// error matches ErrNotHeld.
+func (l *Locker) force(ctx context.Context, name, reason string) ([]freed, error) {
+	kinds := []string{KindMutex}
+	if l.be.Semaphores() == nil {
+		kinds = append(kinds, KindSemaphore, KindRW)
+	}
 	var all []freed
-	t := tally.Count("force-release", b.need, res, func(_ int, v any) (bool, error) {
-		got, _, err := parseForced(KindMutex, v)
+	for _, kind := range kinds {
+		got, err := l.forceKind(ctx, name, kind, reason)
+		all = append(all, got...)
+		if err != nil {
+			return all, err
+		}
+	}
+	return all, nil
+}
+
+// forceKind runs the force-release script of kind for name on every node.
+func (l *Locker) forceKind(ctx context.Context, name, kind, reason string) ([]freed, error) {
+	ad := l.admin()
+	nodes, need := ad.Quorum()
+	var n names.Names
+	var sc *driver.Script
+	switch kind {
+	case KindMutex:
+		n, _ = l.holder(name)
+		sc = scripts.Force
+	case KindSemaphore:
+		n, _ = l.kindHolder(name, ":s", scripts.Sem, nil)
+		sc = scripts.SemForce
+	default:
+		n, _ = l.kindHolder(name, ":rw", scripts.RW, nil)
+		sc = scripts.RWForce
+	}
+	mode, window := ad.Handoff()
+	res := node.Fanout(ctx, nodes, l.o.callTimeout, sc, n.Keys, controlChannel(l.o.prefix), reason, mode, window)
+	var all []freed
+	t := tally.Count("force-release", need, res, func(i int, v any) (bool, error) {
+		got, g, err := parseForced(kind, v)
 		if err != nil {
 			return false, err
+		}
+		if g.token != "" {
+			// Handed to a waiter: wake it here if it is ours.
+			nodes[i].Hub.HandOver(g.token, g.grant)
 		}
 		for _, f := range got {
 			i := slices.IndexFunc(all, func(a freed) bool { return a.Owner == f.Owner })
@@ -41,18 +85,20 @@ func (b *quorum) force(ctx context.Context, l *Locker, name, reason string) ([]f
 	case t.Won():
 		return all, nil
 	case t.Broken():
-		return all, t.Err()
+		return all, adminErr(t)
 	case len(all) > 0:
 		return all, fmt.Errorf("locker: ForceRelease %q: held on %d of %d masters, fewer than a majority: %w", name, t.Yes, len(res), ErrNotHeld)
 	}
 	return nil, nil
 }
 
-// inspect reads name's state on every master and merges the views.
-func (b *quorum) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
-	res := b.fanout(ctx, b.o.callTimeout, scripts.Inspect, l.inspectKeys(name), maxInspectWaiters)
+// inspect reads name's state on every node: one deployment's view, or the
+// Redlock masters' views merged.
+func (l *Locker) inspect(ctx context.Context, name string) (*State, error) {
+	nodes, need := l.admin().Quorum()
+	res := node.Fanout(ctx, nodes, l.o.callTimeout, scripts.Inspect, l.inspectKeys(name), maxInspectWaiters)
 	var views []*State
-	t := tally.Count("inspect", b.need, res, func(_ int, v any) (bool, error) {
+	t := tally.Count("inspect", need, res, func(_ int, v any) (bool, error) {
 		st, err := parseState(name, v)
 		if err != nil {
 			return false, err
@@ -60,10 +106,22 @@ func (b *quorum) inspect(ctx context.Context, l *Locker, name string) (*State, e
 		views = append(views, st)
 		return true, nil
 	})
-	if !t.Won() {
-		return nil, t.Err()
+	switch {
+	case !t.Won():
+		return nil, adminErr(t)
+	case len(nodes) == 1:
+		return views[0], nil
 	}
-	return mergeViews(name, views, b.need), nil
+	return mergeViews(name, views, need), nil
+}
+
+// adminErr is a failed operator call's error: one deployment's failure
+// (ErrUnavailable), or Redlock's *QuorumError.
+func adminErr(t tally.Tally) error {
+	if len(t.Errs) == 1 {
+		return lockerr.Unavailable(t.Errs[0])
+	}
+	return t.Err()
 }
 
 // mergeViews merges the masters' views of one Redlock lock: the holder a

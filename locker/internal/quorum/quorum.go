@@ -1,4 +1,8 @@
-package locker
+// Package quorum is the Redlock backend over N independent masters: every
+// call fans out to all masters in parallel, each bounded by a short
+// per-master timeout, and every decision is a tally (package tally). It
+// implements node.Backend and node.Admin; it keeps mutexes only.
+package quorum
 
 import (
 	"context"
@@ -12,53 +16,47 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
-// quorum is the Redlock backend over N independent masters: a lock is
+// Backend is the Redlock backend over N independent masters: a lock is
 // held when a majority (N/2+1) granted it within its validity, TTL -
 // elapsed - drift. Every call fans out to all masters in parallel with a
 // short per-master timeout; every decision is a tally (see count).
-type quorum struct {
-	*shared
-	nodes []*node
+type Backend struct {
+	*node.Shared
+	nodes []*node.Node
 	need  int // len(nodes)/2 + 1
 }
 
-func newQuorum(sh *shared, nodes []*node) *quorum {
-	return &quorum{shared: sh, nodes: nodes, need: len(nodes)/2 + 1}
+// New returns the Redlock backend over nodes, one per master.
+func New(sh *node.Shared, nodes []*node.Node) *Backend {
+	return &Backend{Shared: sh, nodes: nodes, need: len(nodes)/2 + 1}
 }
 
 // validUntil subtracts the clock drift allowance from the lease.
-func (b *quorum) validUntil(sent time.Time, ttl time.Duration) time.Time {
+func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
 	return sent.Add(ttl - b.drift(ttl))
 }
 
-func (b *quorum) drift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*b.o.drift) + 2*time.Millisecond
+func (b *Backend) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*b.Cfg.Drift) + 2*time.Millisecond
 }
 
-func (b *quorum) nodeTimeout(ttl time.Duration) time.Duration {
-	if b.o.nodeTimeout > 0 {
-		return b.o.nodeTimeout
+func (b *Backend) nodeTimeout(ttl time.Duration) time.Duration {
+	if b.Cfg.NodeTimeout > 0 {
+		return b.Cfg.NodeTimeout
 	}
 	return min(max(ttl/10, 50*time.Millisecond), 500*time.Millisecond)
 }
 
 // fanout runs s on every master in parallel, each call bounded by timeout.
-func (b *quorum) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []tally.Reply {
-	res := make([]tally.Reply, len(b.nodes))
-	var wg sync.WaitGroup
-	for i, nd := range b.nodes {
-		wg.Go(func() {
-			cctx, cancel := context.WithTimeout(ctx, timeout)
-			defer cancel()
-			res[i].V, res[i].Err = nd.drv.Eval(cctx, s, keys, args...)
-		})
-	}
-	wg.Wait()
-	return res
+func (b *Backend) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []tally.Reply {
+	return node.Fanout(ctx, b.nodes, timeout, s, keys, args...)
 }
 
 // quorumTry is the outcome of one acquire round.
@@ -73,13 +71,13 @@ type quorumTry struct {
 
 // try runs acquire.lua on every master and decides by majority. A round
 // that does not win undoes what it took.
-func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
+func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
 	var res []tally.Reply
-	if n.labelArg != nil {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.sidArg, b.windowArg, n.labelArg)
+	if n.LabelArg != nil {
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg, n.LabelArg)
 	} else {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.sidArg, b.windowArg)
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg)
 	}
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
@@ -108,9 +106,9 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 		// the last release (and a retried re-entry count one hold too
 		// many). Only a call never sent certainly changed nothing, and a
 		// re-entry's undo there would drop the outer hold instead.
-		took[i] = took[i] || (err != nil && !(reentry && errors.Is(err, ErrNotSent)))
+		took[i] = took[i] || (err != nil && !(reentry && errors.Is(err, lockerr.ErrNotSent)))
 	}
-	if t.Won() && time.Until(b.validUntil(out.sent, ttl)) > 0 {
+	if t.Won() && time.Until(b.ValidUntil(out.sent, ttl)) > 0 {
 		// When every granting master minted the same token, each counter
 		// already holds it: nothing to write back (the steady state, since
 		// the write-back levels the counters).
@@ -139,8 +137,8 @@ func (b *quorum) try(ctx context.Context, n names, token string, ttl, wait time.
 // of those masters, whose lock (or what its release leaves there until
 // the lease would have ended: gone in value.lua) then gives it a larger
 // token.
-func (b *quorum) raiseFence(ctx context.Context, n names, token string, ttl time.Duration, fence int64, took []bool) bool {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.keys.First(1), token, fence)
+func (b *Backend) raiseFence(ctx context.Context, n names.Names, token string, ttl time.Duration, fence int64, took []bool) bool {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.Keys.First(1), token, fence)
 	return tally.Count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).Won()
 }
 
@@ -148,16 +146,16 @@ func (b *quorum) raiseFence(ctx context.Context, n names, token string, ttl time
 // lock, leaving its fencing token there as a release does (gone in
 // value.lua); on a fresh context, since it must happen even when ctx
 // ended.
-func (b *quorum) undo(n names, token string, took []bool) {
+func (b *Backend) undo(n names.Names, token string, took []bool) {
 	if !slices.Contains(took, true) {
 		return
 	}
-	ctx, cancel := b.o.bounds().Cleanup(context.Background())
+	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		if took[i] {
-			wg.Go(func() { _, _ = nd.drv.Eval(ctx, scripts.Release, n.keys, token, scripts.HandoffNotify, 0) })
+			wg.Go(func() { _, _ = nd.Drv.Eval(ctx, scripts.Release, n.Keys, token, scripts.HandoffNotify, 0) })
 		}
 	}
 	wg.Wait()
@@ -169,17 +167,17 @@ func (b *quorum) undo(n names, token string, took []bool) {
 // of each process tries again. Masters have no queue (their queues could
 // hand the lock to different waiters and split the vote), so the order
 // across processes is not first-come-first-served.
-func (b *quorum) obtain(ctx context.Context, key string, n names, token string, t terms) (held, error) {
-	waitUntil := time.Now().Add(t.wait)
+func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
+	waitUntil := time.Now().Add(t.Wait)
 	mode := scripts.ModeAcquire
-	if t.wait > 0 {
+	if t.Wait > 0 {
 		mode = scripts.ModeNotify
 	}
 	var w *hub.Waiter
 	subs := make([]hub.Member, len(b.nodes))
 	defer func() {
 		for i, m := range subs {
-			b.nodes[i].hub.Leave(m)
+			b.nodes[i].Hub.Leave(m)
 		}
 	}()
 	var timer *time.Timer
@@ -191,32 +189,32 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 	}()
 	for {
 		sent := time.Now()
-		try := b.try(ctx, n, token, t.ttl, time.Until(waitUntil), mode, false)
+		try := b.try(ctx, n, token, t.TTL, time.Until(waitUntil), mode, false)
 		queued = queued || mode == scripts.ModeNotify
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
-			return held{fence: try.fence, at: try.sent, granted: t.ttl}, nil
+			return node.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
 		case ctx.Err() != nil:
-			err = errors.Join(ErrNotObtained, ctx.Err())
+			err = errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		case try.err != nil:
 			err = try.err
 		case left <= 0:
-			err = ErrNotObtained
+			err = lockerr.ErrNotObtained
 		}
 		if err != nil {
 			if queued {
 				go b.withdraw(n, token) // the token is done: off the caller's path
 			}
-			return held{}, err
+			return node.Held{}, err
 		}
 		left := time.Until(waitUntil)
 		if w == nil {
-			defer b.tel.waiting(t.params)()
+			defer b.Waiting(t)()
 			w = hub.NewWaiter(token)
 			missed := false
 			for i, nd := range b.nodes {
-				m, mi, err := nd.hub.Join(ctx, n.channel, sent, w)
+				m, mi, err := nd.Hub.Join(ctx, n.Channel, sent, w)
 				if err != nil {
 					continue // that master's notices are lost; the timer covers it
 				}
@@ -241,38 +239,38 @@ func (b *quorum) obtain(ctx context.Context, key string, n names, token string, 
 		case <-timer.C:
 		case <-ctx.Done():
 			go b.withdraw(n, token)
-			return held{}, errors.Join(ErrNotObtained, ctx.Err())
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		}
 	}
 }
 
 // withdraw takes a Redlock waiter out of every master's queue.
-func (b *quorum) withdraw(n names, token string) {
-	ctx, cancel := b.o.bounds().Cleanup(context.Background())
+func (b *Backend) withdraw(n names.Names, token string) {
+	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
-	b.fanout(ctx, b.o.callTimeout, scripts.Leave, n.keys, token, scripts.ModeDrop, scripts.HandoffNotify, 0)
+	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, token, scripts.ModeDrop, scripts.HandoffNotify, 0)
 }
 
 // semaphores: a permit set kept by quorum would need each master to agree
 // on which waiters hold the N permits; not implemented, so refused.
-func (b *quorum) semaphores() error {
-	return fmt.Errorf("%w: Redlock keeps no semaphores or read/write locks (Params.Limit, Params.Mode); use a Locker from New", ErrKindUnsupported)
+func (b *Backend) Semaphores() error {
+	return fmt.Errorf("%w: Redlock keeps no semaphores or read/write locks (Params.Limit, Params.Mode); use a Locker from New", lockerr.ErrKindUnsupported)
 }
 
-func (b *quorum) records() (*node, error) {
+func (b *Backend) Records() (*node.Node, error) {
 	return nil, fmt.Errorf("%w: Redlock (NewRedlock) keeps no idempotency records: "+
 		"a record on one master is lost or split by that master's failover, so a key could execute twice; "+
-		"use a Locker from New on one Redis deployment for idempotency", ErrIdempotencyUnsupported)
+		"use a Locker from New on one Redis deployment for idempotency", lockerr.ErrIdempotencyUnsupported)
 }
 
-func (b *quorum) ping(ctx context.Context) error {
-	return nodeFailed(errors.Join(b.everyMaster(ctx, (*node).ping)...))
+func (b *Backend) Ping(ctx context.Context) error {
+	return node.Failed(errors.Join(b.everyMaster(ctx, (*node.Node).Ping)...))
 }
 
-func (b *quorum) close() error {
+func (b *Backend) Close() error {
 	var errs []error
 	for _, nd := range b.nodes {
-		errs = append(errs, nd.close())
+		errs = append(errs, nd.Close())
 	}
 	return errors.Join(errs...)
 }

@@ -1,4 +1,4 @@
-package locker
+package single
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -17,10 +19,10 @@ import (
 // waiters on the key share one safety re-check at the end of the current
 // holder's lease (see hub), so a lost notice, a holder that crashed or a
 // grant that lapsed costs at most that lease, and only one call per process.
-func (b *single) wait(ctx context.Context, n names, token string, t terms, w *hub.Waiter, sent time.Time, r scripts.Reply) (held, error) {
-	waitUntil := sent.Add(t.wait)
-	defer b.tel.waiting(t.params)()
-	wt := b.nd.hub.Watch(n.channel, w)
+func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.Terms, w *hub.Waiter, sent time.Time, r scripts.Reply) (node.Held, error) {
+	waitUntil := sent.Add(t.Wait)
+	defer b.Waiting(t)()
+	wt := b.nd.Hub.Watch(n.Channel, w)
 	defer wt.Close()
 	deadline := time.NewTimer(time.Until(waitUntil))
 	defer deadline.Stop()
@@ -35,27 +37,27 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *hu
 			// Queued by the first try; the token is done, so off the
 			// caller's path (leave's context drops ctx's cancellation).
 			go func() { _, _ = b.leave(ctx, n, token, scripts.ModeDrop) }()
-			return held{}, errors.Join(ErrNotObtained, err)
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, err)
 		}
 		recheck = recheck || missed
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			r, err = b.acquire(ctx, n, t.ttl, time.Until(waitUntil), scripts.ModeRecheck, t.call)
+			r, err = b.acquire(ctx, n, t.TTL, time.Until(waitUntil), scripts.ModeRecheck, t.Call)
 			if err != nil {
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.
 				b.abandon(n, token, nil)
-				return held{}, lockerr.ObtainFailed(ctx, err)
+				return node.Held{}, lockerr.ObtainFailed(ctx, err)
 			}
 			if r.Status == scripts.StatusObtained {
-				var h held
-				if b.o.ackReplicas > 0 {
+				var h node.Held
+				if b.Cfg.AckReplicas > 0 {
 					h, err = b.granted(ctx, n, token, r.Fence, sent, t)
 				} else {
 					h, err = b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 				}
-				if !errors.Is(err, ErrLate) || !time.Now().Before(waitUntil) {
+				if !errors.Is(err, lockerr.ErrLate) || !time.Now().Before(waitUntil) {
 					return h, err
 				}
 				dropped, requeued = r.Fence, 0
@@ -90,8 +92,8 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *hu
 			// local time of the grant.
 			at := sent.Add(time.Duration(g.Server-r.Server-1) * time.Millisecond)
 			left := time.Until(at.Add(g.PTTL))
-			if left > 0 && b.o.ackReplicas == 0 && (g.PTTL >= t.ttl || left >= g.PTTL*2/3) {
-				return held{fence: g.Fence, at: at, granted: g.PTTL}, nil
+			if left > 0 && b.Cfg.AckReplicas == 0 && (g.PTTL >= t.TTL || left >= g.PTTL*2/3) {
+				return node.Held{Fence: g.Fence, At: at, Granted: g.PTTL}, nil
 			}
 			if left > 0 {
 				// A grant window that reached this process late (it was
@@ -102,12 +104,12 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *hu
 				// Under WithReplicaAck every hand-over is confirmed so,
 				// acknowledged (see granted).
 				h, ok, err := b.confirm(ctx, n, token, g.Fence, at, t)
-				if errors.Is(err, ErrNotReplicated) {
+				if errors.Is(err, lockerr.ErrNotReplicated) {
 					return b.unreplicated(n, token, err)
 				}
 				if err != nil {
 					b.abandon(n, token, nil)
-					return held{}, lockerr.ObtainFailed(ctx, err)
+					return node.Held{}, lockerr.ObtainFailed(ctx, err)
 				}
 				if ok {
 					return h, nil
@@ -128,18 +130,18 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *hu
 			sent = time.Now()
 			r, err := b.leave(ctx, n, token, scripts.ModeKeep)
 			if err != nil {
-				return held{}, lockerr.ObtainFailed(ctx, err)
+				return node.Held{}, lockerr.ObtainFailed(ctx, err)
 			}
 			if r.Status == scripts.StatusObtained {
-				if b.o.ackReplicas > 0 {
+				if b.Cfg.AckReplicas > 0 {
 					return b.granted(ctx, n, token, r.Fence, sent, t)
 				}
 				return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 			}
-			return held{}, ErrNotObtained
+			return node.Held{}, lockerr.ErrNotObtained
 		case <-ctx.Done():
 			_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
-			return held{}, errors.Join(ErrNotObtained, ctx.Err())
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		}
 	}
 }
@@ -148,19 +150,19 @@ func (b *single) wait(ctx context.Context, n names, token string, t terms, w *hu
 // caller's terms at once: the Locker's lease in watchdog mode, else the
 // rest of the TTL counted from the grant. ok is false when the grant had
 // lapsed (the token no longer holds the lock).
-func (b *single) confirm(ctx context.Context, n names, token string, fence int64, at time.Time, t terms) (held, bool, error) {
-	ttl := t.ttl
-	if !t.watchdog {
+func (b *Backend) confirm(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t node.Terms) (node.Held, bool, error) {
+	ttl := t.TTL
+	if !t.Watchdog {
 		ttl -= time.Since(at)
 		if ttl <= 0 {
-			return held{}, false, nil
+			return node.Held{}, false, nil
 		}
 	}
-	ok, err := b.extend(ctx, n, token, ttl)
+	ok, err := b.Extend(ctx, n, token, ttl)
 	if err != nil || !ok {
-		return held{}, false, err
+		return node.Held{}, false, err
 	}
 	// The lease ends ttl after the extend ran, which is after at: at +
-	// t.ttl is a conservative local end (the cap itself for a fixed TTL).
-	return held{fence: fence, at: at, granted: t.ttl}, true, nil
+	// t.TTL is a conservative local end (the cap itself for a fixed TTL).
+	return node.Held{Fence: fence, At: at, Granted: t.TTL}, true, nil
 }

@@ -1,10 +1,12 @@
-package locker
+package quorum
 
 import (
 	"context"
 	"slices"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
@@ -12,15 +14,15 @@ import (
 // The operations of a held Redlock lock: each fans out to every master and
 // decides by tally.
 
-func (b *quorum) reenter(ctx context.Context, n names, token string, ttl time.Duration) (int, bool, error) {
+func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
 	try := b.try(ctx, n, token, ttl, 0, scripts.ModeReenter, true)
 	return try.holds, try.obtained, try.err
 }
 
 // release drops one hold on every master: done when a majority released it;
-// ErrNotHeld when so many did not hold it that no majority is left.
-func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Release, n.keys, token, scripts.HandoffNotify, 0)
+// lockerr.ErrNotHeld when so many did not hold it that no majority is left.
+func (b *Backend) Release(ctx context.Context, n names.Names, token string, ttl time.Duration) error {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Release, n.Keys, token, scripts.HandoffNotify, 0)
 	t := tally.Count("release", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
@@ -29,7 +31,7 @@ func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Du
 	case t.Won():
 		return nil
 	case t.Refused():
-		return ErrNotHeld
+		return lockerr.ErrNotHeld
 	}
 	return t.Err()
 }
@@ -37,8 +39,8 @@ func (b *quorum) release(ctx context.Context, n names, token string, ttl time.Du
 // keep is release's twin for Lease.ReleaseAfter: done when a majority kept
 // the lock. A master that missed it frees the lock at once, so the window
 // holds while a majority keeps it.
-func (b *quorum) keep(ctx context.Context, n names, token string, ttl, d time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), n.sc.Keep, n.keys, token, scripts.MS(d))
+func (b *Backend) Keep(ctx context.Context, n names.Names, token string, ttl, d time.Duration) error {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), n.Scripts.Keep, n.Keys, token, scripts.MS(d))
 	t := tally.Count("keep", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
@@ -47,15 +49,15 @@ func (b *quorum) keep(ctx context.Context, n names, token string, ttl, d time.Du
 	case t.Won():
 		return nil
 	case t.Refused():
-		return ErrNotHeld
+		return lockerr.ErrNotHeld
 	}
 	return t.Err()
 }
 
 // extend resets the lease on every master: held when a majority extended
 // it; lost (false) when so many refused that no majority is left.
-func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Duration) (bool, error) {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Extend, n.keys.First(1), token, scripts.MS(ttl))
+func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Extend, n.Keys.First(1), token, scripts.MS(ttl))
 	t := tally.Count("extend", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x == 1, nil
@@ -70,8 +72,8 @@ func (b *quorum) extend(ctx context.Context, n names, token string, ttl time.Dur
 }
 
 // pttl is the lease left on the majority: the quorum-th longest.
-func (b *quorum) pttl(ctx context.Context, n names, token string) (time.Duration, error) {
-	res := b.fanout(ctx, b.o.callTimeout, scripts.PTTL, n.keys.First(1), token)
+func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
+	res := b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.PTTL, n.Keys.First(1), token)
 	var left []time.Duration
 	t := tally.Count("ttl", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
@@ -88,5 +90,5 @@ func (b *quorum) pttl(ctx context.Context, n names, token string) (time.Duration
 	case t.Broken():
 		return 0, t.Err()
 	}
-	return 0, ErrNotHeld
+	return 0, lockerr.ErrNotHeld
 }
