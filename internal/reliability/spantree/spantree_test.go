@@ -27,8 +27,8 @@ import (
 	"github.com/locktag/locktag/interceptor"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/lockotel"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/lockotel"
 	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
 )
