@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Lease is a held lock. Its Context is cancelled with cause ErrLockLost when
@@ -43,7 +41,7 @@ type Lease struct {
 	live   int                     // holds of this chain not yet released; mu
 	done   bool                    // lost or fully released; mu
 	cap    time.Time               // a fixed lease's end (TTL after it was granted); mu
-	span   trace.Span              // locktag.hold; nil on a multi-key root (its parts have theirs)
+	span   any                     // the Observer's hold state (StartHold); a multi-key root has none (its parts have theirs)
 	since  time.Time               // obtained
 
 	// A multi-key root (ObtainMany): one lease per key, in the order
@@ -370,8 +368,8 @@ func (root *Lease) finish(cause error, why lossCause, lastErr error) {
 	if cancel != nil {
 		cancel(cause)
 	}
-	if root.span != nil {
-		root.l.tel.endHold(root.span, root.since, root.t.params, cause)
+	if root.parts == nil {
+		root.l.tel.endHold(root.span, root, cause)
 	}
 }
 
