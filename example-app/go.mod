@@ -12,6 +12,7 @@ require (
 	github.com/locktag/locktag/interceptor/connectrpc v0.9.0
 	github.com/locktag/locktag/interceptor/locktagv1 v0.9.0
 	github.com/locktag/locktag/locker/goredis v0.9.0
+	github.com/locktag/locktag/locker/lockotel v0.9.0
 	github.com/locktag/locktag/middleware v0.9.0
 	github.com/locktag/locktag/middleware/stdhttp v0.9.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -74,6 +75,7 @@ replace (
 	github.com/locktag/locktag/interceptor/internal/rpccore => ../interceptor/internal/rpccore
 	github.com/locktag/locktag/interceptor/locktagv1 => ../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../locker/goredis
+	github.com/locktag/locktag/locker/lockotel => ../locker/lockotel
 	github.com/locktag/locktag/middleware => ../middleware
 	github.com/locktag/locktag/middleware/stdhttp => ../middleware/stdhttp
 )

@@ -10,7 +10,7 @@ import (
 )
 
 // TestUncontendedAllocations holds the uncontended lock+unlock to its
-// allocation budget: at most 15 with the default (no-op) telemetry,
+// allocation budget: at most 15 without an Observer (the default),
 // pipelined (the default) or pooled (the SDK's budget is checked in
 // internal/integration/otel). Measured with the real driver against a real
 // server; counts, not times, so a loaded machine cannot fail it.
@@ -53,8 +53,8 @@ func TestUncontendedAllocations(t *testing.T) {
 }
 
 // TestUncontendedKindAllocations holds a semaphore's and a read/write
-// lock's uncontended take+release to the mutex's budget (15, default
-// telemetry): their names, argument lists and call context live in the
+// lock's uncontended take+release to the mutex's budget (15, without
+// an Observer): their names, argument lists and call context live in the
 // lease's storage as a mutex's do. (Measured at the budget's commit: 10
 // or 11 each, as the mutex.)
 func TestUncontendedKindAllocations(t *testing.T) {

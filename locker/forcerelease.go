@@ -8,10 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 )
@@ -22,28 +18,19 @@ const maxReason = 200
 // noReason is the reason of a force-release that gave none.
 const noReason = "no reason given"
 
-// Span and log vocabulary of a force-release.
+// Log vocabulary of a force-release.
 const (
-	spanForceRelease  = "locktag.force_release"
-	eventForceRelease = "locktag.force_released"
-	logForceRelease   = "locktag: lock force-released"
-	logKeyReason      = "reason"
-	logKeyActor       = "actor"
-	logKeyHolders     = "holders"
-
-	// AttrReason is the reason of a force-release (span attribute).
-	AttrReason = attribute.Key("locktag.force_release.reason")
-	// AttrActor is who asked for a force-release (WithActor).
-	AttrActor = attribute.Key("locktag.force_release.actor")
-	// AttrOwners are the owner tokens a force-release freed.
-	AttrOwners = attribute.Key("locktag.force_release.owners")
+	logForceRelease = "locktag: lock force-released"
+	logKeyReason    = "reason"
+	logKeyActor     = "actor"
+	logKeyHolders   = "holders"
 )
 
 type actorKey struct{}
 
 // WithActor returns a context that names who acts through it: the
 // operator or service behind a ForceRelease, recorded in its audit log
-// record and span. An ops page puts the authenticated user there.
+// record (and its Observer's event). An ops page puts the authenticated user there.
 func WithActor(ctx context.Context, actor string) context.Context {
 	return context.WithValue(ctx, actorKey{}, actor)
 }
@@ -79,9 +66,9 @@ type freed struct {
 // Every force-release is audited: a log record at Warn on the Locker's
 // logger (WithLogger) with the name, the reason, the actor (WithActor on
 // ctx, if any) and each freed holder's owner token, label, fence and hold
-// count (Info when nothing was held); a span locktag.force_release with an
-// event locktag.force_released when the Locker has a tracer, else the
-// event on ctx's span. reason should say why ("" reads "no reason given"); it is
+// count (Info when nothing was held), and the Locker's Observer is told
+// (with lockotel: a span locktag.force_release with an event
+// locktag.force_released). reason should say why ("" reads "no reason given"); it is
 // cut to 200 bytes.
 //
 // ForceRelease returns an error matching ErrNotHeld when nothing was held
@@ -99,20 +86,14 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	}
 	reason = cleanReason(reason)
 	actor := ActorFromContext(ctx)
-	sctx, span := l.tel.start(ctx, spanForceRelease)
-	defer span.End()
-	if span.IsRecording() {
-		span.SetAttributes(AttrReason.String(reason), AttrActor.String(actor))
-		if l.o.keyAttribute {
-			span.SetAttributes(AttrKey.String(name))
-		}
-	}
+	sctx, span := l.tel.startForce(ctx, name, reason, actor)
 	all, err := l.force(sctx, name, reason)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)
 	}
-	l.auditForce(ctx, span, name, reason, actor, all, err)
+	l.tel.endForce(ctx, span, name, reason, actor, all, err)
+	l.auditForce(ctx, name, reason, actor, all, err)
 	switch {
 	case err != nil:
 		return err
@@ -183,29 +164,16 @@ func cleanReason(reason string) string {
 	return cutText(reason, maxReason)
 }
 
-// auditForce records a force-release: a Warn log record and a span event.
-func (l *Locker) auditForce(ctx context.Context, span trace.Span, name, reason, actor string, all []freed, err error) {
-	owners := make([]string, len(all))
+// auditForce logs a force-release: a Warn log record.
+func (l *Locker) auditForce(ctx context.Context, name, reason, actor string, all []freed, err error) {
 	holders := make([]any, len(all))
 	for i, f := range all {
-		owners[i] = f.Owner
 		attrs := []any{slog.String("kind", f.kind), slog.String("owner", f.Owner),
 			slog.String("label", f.Label), slog.Int64("fence", f.Fence), slog.Int("holds", f.Holds)}
 		if f.Mode != "" {
 			attrs = append(attrs, slog.String("mode", f.Mode))
 		}
 		holders[i] = slog.Group(fmt.Sprint(i), attrs...)
-	}
-	ev := span
-	if !ev.IsRecording() {
-		ev = trace.SpanFromContext(ctx)
-	}
-	if ev.IsRecording() {
-		ev.AddEvent(eventForceRelease, trace.WithAttributes(
-			AttrReason.String(reason), AttrActor.String(actor), AttrOwners.StringSlice(owners)))
-	}
-	if err != nil {
-		span.SetStatus(codes.Error, err.Error())
 	}
 	lg := l.logger()
 	level := slog.LevelWarn
@@ -219,7 +187,7 @@ func (l *Locker) auditForce(ctx context.Context, span trace.Span, name, reason, 
 		return
 	}
 	attrs := []slog.Attr{
-		slog.String(string(AttrKey), name),
+		slog.String(logKeyKey, name),
 		slog.String(logKeyReason, reason),
 		slog.String(logKeyActor, actor),
 		slog.Group(logKeyHolders, holders...),

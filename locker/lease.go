@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
-
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
@@ -48,7 +46,7 @@ type Lease struct {
 	live   int                     // holds of this chain not yet released; mu
 	done   bool                    // lost or fully released; mu
 	cap    time.Time               // a fixed lease's end (TTL after it was granted); mu
-	span   trace.Span              // locktag.hold; nil on a multi-key root (its parts have theirs)
+	span   any                     // the Observer's hold state (StartHold); a multi-key root has none (its parts have theirs)
 	since  time.Time               // obtained
 
 	// A multi-key root (ObtainMany): one lease per key, in the order
@@ -375,8 +373,8 @@ func (root *Lease) finish(cause error, why lossCause, lastErr error) {
 	if cancel != nil {
 		cancel(cause)
 	}
-	if root.span != nil {
-		root.l.tel.endHold(root.span, root.since, root.t.params, cause)
+	if root.parts == nil {
+		root.l.tel.endHold(root.span, root, cause)
 	}
 }
 

@@ -27,8 +27,13 @@ const (
 	lossForced
 )
 
-// Log record messages and attribute keys (beside the Attr* keys).
+// Log record messages and attribute keys (lockotel's span attributes
+// carry the same locktag.* names).
 const (
+	logKeyName     = "locktag.lock.name"
+	logKeyTemplate = "locktag.key.template"
+	logKeyKey      = "locktag.key"
+	logKeyFence    = "locktag.lock.fence"
 	logLost        = "locktag: lock lost"
 	logReleaseFail = "locktag: release failed"
 	logClaimLost   = "locktag: idempotency claim lost"
@@ -69,14 +74,14 @@ func lossText(root *Lease, why lossCause, lastErr error) string {
 // lockAttrs are the attributes every record about le's lock carries.
 func (l *Locker) lockAttrs(le *Lease, attrs []slog.Attr) []slog.Attr {
 	p := le.root.t.params
-	attrs = append(attrs, slog.String(string(AttrLockName), lockName(p)))
+	attrs = append(attrs, slog.String(logKeyName, lockName(p)))
 	if p.Template != "" {
-		attrs = append(attrs, slog.String(string(AttrKeyTemplate), p.Template))
+		attrs = append(attrs, slog.String(logKeyTemplate, p.Template))
 	}
 	if l.o.keyAttribute {
-		attrs = append(attrs, slog.String(string(AttrKey), le.key))
+		attrs = append(attrs, slog.String(logKeyKey, le.key))
 	}
-	return append(attrs, slog.Int64(string(AttrFence), le.fence))
+	return append(attrs, slog.Int64(logKeyFence, le.fence))
 }
 
 // logLost logs that root was lost, and why.
@@ -129,9 +134,9 @@ func claimLossText(why lossCause, lastErr error) string {
 // (the route or full method), and its record name only with
 // WithKeyAttribute (it is derived from the client's key).
 func (l *Locker) claimAttrs(c *Claim, attrs []slog.Attr) []slog.Attr {
-	attrs = append(attrs, slog.String(string(AttrLockName), c.name))
+	attrs = append(attrs, slog.String(logKeyName, c.name))
 	if l.o.keyAttribute {
-		attrs = append(attrs, slog.String(string(AttrKey), c.k.keys.Names()[0]))
+		attrs = append(attrs, slog.String(logKeyKey, c.k.keys.Names()[0]))
 	}
 	return attrs
 }

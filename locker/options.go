@@ -6,9 +6,6 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"go.opentelemetry.io/otel/metric"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // Option configures a Locker. Options are checked once, by New or
@@ -29,11 +26,10 @@ type options struct {
 	ackReplicas int           // WithReplicaAck; 0: none
 	ackTimeout  time.Duration // WithReplicaAck
 
-	tracerProvider trace.TracerProvider
-	meterProvider  metric.MeterProvider
-	keyAttribute   bool
-	logger         *slog.Logger // nil: slog.Default() when a record is logged
-	label          string       // WithLabel; "": none
+	observer     Observer // WithObserver; nil: none
+	keyAttribute bool
+	logger       *slog.Logger // nil: slog.Default() when a record is logged
+	label        string       // WithLabel; "": none
 
 	errs        []error  // invalid values, one per option
 	redlockOnly []string // Redlock-only options given
@@ -211,36 +207,32 @@ func WithMaxConcurrentCalls(n int) Option {
 	}
 }
 
-// WithTracerProvider sets where spans go. The default is the global
-// provider (otel.GetTracerProvider) at the time New is called; tp must not
-// be nil (leave the option out for the default).
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) {
-		if tp == nil {
-			o.bad("WithTracerProvider", tp, "must not be nil")
+// WithObserver sets the Observer that receives the Locker's events:
+// lockotel.New() records them as OpenTelemetry spans and metrics. The
+// default is none: nothing is recorded, at no cost. o must not be nil
+// (leave the option out for the default); an Observer with a
+// Validate() error method (lockotel's) must return nil from it.
+func WithObserver(o Observer) Option {
+	return func(opts *options) {
+		if o == nil {
+			opts.bad("WithObserver", o, "must not be nil")
 			return
 		}
-		o.tracerProvider = tp
-	}
-}
-
-// WithMeterProvider sets where metrics go. The default is the global
-// provider (otel.GetMeterProvider) at the time New is called; mp must not
-// be nil (leave the option out for the default).
-func WithMeterProvider(mp metric.MeterProvider) Option {
-	return func(o *options) {
-		if mp == nil {
-			o.bad("WithMeterProvider", mp, "must not be nil")
-			return
+		if v, ok := o.(interface{ Validate() error }); ok {
+			if err := v.Validate(); err != nil {
+				opts.errs = append(opts.errs, fmt.Errorf("%w: WithObserver: %w", ErrBadOption, err))
+				return
+			}
 		}
-		o.meterProvider = mp
+		opts.observer = o
 	}
 }
 
 // WithKeyAttribute adds the resolved lock name (attribute locktag.key) to
-// spans and to the log records of WithLogger. It is off by default: names
-// often hold user or order ids, which have no place in traces or logs
-// unless you decide so. Metrics never carry it.
+// the log records of WithLogger and to the events the Observer receives
+// (with lockotel: to spans). It is off by default: names often hold user
+// or order ids, which have no place in traces or logs unless you decide
+// so. Metrics never carry it.
 func WithKeyAttribute(on bool) Option {
 	return func(o *options) { o.keyAttribute = on }
 }

@@ -3,22 +3,21 @@ package locker
 import (
 	"context"
 	"errors"
-	"strconv"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
 )
 
-// startRate opens the span of one rate-limit decision.
-func (t *telemetry) startRate(ctx context.Context) trace.Span {
-	_, span := t.start(ctx, "locktag.rate")
-	return span
+// startRate reports an Allow call's start.
+func (t *telemetry) startRate(ctx context.Context) any {
+	if t.obs == nil {
+		return nil
+	}
+	return t.obs.StartRate(ctx)
 }
 
-// endRate closes it and counts the outcome under the decision's name in
-// locktag.lock.outcomes.
-func (t *telemetry) endRate(span trace.Span, key string, p RateParams, d RateDecision, err error) {
+// endRate reports its end with the decision's outcome.
+func (t *telemetry) endRate(state any, key string, p RateParams, d RateDecision, err error) {
+	if t.obs == nil {
+		return
+	}
 	var outcome string
 	switch {
 	case err == nil:
@@ -30,25 +29,26 @@ func (t *telemetry) endRate(span trace.Span, key string, p RateParams, d RateDec
 	default:
 		outcome = OutcomeError
 	}
-	name := lockName(Params{Name: p.Name, Template: p.Template})
-	t.outcomes.Add(context.Background(), 1, t.attrs(name).outcomes[outcome].add...)
-	if span.IsRecording() {
-		kv := []attribute.KeyValue{AttrLockName.String(name), AttrKind.String("rate"), AttrOutcome.String(outcome),
-			AttrRate.String(strconv.Itoa(p.Limit) + "/" + p.Period.String()), AttrWait.Int64(p.Wait.Milliseconds())}
-		if p.Template != "" {
-			kv = append(kv, AttrKeyTemplate.String(p.Template))
-		}
-		if t.keys {
-			kv = append(kv, AttrKey.String(key))
-		}
-		if d.Waited > 0 {
-			kv = append(kv, AttrWaited.Int64(d.Waited.Milliseconds()))
-		}
-		span.SetAttributes(kv...)
-		if outcome == OutcomeError {
-			span.RecordError(err)
-			span.SetStatus(codes.Error, err.Error())
-		}
+	t.obs.EndRate(state, RateEvent{Params: p, Key: t.key(key), Decision: d, Outcome: outcome, Err: err})
+}
+
+// startForce reports a ForceRelease's start; the context is the one its
+// Redis calls run with.
+func (t *telemetry) startForce(ctx context.Context, name, reason, actor string) (context.Context, any) {
+	if t.obs == nil {
+		return ctx, nil
 	}
-	span.End()
+	return t.obs.StartForceRelease(ctx, ForceEvent{Name: t.key(name), Reason: reason, Actor: actor})
+}
+
+// endForce reports its end: the owners it freed and its error.
+func (t *telemetry) endForce(ctx context.Context, state any, name, reason, actor string, all []freed, err error) {
+	if t.obs == nil {
+		return
+	}
+	owners := make([]string, len(all))
+	for i, f := range all {
+		owners[i] = f.Owner
+	}
+	t.obs.EndForceRelease(ctx, state, ForceEvent{Name: t.key(name), Reason: reason, Actor: actor, Owners: owners, Err: err})
 }

@@ -11,13 +11,8 @@ require (
 )
 
 require (
-	github.com/go-logr/logr v1.3.0 // indirect
-	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/gomodule/redigo v1.9.2 // indirect
 	github.com/locktag/locktag/interceptor/locktagv1 v0.9.0 // indirect
-	go.opentelemetry.io/otel v1.20.0 // indirect
-	go.opentelemetry.io/otel/metric v1.20.0 // indirect
-	go.opentelemetry.io/otel/trace v1.20.0 // indirect
 )
 
 replace (

@@ -8,6 +8,7 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/gomodule/redigo v1.9.3
 	github.com/locktag/locktag v0.9.0
+	github.com/locktag/locktag/locker/lockotel v0.9.0
 	github.com/locktag/locktag/middleware v0.9.0
 	github.com/locktag/locktag/middleware/stdhttp v0.9.0
 	go.opentelemetry.io/otel v1.47.0
@@ -61,6 +62,7 @@ require (
 
 replace (
 	github.com/locktag/locktag => ../..
+	github.com/locktag/locktag/locker/lockotel => ../../locker/lockotel
 	github.com/locktag/locktag/middleware => ../../middleware
 	github.com/locktag/locktag/middleware/stdhttp => ../../middleware/stdhttp
 )

@@ -74,6 +74,7 @@ require (
 require (
 	github.com/locktag/locktag v0.9.0
 	github.com/locktag/locktag/interceptor v0.9.0
+	github.com/locktag/locktag/locker/lockotel v0.9.0
 	github.com/locktag/locktag/middleware v0.9.0
 )
 
@@ -84,6 +85,7 @@ replace (
 	github.com/locktag/locktag/interceptor/internal/rpccore => ../../interceptor/internal/rpccore
 	github.com/locktag/locktag/interceptor/locktagv1 => ../../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../../locker/goredis
+	github.com/locktag/locktag/locker/lockotel => ../../locker/lockotel
 	github.com/locktag/locktag/middleware => ../../middleware
 	github.com/locktag/locktag/middleware/stdhttp => ../../middleware/stdhttp
 )

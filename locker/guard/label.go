@@ -4,7 +4,7 @@ import (
 	"context"
 	"strings"
 
-	"go.opentelemetry.io/otel/trace"
+	"github.com/locktag/locktag/locker"
 )
 
 type requestIDKey struct{}
@@ -25,19 +25,20 @@ func RequestIDFromContext(ctx context.Context) string {
 
 // requestLabel describes a request for operators (locker.Params.Label):
 // name (the route, the full method, or the tag's name), then "trace=<id>"
-// when ctx carries a valid span context and "request=<id>" when it carries
-// a request id, e.g. "POST /orders/:id/pay trace=4bf92f35...".
-func requestLabel(ctx context.Context, name string) string {
-	sc := trace.SpanContextFromContext(ctx)
+// when lk's Observer finds a trace in ctx (locker.Locker.TraceID: with
+// lockotel, a valid span context) and "request=<id>" when ctx carries a
+// request id, e.g. "POST /orders/:id/pay trace=4bf92f35...".
+func requestLabel(ctx context.Context, lk *locker.Locker, name string) string {
+	tid := lk.TraceID(ctx)
 	rid := RequestIDFromContext(ctx)
-	if !sc.IsValid() && rid == "" {
+	if tid == "" && rid == "" {
 		return name
 	}
 	var b strings.Builder
 	b.WriteString(name)
-	if sc.IsValid() {
+	if tid != "" {
 		b.WriteString(" trace=")
-		b.WriteString(sc.TraceID().String())
+		b.WriteString(tid)
 	}
 	if rid != "" {
 		b.WriteString(" request=")

@@ -4,27 +4,30 @@ import (
 	"context"
 	"testing"
 
-	"go.opentelemetry.io/otel/trace"
+	"github.com/locktag/locktag/internal/obstest"
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
 )
 
-// The holder's label names the route, the request's trace id (from a
-// valid span context) and its request id; Inspect shows it.
+// The holder's label names the route, the request's trace id (as the
+// Locker's Observer reads it) and its request id; Inspect shows it.
 func TestLockLabel(t *testing.T) {
-	lk := newLocker(t)
+	srv := redistest.Start(t)
+	lk := lockerOn(t, srv.Pool(t), locker.WithObserver(new(obstest.Recorder)))
 	g, err := CompileLock(lk, `key:"lbl:{v.id}"`, sources)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tid := trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{1}, TraceFlags: trace.FlagsSampled})
+	const tid = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traced := obstest.WithTrace(t.Context(), tid)
 	for _, tc := range []struct {
 		name string
 		ctx  context.Context
 		want string
 	}{
 		{"plain", t.Context(), "POST /pay/:id"},
-		{"traced", trace.ContextWithSpanContext(t.Context(), sc), "POST /pay/:id trace=" + tid.String()},
-		{"traced with request id", WithRequestID(trace.ContextWithSpanContext(t.Context(), sc), "r-17"), "POST /pay/:id trace=" + tid.String() + " request=r-17"},
+		{"traced", traced, "POST /pay/:id trace=" + tid},
+		{"traced with request id", WithRequestID(traced, "r-17"), "POST /pay/:id trace=" + tid + " request=r-17"},
 		{"request id", WithRequestID(t.Context(), "r-18"), "POST /pay/:id request=r-18"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,6 +49,10 @@ func TestLockLabel(t *testing.T) {
 				t.Fatalf("label %q, want %q", label, tc.want)
 			}
 		})
+	}
+	// A Locker without an Observer that reads traces labels no trace.
+	if got := requestLabel(traced, lockerOn(t, srv.Pool(t)), "GET /"); got != "GET /" {
+		t.Fatalf("label without a trace source %q", got)
 	}
 	if RequestIDFromContext(WithRequestID(t.Context(), "x")) != "x" || RequestIDFromContext(t.Context()) != "" {
 		t.Fatal("RequestIDFromContext")

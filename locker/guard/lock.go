@@ -125,7 +125,7 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 	if p.Name == "" {
 		p.Name = name
 	}
-	p.Label = requestLabel(ctx, p.Name)
+	p.Label = requestLabel(ctx, g.l, p.Name)
 	o = Outcome{Kind: OK, Name: p.Name, Tag: g.spec.Tag}
 	lease, err := g.obtain(ctx, r, p)
 	if err != nil {

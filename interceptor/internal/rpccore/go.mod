@@ -9,14 +9,6 @@ require (
 	google.golang.org/protobuf v1.36.6
 )
 
-require (
-	github.com/go-logr/logr v1.3.0 // indirect
-	github.com/go-logr/stdr v1.2.2 // indirect
-	go.opentelemetry.io/otel v1.20.0 // indirect
-	go.opentelemetry.io/otel/metric v1.20.0 // indirect
-	go.opentelemetry.io/otel/trace v1.20.0 // indirect
-)
-
 replace (
 	github.com/locktag/locktag => ../../..
 	github.com/locktag/locktag/interceptor/locktagv1 => ../../locktagv1

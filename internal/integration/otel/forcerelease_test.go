@@ -6,6 +6,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 )
 
 // TestForceReleaseSpan: with a tracer the call is a span with the reason,
@@ -22,7 +23,7 @@ func TestForceReleaseSpan(t *testing.T) {
 	}
 	checkForced(t, le, "span test")
 	attrs := rec.span(t, "locktag.force_release")
-	if attrs[locker.AttrReason].AsString() != "span test" || attrs[locker.AttrActor].AsString() != "bob" {
+	if attrs[lockotel.AttrReason].AsString() != "span test" || attrs[lockotel.AttrActor].AsString() != "bob" {
 		t.Errorf("span attributes %v", attrs)
 	}
 	var owners []string
@@ -31,7 +32,7 @@ func TestForceReleaseSpan(t *testing.T) {
 			for _, e := range s.Events() {
 				if e.Name == "locktag.force_released" {
 					for _, kv := range e.Attributes {
-						if kv.Key == locker.AttrOwners {
+						if kv.Key == lockotel.AttrOwners {
 							owners = kv.Value.AsStringSlice()
 						}
 					}

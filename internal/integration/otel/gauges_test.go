@@ -10,6 +10,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 )
 
 // locktag.lock.held and locktag.lock.waiters count locks held and Obtain
@@ -21,7 +22,7 @@ func TestHeldAndWaitersNow(t *testing.T) {
 	ctx := context.Background()
 	pay := locker.Params{Name: "POST /orders/{id}/pay", Wait: 10 * time.Second}
 	ship := locker.Params{Name: "POST /orders/{id}/ship"}
-	payName, shipName := locker.AttrLockName.String(pay.Name), locker.AttrLockName.String(ship.Name)
+	payName, shipName := lockotel.AttrLockName.String(pay.Name), lockotel.AttrLockName.String(ship.Name)
 	gauges := func(wantPay, wantShip, wantWaiters int64) func() bool {
 		return func() bool {
 			return rec.sum(t, "locktag.lock.held", payName) == wantPay &&
@@ -72,8 +73,8 @@ func TestHeldAndWaitersNow(t *testing.T) {
 		for _, m := range sm.Metrics {
 			if d, ok := m.Data.(metricdata.Sum[int64]); ok {
 				for _, dp := range d.DataPoints {
-					if _, has := dp.Attributes.Value(locker.AttrKey); has {
-						t.Errorf("%s carries %s", m.Name, locker.AttrKey)
+					if _, has := dp.Attributes.Value(lockotel.AttrKey); has {
+						t.Errorf("%s carries %s", m.Name, lockotel.AttrKey)
 					}
 				}
 			}
@@ -97,12 +98,12 @@ func TestScopeVersion(t *testing.T) {
 		t.Fatal("no metrics")
 	}
 	for _, sm := range rm.ScopeMetrics {
-		if sm.Scope.Name != locker.ScopeName || sm.Scope.Version == "" {
-			t.Errorf("metric scope %+v, want %s with a version", sm.Scope, locker.ScopeName)
+		if sm.Scope.Name != lockotel.ScopeName || sm.Scope.Version == "" {
+			t.Errorf("metric scope %+v, want %s with a version", sm.Scope, lockotel.ScopeName)
 		}
 	}
 	for _, s := range rec.spans.Ended() {
-		if sc := s.InstrumentationScope(); sc.Name != locker.ScopeName || sc.Version == "" {
+		if sc := s.InstrumentationScope(); sc.Name != lockotel.ScopeName || sc.Version == "" {
 			t.Errorf("span %s scope %+v", s.Name(), sc)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 )
 
 // TestObtainManyTelemetry: the obtain span names the kind "multi" and the
@@ -20,7 +21,7 @@ func TestObtainManyTelemetry(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := rec.span(t, "locktag.obtain")
-	if a[locker.AttrKind].AsString() != "multi" || a[locker.AttrKeys].AsInt64() != 2 || a[locker.AttrOutcome].AsString() != locker.OutcomeAcquired {
+	if a[lockotel.AttrKind].AsString() != "multi" || a[lockotel.AttrKeys].AsInt64() != 2 || a[lockotel.AttrOutcome].AsString() != locker.OutcomeAcquired {
 		t.Fatalf("obtain span %v", a)
 	}
 	if err := le.Release(ctx); err != nil {

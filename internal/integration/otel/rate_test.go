@@ -8,6 +8,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 )
 
 // Rate decisions count in locktag.lock.outcomes as admitted and
@@ -20,15 +21,15 @@ func TestRateTelemetry(t *testing.T) {
 	if _, err := lk.Allow(t.Context(), "api:u1", p); err != nil {
 		t.Fatal(err)
 	}
-	if s := rec.span(t, "locktag.rate"); s[locker.AttrOutcome].AsString() != locker.OutcomeAdmitted ||
-		s[locker.AttrKind].AsString() != "rate" || s[locker.AttrLockName].AsString() != "api" ||
-		s[locker.AttrKeyTemplate].AsString() != "api:{header.X-User}" || s[locker.AttrRate].AsString() != "1/1h0m0s" {
+	if s := rec.span(t, "locktag.rate"); s[lockotel.AttrOutcome].AsString() != locker.OutcomeAdmitted ||
+		s[lockotel.AttrKind].AsString() != "rate" || s[lockotel.AttrLockName].AsString() != "api" ||
+		s[lockotel.AttrKeyTemplate].AsString() != "api:{header.X-User}" || s[lockotel.AttrRate].AsString() != "1/1h0m0s" {
 		t.Fatalf("admitted span: %v", s)
 	}
 	if _, err := lk.Allow(t.Context(), "api:u1", p); !errors.Is(err, locker.ErrRateLimited) {
 		t.Fatal(err)
 	}
-	if s := rec.span(t, "locktag.rate"); s[locker.AttrOutcome].AsString() != locker.OutcomeRateLimited {
+	if s := rec.span(t, "locktag.rate"); s[lockotel.AttrOutcome].AsString() != locker.OutcomeRateLimited {
 		t.Fatalf("refused span: %v", s)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -39,7 +40,7 @@ func TestRateTelemetry(t *testing.T) {
 	for outcome, want := range map[string]int64{
 		locker.OutcomeAdmitted: 1, locker.OutcomeRateLimited: 1, locker.OutcomeCanceled: 1, locker.OutcomeError: 1,
 	} {
-		if n := rec.sum(t, "locktag.lock.outcomes", locker.AttrLockName.String("api"), locker.AttrOutcome.String(outcome)); n != want {
+		if n := rec.sum(t, "locktag.lock.outcomes", lockotel.AttrLockName.String("api"), lockotel.AttrOutcome.String(outcome)); n != want {
 			t.Errorf("outcome %s: %d, want %d", outcome, n, want)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 )
 
 // TestSDKAllocations holds the uncontended lock+unlock to its allocation
@@ -23,7 +24,7 @@ func TestSDKAllocations(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))
 	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
-	lk := newLocker(t, srv, locker.WithTracerProvider(tp), locker.WithMeterProvider(mp))
+	lk := newLocker(t, srv, locker.WithObserver(lockotel.New(lockotel.WithTracerProvider(tp), lockotel.WithMeterProvider(mp))))
 	ctx := context.Background()
 	p := locker.Params{TTL: 10 * time.Second, Wait: time.Minute, Name: "allocs"}
 	const budget = 25
@@ -47,9 +48,10 @@ func TestSDKAllocations(t *testing.T) {
 	}
 }
 
-// BenchmarkTelemetry: the same uncontended lock+unlock with the default
-// (no-op) providers and with the OpenTelemetry SDK recording every span and
-// metric, in one run.
+// BenchmarkTelemetry: the same uncontended lock+unlock without an
+// Observer, with lockotel on the global providers still unset (no-op), and
+// with lockotel and the OpenTelemetry SDK recording every span and metric,
+// in one run.
 func BenchmarkTelemetry(b *testing.B) {
 	srv := redistest.Start(b)
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tracetest.NewSpanRecorder()))
@@ -58,8 +60,9 @@ func BenchmarkTelemetry(b *testing.B) {
 		name string
 		opts []locker.Option
 	}{
-		{"noop", nil},
-		{"sdk", []locker.Option{locker.WithTracerProvider(tp), locker.WithMeterProvider(mp)}},
+		{"none", nil},
+		{"unset", []locker.Option{locker.WithObserver(lockotel.New())}},
+		{"sdk", []locker.Option{locker.WithObserver(lockotel.New(lockotel.WithTracerProvider(tp), lockotel.WithMeterProvider(mp)))}},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			lk := newLocker(b, srv, tc.opts...)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 )
 
 type recorded struct {
@@ -27,7 +28,7 @@ func instrumented(t *testing.T, srv *redistest.Server, opts ...locker.Option) (*
 	rec := &recorded{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec.spans))
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(rec.reader))
-	lk := newLocker(t, srv, append([]locker.Option{locker.WithTracerProvider(tp), locker.WithMeterProvider(mp)}, opts...)...)
+	lk := newLocker(t, srv, append([]locker.Option{locker.WithObserver(lockotel.New(lockotel.WithTracerProvider(tp), lockotel.WithMeterProvider(mp)))}, opts...)...)
 	return lk, rec
 }
 
@@ -106,39 +107,39 @@ func TestTelemetryPaths(t *testing.T) {
 	srv := redistest.Start(t)
 	lk, rec := instrumented(t, srv, locker.WithWatchdog(time.Second, 100*time.Millisecond))
 	ctx := context.Background()
-	name := locker.AttrLockName.String("pay")
+	name := lockotel.AttrLockName.String("pay")
 	p := locker.Params{Name: "pay", Template: "order:{path.id}", Wait: 20 * time.Millisecond}
 
 	le := mustObtain(t, lk, ctx, "order:1", p)
 	got := rec.span(t, "locktag.obtain")
-	if got[locker.AttrOutcome].AsString() != locker.OutcomeAcquired || got[locker.AttrLockName].AsString() != "pay" ||
-		got[locker.AttrKeyTemplate].AsString() != "order:{path.id}" || got[locker.AttrFence].AsInt64() != le.Token() ||
-		got[locker.AttrMode].AsString() != "watchdog" {
+	if got[lockotel.AttrOutcome].AsString() != locker.OutcomeAcquired || got[lockotel.AttrLockName].AsString() != "pay" ||
+		got[lockotel.AttrKeyTemplate].AsString() != "order:{path.id}" || got[lockotel.AttrFence].AsInt64() != le.Token() ||
+		got[lockotel.AttrMode].AsString() != "watchdog" {
 		t.Fatalf("obtain span attributes %v", got)
 	}
-	if _, ok := got[locker.AttrKey]; ok {
+	if _, ok := got[lockotel.AttrKey]; ok {
 		t.Fatal("resolved key recorded without WithKeyAttribute")
 	}
 	inner := mustObtain(t, lk, le.Context(), "order:1", p)
-	if rec.span(t, "locktag.obtain")[locker.AttrOutcome].AsString() != locker.OutcomeReentered {
+	if rec.span(t, "locktag.obtain")[lockotel.AttrOutcome].AsString() != locker.OutcomeReentered {
 		t.Fatal("re-entry not recorded")
 	}
 	if _, err := lk.Obtain(ctx, "order:1", p); !errors.Is(err, locker.ErrNotObtained) {
 		t.Fatal(err)
 	}
-	if rec.span(t, "locktag.obtain")[locker.AttrOutcome].AsString() != locker.OutcomeBusy {
+	if rec.span(t, "locktag.obtain")[lockotel.AttrOutcome].AsString() != locker.OutcomeBusy {
 		t.Fatal("busy not recorded")
 	}
 	// Renewals happen while held.
 	eventually(t, 5*time.Second, "a renewal", func() bool {
-		return rec.sum(t, "locktag.lock.renewals", name, locker.AttrRenewal.String("ok")) > 0
+		return rec.sum(t, "locktag.lock.renewals", name, lockotel.AttrRenewal.String("ok")) > 0
 	})
 	_ = inner.Release(ctx)
 	if err := le.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
 	rec.span(t, "locktag.release")
-	if h := rec.span(t, "locktag.hold"); h[locker.AttrFence].AsInt64() != le.Token() {
+	if h := rec.span(t, "locktag.hold"); h[lockotel.AttrFence].AsInt64() != le.Token() {
 		t.Fatalf("hold span %v", h)
 	}
 
@@ -160,7 +161,7 @@ func TestTelemetryPaths(t *testing.T) {
 	for outcome, want := range map[string]int64{
 		locker.OutcomeAcquired: 2, locker.OutcomeReentered: 1, locker.OutcomeBusy: 1, locker.OutcomeLost: 1,
 	} {
-		if got := rec.sum(t, "locktag.lock.outcomes", name, locker.AttrOutcome.String(outcome)); got != want {
+		if got := rec.sum(t, "locktag.lock.outcomes", name, lockotel.AttrOutcome.String(outcome)); got != want {
 			t.Errorf("outcomes{%s} = %d, want %d", outcome, got, want)
 		}
 	}
@@ -182,7 +183,7 @@ func TestTelemetryPaths(t *testing.T) {
 	if _, err := lk.Obtain(ctx, "order:3", p); !errors.Is(err, locker.ErrUnavailable) {
 		t.Fatal(err)
 	}
-	if rec.span(t, "locktag.obtain")[locker.AttrOutcome].AsString() != locker.OutcomeError {
+	if rec.span(t, "locktag.obtain")[lockotel.AttrOutcome].AsString() != locker.OutcomeError {
 		t.Fatal("error not recorded")
 	}
 }
@@ -193,7 +194,7 @@ func TestTelemetryKeyAttributeOptIn(t *testing.T) {
 	le := mustObtain(t, lk, context.Background(), "user:42", locker.Params{})
 	defer le.Release(context.Background())
 	got := rec.span(t, "locktag.obtain")
-	if got[locker.AttrKey].AsString() != "user:42" || got[locker.AttrLockName].AsString() != "locker" {
+	if got[lockotel.AttrKey].AsString() != "user:42" || got[lockotel.AttrLockName].AsString() != "locker" {
 		t.Fatalf("attributes %v", got)
 	}
 }
@@ -203,7 +204,7 @@ func TestTelemetryIdempotency(t *testing.T) {
 	lk, rec := instrumented(t, srv)
 	ctx := context.Background()
 	p := locker.IdemParams{Name: "POST /payments"}
-	name := locker.AttrLockName.String("POST /payments")
+	name := lockotel.AttrLockName.String("POST /payments")
 
 	first, err := lk.Idempotent(ctx, "rec-1", "body-a", p)
 	if err != nil {
@@ -223,13 +224,13 @@ func TestTelemetryIdempotency(t *testing.T) {
 	if _, err := lk.Idempotent(ctx, "rec-1", "body-b", p); !errors.Is(err, locker.ErrMismatch) {
 		t.Fatal(err)
 	}
-	if rec.span(t, "locktag.idempotency")[locker.AttrOutcome].AsString() != locker.IdemMismatch {
+	if rec.span(t, "locktag.idempotency")[lockotel.AttrOutcome].AsString() != locker.IdemMismatch {
 		t.Fatal("mismatch not on the span")
 	}
 	for outcome, want := range map[string]int64{
 		locker.IdemExecuted: 1, locker.IdemConflict: 1, locker.IdemReplayed: 1, locker.IdemMismatch: 1,
 	} {
-		if got := rec.sum(t, "locktag.idempotency.outcomes", name, locker.AttrOutcome.String(outcome)); got != want {
+		if got := rec.sum(t, "locktag.idempotency.outcomes", name, lockotel.AttrOutcome.String(outcome)); got != want {
 			t.Errorf("idempotency.outcomes{%s} = %d, want %d", outcome, got, want)
 		}
 	}
@@ -251,7 +252,7 @@ func TestTelemetryGlobalProviderSetLater(t *testing.T) {
 	}
 	globalProviderSet = true
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv)
+	lk := newLocker(t, srv, locker.WithObserver(lockotel.New()))
 	ctx := context.Background()
 	le := mustObtain(t, lk, ctx, "before", locker.Params{TTL: time.Second})
 	if err := le.Release(ctx); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -113,7 +114,7 @@ func TestObservabilityQueriesMatchTheExporter(t *testing.T) {
 	}
 	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp))
 	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
-	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithMeterProvider(mp),
+	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithObserver(lockotel.New(lockotel.WithMeterProvider(mp))),
 		locker.WithWatchdog(400*time.Millisecond, 50*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)

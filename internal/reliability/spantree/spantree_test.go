@@ -28,6 +28,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/lockotel"
 	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware"
 )
@@ -50,7 +51,7 @@ func newTracing(t *testing.T) (*sdktrace.TracerProvider, *tracetest.SpanRecorder
 func newLocker(t *testing.T, tp trace.TracerProvider) *locker.Locker {
 	t.Helper()
 	srv := redistest.Start(t)
-	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithTracerProvider(tp))
+	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithObserver(lockotel.New(lockotel.WithTracerProvider(tp))))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
 	"github.com/locktag/locktag/locker/redigo"
 
 	"github.com/gomodule/redigo/redis"
@@ -23,7 +24,7 @@ func main() {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	// Nothing listens there: the failed Obtain still records its span.
 	pool := &redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", "127.0.0.1:1") }}
-	lk, err := locker.New(redigo.New(pool), locker.WithTracerProvider(tp))
+	lk, err := locker.New(redigo.New(pool), locker.WithObserver(lockotel.New(lockotel.WithTracerProvider(tp))))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -1,4 +1,4 @@
-package locker
+package lockotel
 
 import (
 	"runtime/debug"

@@ -1,17 +1,19 @@
-package locker
+package lockotel
 
 import "runtime/debug"
 
 // fallbackVersion is the instrumentation scope version when the build
-// carries no module version for locktag (a build inside this repository,
-// a replace directive, or a binary built without module support).
+// carries no module version for locktag's core module (a build inside
+// this repository, a replace directive, or a binary built without module
+// support).
 const fallbackVersion = "v0.0.0-devel"
 
-// moduleVersion is the version of this module the binary was built with,
-// the instrumentation scope version of every span and metric.
+// moduleVersion is the version of locktag's core module
+// (github.com/locktag/locktag, the scope's name) the binary was built
+// with: the instrumentation scope version of every span and metric.
 var moduleVersion = versionOf(debug.ReadBuildInfo())
 
-// versionOf finds this module's version in a binary's build information.
+// versionOf finds the core module's version in a binary's build information.
 func versionOf(bi *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return fallbackVersion
