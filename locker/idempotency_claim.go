@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
@@ -28,16 +29,16 @@ type Claim struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
-	keeper               // the renewal engine; its mu guards ended and lost
-	lease  time.Duration // the in-flight marker's lease
-	ended  bool          // Complete or Abandon called
-	lost   bool
+	kp    keeper.Keeper // the renewal engine; its Mu guards ended and lost
+	lease time.Duration // the in-flight marker's lease
+	ended bool          // Complete or Abandon called
+	lost  bool
 }
 
 func (l *Locker) newClaim(ctx context.Context, nd *node.Node, k idemKeys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
 	c := &Claim{l: l, nd: nd, k: k, name: name, since: sent, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.start(c, sent.Add(lease), every, every, retryAfter(every), false)
+	c.kp.Start((*claimOwner)(c), sent.Add(lease), every, every, keeper.RetryAfter(every), false)
 	return c
 }
 
@@ -56,8 +57,8 @@ func (c *Claim) Context() context.Context { return c.ctx }
 // Lost reports whether the in-flight marker was lost before the Claim
 // ended. Another caller may then have claimed the key.
 func (c *Claim) Lost() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.kp.Mu.Lock()
+	defer c.kp.Mu.Unlock()
 	return c.lost
 }
 
@@ -84,14 +85,14 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 	if c.replay {
 		return ErrNotHeld
 	}
-	c.mu.Lock()
+	c.kp.Mu.Lock()
 	if c.ended {
-		c.mu.Unlock()
+		c.kp.Mu.Unlock()
 		return ErrNotHeld
 	}
 	c.ended = true
-	c.stopLocked()
-	c.mu.Unlock()
+	c.kp.StopLocked()
+	c.kp.Mu.Unlock()
 	defer c.cancel(ErrNotHeld)
 
 	// Like a lock's release, with priority: an exhausted pool must not
@@ -105,9 +106,9 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 		err = ErrNotHeld
 	}
 	if err != nil {
-		c.mu.Lock()
+		c.kp.Mu.Lock()
 		lost := c.lost
-		c.mu.Unlock()
+		c.kp.Mu.Unlock()
 		c.l.logClaimEnd(ctx, c, mode, lost, err)
 	}
 	return err
@@ -117,13 +118,13 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 
 // lose marks the marker lost, logs why and cancels the Claim's context.
 func (c *Claim) lose(why lossCause, lastErr error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.kp.Mu.Lock()
+	defer c.kp.Mu.Unlock()
 	if c.ended || c.lost {
 		return
 	}
 	c.lost = true
-	c.stopLocked()
+	c.kp.StopLocked()
 	// Logged before the cancellation, so whoever sees the context end finds
 	// the record written (as for a lock).
 	c.l.logClaimLost(c, why, lastErr)
@@ -147,3 +148,16 @@ func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error
 func (c *Claim) validUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
 
 func (c *Claim) renewed(bool, error) {}
+
+// claimOwner is a Claim as its keeper's Owner (see leaseOwner).
+type claimOwner Claim
+
+func (o *claimOwner) RenewTTL() time.Duration { return (*Claim)(o).renewTTL() }
+func (o *claimOwner) ExtendLease(ctx context.Context, ttl time.Duration) (bool, error) {
+	return (*Claim)(o).extendLease(ctx, ttl)
+}
+func (o *claimOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
+	return (*Claim)(o).validUntil(sent, ttl)
+}
+func (o *claimOwner) Renewed(ok bool, err error)          { (*Claim)(o).renewed(ok, err) }
+func (o *claimOwner) Lose(why keeper.Loss, lastErr error) { (*Claim)(o).lose(why, lastErr) }

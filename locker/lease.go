@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/node"
@@ -29,16 +30,16 @@ type Lease struct {
 	parent *Lease // the next lease up the context chain (any key, any Locker)
 	// base is the context Context derives from: Obtain's ctx (with the
 	// hold span on a root). ctx is made from it on the first call to
-	// Context, under root.mu: most holders never read it, and a
+	// Context, under root.kp.Mu: most holders never read it, and a
 	// cancelable context costs 3 allocations and a registration with
 	// base's cancellation.
 	base context.Context
-	ctx  context.Context // root.mu
+	ctx  context.Context // root.kp.Mu
 
-	released bool // guarded by root.mu
+	released bool // guarded by root.kp.Mu
 
-	// Only used on a root; guarded by mu (the keeper's) where noted.
-	keeper                         // the renewal engine
+	// Only used on a root; guarded by kp.Mu where noted.
+	kp     keeper.Keeper           // the renewal engine; its Mu guards the fields so marked
 	cancel context.CancelCauseFunc // cancels ctx with its cause; nil until ctx is made; mu
 	cause  error                   // why the root ended (set with done); mu
 	mode   Mode                    // a read/write hold's mode (Params.Mode of the root)
@@ -96,9 +97,9 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 		return nil
 	}
 	root := le.root
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	done := root.done
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	if done {
 		return nil
 	}
@@ -133,7 +134,7 @@ func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Na
 	if t.watchdog {
 		every = l.o.renewEvery
 	}
-	le.start(le, l.be.ValidUntil(h.At, h.Granted), first, every, retryAfter(l.o.renewEvery), true)
+	le.kp.Start((*leaseOwner)(le), l.be.ValidUntil(h.At, h.Granted), first, every, keeper.RetryAfter(l.o.renewEvery), true)
 	if first > 0 {
 		// Renewed: a force-release notice stops the renewals (a lease
 		// never renewed is tracked once it has a context to cancel).
@@ -146,9 +147,9 @@ func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Na
 func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, error) {
 	ttl := p.TTL
 	if ttl <= 0 {
-		root.mu.Lock()
+		root.kp.Mu.Lock()
 		ttl = root.t.ttl
-		root.mu.Unlock()
+		root.kp.Mu.Unlock()
 	}
 	holds, ok, err := l.be.Reenter(ctx, root.n, root.token, ttl)
 	if err != nil {
@@ -159,9 +160,9 @@ func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, er
 		return nil, errors.Join(ErrNotObtained, ErrLockLost)
 	}
 	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: root.fence, holds: holds, root: root, parent: FromContext(ctx), base: ctx}
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	root.live++
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	return le, nil
 }
 
@@ -200,8 +201,8 @@ func (le *Lease) Holds() int {
 // ErrLockLost if the lock is lost. Use it for the work the lock protects.
 func (le *Lease) Context() context.Context {
 	root := le.root
-	root.mu.Lock()
-	defer root.mu.Unlock()
+	root.kp.Mu.Lock()
+	defer root.kp.Mu.Unlock()
 	if le.ctx != nil {
 		return le.ctx
 	}
@@ -214,7 +215,7 @@ func (le *Lease) Context() context.Context {
 	cctx, cancel := context.WithCancelCause(le.base)
 	le.ctx = context.WithValue(cctx, ctxKey{}, le)
 	// The context is cancelled when the lease ends, also by running out.
-	le.armExpiryLocked()
+	le.kp.ArmExpiryLocked()
 	if le.done {
 		// Ended before anyone asked: the context is born cancelled.
 		cancel(le.cause)
@@ -231,9 +232,9 @@ func (le *Lease) Lost() bool {
 	if root.parts != nil && root.multiLost() {
 		return true
 	}
-	root.mu.Lock()
-	defer root.mu.Unlock()
-	return errors.Is(root.cause, ErrLockLost) || root.pastDeadlineLocked()
+	root.kp.Mu.Lock()
+	defer root.kp.Mu.Unlock()
+	return errors.Is(root.cause, ErrLockLost) || root.kp.PastDeadlineLocked()
 }
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
@@ -260,8 +261,8 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		root.lose(lossExtendRefused, nil)
 		return ErrNotHeld
 	}
-	root.mu.Lock()
-	defer root.mu.Unlock()
+	root.kp.Mu.Lock()
+	defer root.kp.Mu.Unlock()
 	if root.done {
 		return ErrNotHeld
 	}
@@ -269,7 +270,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if !root.t.watchdog {
 		root.cap = sent.Add(ttl)
 	}
-	root.setDeadlineLocked(root.l.be.ValidUntil(sent, ttl))
+	root.kp.SetDeadlineLocked(root.l.be.ValidUntil(sent, ttl))
 	return nil
 }
 
@@ -319,9 +320,9 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	if root.parts != nil {
 		return root.multiRelease(ctx, keep)
 	}
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	if le.released {
-		root.mu.Unlock()
+		root.kp.Mu.Unlock()
 		return ErrNotHeld
 	}
 	le.released = true
@@ -329,12 +330,12 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	last := root.live == 0
 	// A lease whose end no timer watched (see keeper.start) ran out
 	// unreported: it is lost, as the timer would have said.
-	ranOut := last && root.pastDeadlineLocked()
+	ranOut := last && root.kp.PastDeadlineLocked()
 	if last {
-		root.stopLocked()
+		root.kp.StopLocked()
 	}
 	ttl := root.t.ttl
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	if ranOut {
 		root.lose(lossExpired, nil)
 	}
@@ -356,16 +357,16 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 // loss (why > 0) is logged first, so whoever sees the context end finds
 // the log record already written.
 func (root *Lease) finish(cause error, why lossCause, lastErr error) {
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	if root.done {
-		root.mu.Unlock()
+		root.kp.Mu.Unlock()
 		return
 	}
 	root.done, root.cause = true, cause
-	root.stopLocked()
+	root.kp.StopLocked()
 	cancel := root.cancel
 	root.cancel = nil
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	root.l.untrack(root)
 	if why > 0 {
 		root.l.logLost(root, why, lastErr)
@@ -406,3 +407,18 @@ func (root *Lease) renewed(ok bool, err error) {
 	// on the next lease, or here, while leases are held.
 	root.l.watchControl()
 }
+
+// leaseOwner is a root Lease as its keeper's Owner: the keeper's calls
+// stay off Lease's exported method set, and the conversion allocates
+// nothing (a pointer).
+type leaseOwner Lease
+
+func (o *leaseOwner) RenewTTL() time.Duration { return (*Lease)(o).renewTTL() }
+func (o *leaseOwner) ExtendLease(ctx context.Context, ttl time.Duration) (bool, error) {
+	return (*Lease)(o).extendLease(ctx, ttl)
+}
+func (o *leaseOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
+	return (*Lease)(o).validUntil(sent, ttl)
+}
+func (o *leaseOwner) Renewed(ok bool, err error)          { (*Lease)(o).renewed(ok, err) }
+func (o *leaseOwner) Lose(why keeper.Loss, lastErr error) { (*Lease)(o).lose(why, lastErr) }

@@ -6,25 +6,19 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
 // lossCause says why a held lock was lost, for its log record.
-type lossCause uint8
+type lossCause = keeper.Loss
 
+// The causes (see keeper.Loss).
 const (
-	// lossRefused: a renewal was refused: the key is gone (deleted,
-	// evicted, or Redis restarted without persistence) or holds another
-	// owner's token.
-	lossRefused lossCause = iota + 1
-	// lossExtendRefused: the same, found by Lease.Extend.
-	lossExtendRefused
-	// lossExpired: the local deadline passed with no confirmed renewal:
-	// renewals failed (Redis unavailable), or a fixed lease overran.
-	lossExpired
-	// lossForced: Locker.ForceRelease freed the lock; lastErr is the
-	// *lockerr.Forced with the reason.
-	lossForced
+	lossRefused       = keeper.Refused
+	lossExtendRefused = keeper.ExtendRefused
+	lossExpired       = keeper.Expired
+	lossForced        = keeper.Forced
 )
 
 // Log record messages and attribute keys (lockotel's span attributes

@@ -143,7 +143,7 @@ func (l *Locker) newMultiLease(ctx context.Context, keys []string, parts []*Leas
 		parent: FromContext(ctx), base: ctx, since: time.Now(),
 	}
 	le.root = le
-	le.keeper.stopped = true
+	le.kp.Stop()
 	le.watchParts()
 	return le
 }
@@ -234,9 +234,9 @@ func (root *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
 			return err
 		}
 	}
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	root.t.ttl = ttl
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	return nil
 }
 
@@ -244,14 +244,14 @@ func (root *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
 // ReleaseAfter), all at once. It returns the parts' errors joined; ErrNotHeld
 // when the lease was released before.
 func (root *Lease) multiRelease(ctx context.Context, keep time.Duration) error {
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	if root.released {
-		root.mu.Unlock()
+		root.kp.Mu.Unlock()
 		return ErrNotHeld
 	}
 	root.released = true
 	root.live = 0
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	for _, stop := range root.unwatch {
 		stop()
 	}
