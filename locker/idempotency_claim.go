@@ -5,9 +5,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/keeper"
-	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/node"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/records"
 )
 
 // Claim is what Idempotent returns: either a stored outcome to replay
@@ -18,9 +16,9 @@ import (
 // A Claim is safe for concurrent use.
 type Claim struct {
 	l       *Locker
-	nd      *node.Node // where the record lives
-	k       idemKeys
-	name    string    // IdemParams.Name, for logs
+	st      *records.Store // where the record lives
+	k       records.Keys
+	name    string    // IdempotencyParams.Name, for logs
 	since   time.Time // when the claim was sent
 	token   string
 	ttl     time.Duration
@@ -35,8 +33,8 @@ type Claim struct {
 	lost  bool
 }
 
-func (l *Locker) newClaim(ctx context.Context, nd *node.Node, k idemKeys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
-	c := &Claim{l: l, nd: nd, k: k, name: name, since: sent, token: token, ttl: ttl, lease: lease}
+func (l *Locker) newClaim(ctx context.Context, st *records.Store, k records.Keys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
+	c := &Claim{l: l, st: st, k: k, name: name, since: sent, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
 	c.kp.Start((*claimOwner)(c), sent.Add(lease), every, every, keeper.RetryAfter(every), false)
 	return c
@@ -70,7 +68,7 @@ func (c *Claim) Lost() bool {
 // an error matching ErrUnavailable if Redis failed — the record then stays
 // in flight until its lease runs out, and a retry after that executes again.
 func (c *Claim) Complete(ctx context.Context, outcome []byte) error {
-	return c.end(ctx, "c", outcome)
+	return c.end(ctx, records.Complete, outcome)
 }
 
 // Abandon deletes the in-flight record so that a retry executes, and wakes
@@ -78,7 +76,7 @@ func (c *Claim) Complete(ctx context.Context, outcome []byte) error {
 // not happen or failed in a way that must not be replayed, and on panic;
 // after Complete it is a no-op returning ErrNotHeld, so it can be deferred.
 func (c *Claim) Abandon(ctx context.Context) error {
-	return c.end(ctx, "a", nil)
+	return c.end(ctx, records.Abandon, nil)
 }
 
 func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
@@ -97,14 +95,7 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 
 	// Like a lock's release, with priority: an exhausted pool must not
 	// leave the record in flight.
-	cctx, cancel := c.l.o.bounds().Upkeep(ctx)
-	defer cancel()
-	v, err := c.nd.Drv.Eval(cctx, scripts.IdemEnd, c.k.keys, c.token, mode, outcome, scripts.MS(c.ttl), c.k.channel)
-	if err != nil {
-		err = lockerr.Unavailable(err)
-	} else if n, _ := v.(int64); n != 1 {
-		err = ErrNotHeld
-	}
+	err := c.st.End(ctx, c.k, c.token, mode, outcome, c.ttl)
 	if err != nil {
 		c.kp.Mu.Lock()
 		lost := c.lost
@@ -114,7 +105,7 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 	return err
 }
 
-// The Claim's side of its keeper (keptLease).
+// The Claim's side of its keeper (see claimOwner).
 
 // lose marks the marker lost, logs why and cancels the Claim's context.
 func (c *Claim) lose(why lossCause, lastErr error) {
@@ -136,12 +127,7 @@ func (c *Claim) lose(why lossCause, lastErr error) {
 func (c *Claim) renewTTL() time.Duration { return c.lease }
 
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	v, err := c.nd.Drv.Eval(ctx, scripts.IdemRenew, c.k.keys.First(1), c.token, scripts.MS(ttl))
-	if err != nil {
-		return false, lockerr.Unavailable(err) // as a lock's renewal: the loss's log says so
-	}
-	n, _ := v.(int64)
-	return n == 1, nil
+	return c.st.Renew(ctx, c.k, c.token, ttl)
 }
 
 // validUntil: records live on one node; no drift allowance.

@@ -130,7 +130,7 @@ func claimLossText(why lossCause, lastErr error) string {
 func (l *Locker) claimAttrs(c *Claim, attrs []slog.Attr) []slog.Attr {
 	attrs = append(attrs, slog.String(logKeyName, c.name))
 	if l.o.keyAttribute {
-		attrs = append(attrs, slog.String(logKeyKey, c.k.keys.Names()[0]))
+		attrs = append(attrs, slog.String(logKeyKey, c.k.Record()))
 	}
 	return attrs
 }

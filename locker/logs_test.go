@@ -205,7 +205,7 @@ func TestLogClaimLostCause(t *testing.T) {
 			rec := &recorder{}
 			lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithKeyAttribute(tc.keys),
 				locker.WithCallTimeout(100*time.Millisecond))
-			c, err := lk.Idempotent(context.Background(), record, "fp", locker.IdemParams{Name: name, Lease: 400 * time.Millisecond})
+			c, err := lk.Idempotent(context.Background(), record, "fp", locker.IdempotencyParams{Name: name, Lease: 400 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -259,7 +259,7 @@ func TestLogClaimEndFailed(t *testing.T) {
 			rec := &recorder{}
 			lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithCallTimeout(200*time.Millisecond))
 			c, err := lk.Idempotent(context.Background(), locker.IdempotencyName("POST /payments", "bob", "secret-key-3"), "fp",
-				locker.IdemParams{Name: "POST /payments"})
+				locker.IdempotencyParams{Name: "POST /payments"})
 			if err != nil {
 				t.Fatal(err)
 			}

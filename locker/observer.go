@@ -38,9 +38,9 @@ type Observer interface {
 	StartRelease(ctx context.Context) any
 	EndRelease(state any, e ReleaseEvent)
 	// StartIdempotency and EndIdempotency bracket an Idempotent call;
-	// name is IdemParams.Name, or "idempotency" when that is "".
+	// name is IdempotencyParams.Name, or "idempotency" when that is "".
 	StartIdempotency(ctx context.Context, name string) any
-	EndIdempotency(state any, e IdemEvent)
+	EndIdempotency(state any, e IdempotencyEvent)
 	// StartRate and EndRate bracket an Allow call.
 	StartRate(ctx context.Context) any
 	EndRate(state any, e RateEvent)
@@ -98,9 +98,9 @@ type ReleaseEvent struct {
 	Err    error
 }
 
-// IdemEvent is a finished Idempotent call.
-type IdemEvent struct {
-	Name    string // IdemParams.Name, or "idempotency"
+// IdempotencyEvent is a finished Idempotent call.
+type IdempotencyEvent struct {
+	Name    string // IdempotencyParams.Name, or "idempotency"
 	Outcome string // IdemExecuted, IdemReplayed, IdemConflict, IdemMismatch, OutcomeCanceled or OutcomeError
 	Err     error
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Outcomes of an idempotency check (IdemEvent.Outcome; lockotel's
+// Outcomes of an idempotency check (IdempotencyEvent.Outcome; lockotel's
 // attribute locktag.outcome); canceled and error as for locks.
 const (
 	IdemExecuted = "executed" // the key was claimed: the request runs
@@ -67,8 +67,8 @@ func lockName(p Params) string {
 	return "locker"
 }
 
-// idemName is the name log records and IdemEvent use for an idempotency
-// check named name (IdemParams.Name).
+// idemName is the name log records and IdempotencyEvent use for an idempotency
+// check named name (IdempotencyParams.Name).
 func idemName(name string) string {
 	if name == "" {
 		return "idempotency"
@@ -193,5 +193,5 @@ func (t *telemetry) endIdem(state any, name string, c *Claim, err error) {
 	default:
 		outcome = OutcomeError
 	}
-	t.obs.EndIdempotency(state, IdemEvent{Name: idemName(name), Outcome: outcome, Err: err})
+	t.obs.EndIdempotency(state, IdempotencyEvent{Name: idemName(name), Outcome: outcome, Err: err})
 }

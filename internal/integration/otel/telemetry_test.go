@@ -203,7 +203,7 @@ func TestTelemetryIdempotency(t *testing.T) {
 	srv := redistest.Start(t)
 	lk, rec := instrumented(t, srv)
 	ctx := context.Background()
-	p := locker.IdemParams{Name: "POST /payments"}
+	p := locker.IdempotencyParams{Name: "POST /payments"}
 	name := lockotel.AttrLockName.String("POST /payments")
 
 	first, err := lk.Idempotent(ctx, "rec-1", "body-a", p)

@@ -33,6 +33,8 @@ var (
 	ErrQuorum                 = errors.New("locker: quorum not reached")
 	ErrLate                   = errors.New("locker: lease ended before the reply arrived")
 	ErrUnsupported            = errors.New("locker: server lacks what the locker needs")
+	ErrInFlight               = errors.New("locker: idempotency key in flight")
+	ErrMismatch               = errors.New("locker: idempotency key reused with a different request")
 )
 
 // Late is the error of a late grant: it matches ErrLate and ErrNotObtained.
