@@ -24,6 +24,3 @@ type terms struct {
 func (t terms) engineTerms(ref *Lease) node.Terms {
 	return node.Terms{TTL: t.ttl, Wait: t.wait, Watchdog: t.watchdog, Call: t.call, Ref: ref}
 }
-
-// admin is the backend's operator side (both backends have one).
-func (l *Locker) admin() node.Admin { return l.be.(node.Admin) }

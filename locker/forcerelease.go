@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
-	"github.com/locktag/locktag/locker/internal/hub"
-	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/admin"
 )
 
 // maxReason caps a force-release reason, in bytes (longer ones are cut).
@@ -41,11 +39,8 @@ func ActorFromContext(ctx context.Context) string {
 	return a
 }
 
-// freed is one holder a force-release freed.
-type freed struct {
-	kind string
-	Holder
-}
+// freed is one holder a force-release freed, with its lock's kind.
+type freed = admin.Freed
 
 // ForceRelease frees the lock named name whoever holds it, as if its holder
 // had released it: the lock goes to the first waiter in the queue (which
@@ -87,7 +82,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	reason = cleanReason(reason)
 	actor := ActorFromContext(ctx)
 	sctx, span := l.tel.startForce(ctx, name, reason, actor)
-	all, err := l.force(sctx, name, reason)
+	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, controlChannel(l.o.prefix), reason, l.o.callTimeout)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)
@@ -101,57 +96,6 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 		return fmt.Errorf("locker: ForceRelease %q: %w", name, ErrNotHeld)
 	}
 	return nil
-}
-
-// handedTo is a force-release's hand-over: the waiter token and its grant.
-type handedTo struct {
-	token string
-	grant hub.Grant
-}
-
-// parseForced reads force.lua's (mutex) or sem_force.lua's reply.
-func parseForced(kind string, v any) ([]freed, handedTo, error) {
-	var g handedTo
-	a, _ := v.([]any)
-	bad := func() ([]freed, handedTo, error) {
-		return nil, g, lockerr.Unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
-	}
-	var out []freed
-	if kind == KindMutex && len(a) > 0 {
-		if len(a) != 6 {
-			return bad()
-		}
-		if g.token = str(a[2]); g.token != "" {
-			g.grant.Fence, _ = a[3].(int64)
-			g.grant.Server, _ = a[4].(int64)
-			pttl, _ := a[5].(int64)
-			g.grant.PTTL = time.Duration(pttl) * time.Millisecond
-		}
-		a = a[:2]
-	}
-	writer := ""
-	if kind != KindMutex && len(a) > 0 {
-		writer, a = str(a[0]), a[1:]
-	}
-	if len(a)%2 != 0 {
-		return bad()
-	}
-	for i := 0; i < len(a); i += 2 {
-		h, err := parseHolder(str(a[i]), str(a[i+1]), nil, "", 0)
-		if err != nil {
-			return bad()
-		}
-		h.Held = 0 // not measured here
-		switch {
-		case kind != KindRW:
-		case h.Owner == writer:
-			h.Mode = "write"
-		default:
-			h.Mode = "read"
-		}
-		out = append(out, freed{kind: kind, Holder: h})
-	}
-	return out, g, nil
 }
 
 // cleanReason returns reason as recorded: "no reason given" for "", cut
@@ -168,7 +112,7 @@ func cleanReason(reason string) string {
 func (l *Locker) auditForce(ctx context.Context, name, reason, actor string, all []freed, err error) {
 	holders := make([]any, len(all))
 	for i, f := range all {
-		attrs := []any{slog.String("kind", f.kind), slog.String("owner", f.Owner),
+		attrs := []any{slog.String("kind", f.Kind), slog.String("owner", f.Owner),
 			slog.String("label", f.Label), slog.Int64("fence", f.Fence), slog.Int("holds", f.Holds)}
 		if f.Mode != "" {
 			attrs = append(attrs, slog.String("mode", f.Mode))

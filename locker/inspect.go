@@ -3,18 +3,10 @@ package locker
 import (
 	"context"
 	_ "embed"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/admin"
 )
-
-// maxInspectWaiters caps the waiters one Inspect returns; State.Queued
-// says how many there are.
-const maxInspectWaiters = 1000
 
 // State is what Inspect found for one lock name at one moment.
 type State struct {
@@ -44,9 +36,9 @@ type State struct {
 
 // The lock kinds of State.Kind.
 const (
-	KindMutex     = "mutex"
-	KindSemaphore = "semaphore"
-	KindRW        = "read/write"
+	KindMutex     = admin.KindMutex
+	KindSemaphore = admin.KindSemaphore
+	KindRW        = admin.KindRW
 )
 
 // Holder is one holder of a lock.
@@ -103,108 +95,9 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	if name == "" {
 		return nil, ErrEmptyKey
 	}
-	return l.inspect(ctx, name)
-}
-
-// inspectKeys are inspect.lua's keys for name: each kind's lock, queue
-// and details.
-func (l *Locker) inspectKeys(name string) driver.Keys {
-	m, _ := l.holder(name)
-	sem, _ := l.kindHolder(name, ":s", scripts.Sem, nil)
-	rw, _ := l.kindHolder(name, ":rw", scripts.RW, nil)
-	mk, sk, rk := m.Keys.Names(), sem.Keys.Names(), rw.Keys.Names()
-	return driver.NewKeys(mk[0], mk[1], mk[2], sk[0], sk[1], sk[2], rk[0], rk[1], rk[2])
-}
-
-// parseState reads inspect.lua's reply.
-func parseState(name string, v any) (*State, error) {
-	bad := func() (*State, error) { return nil, fmt.Errorf("locker: inspect: unexpected reply %v", v) }
-	a, _ := v.([]any)
-	if len(a) < 6 {
-		return bad()
+	v, err := admin.Inspect(ctx, l.admin(), &l.sh.Layout, name, l.o.callTimeout)
+	if err != nil {
+		return nil, err
 	}
-	sec, _ := strconv.ParseInt(str(a[0]), 10, 64)
-	usec, _ := strconv.ParseInt(str(a[1]), 10, 64)
-	nowUS := sec*1_000_000 + usec
-	nowMS := nowUS / 1000
-	st := &State{Name: name, Kind: str(a[2])}
-	limit, _ := a[3].(int64)
-	st.Limit = int(limit)
-	nh, _ := a[4].(int64)
-	i := 5
-	if nh < 0 || len(a) < i+4*int(nh)+1 {
-		return bad()
-	}
-	for range nh {
-		h, err := parseHolder(str(a[i]), str(a[i+1]), a[i+2], str(a[i+3]), nowMS)
-		if err != nil {
-			return nil, err
-		}
-		st.Holders = append(st.Holders, h)
-		i += 4
-	}
-	for j := range st.Holders {
-		if h := &st.Holders[j]; st.Kind == KindMutex || h.Mode == "write" {
-			st.Holder = h
-		}
-	}
-	queued, _ := a[i].(int64)
-	st.Queued = int(queued)
-	i++
-	if (len(a)-i)%4 != 0 {
-		return bad()
-	}
-	for ; i < len(a); i += 4 {
-		w := Waiter{Owner: str(a[i])}
-		if arrived, err := strconv.ParseFloat(str(a[i+1]), 64); err == nil {
-			w.Waited = time.Duration(nowUS-int64(arrived)) * time.Microsecond
-		}
-		// details: "deadline_ms ttl_ms sid[ label]"
-		if f := strings.SplitN(str(a[i+2]), " ", 4); len(f) >= 3 {
-			if deadline, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				w.WaitLeft = time.Duration(deadline-nowMS) * time.Millisecond
-			}
-			if len(f) == 4 {
-				w.Label = f[3]
-			}
-		}
-		switch str(a[i+3]) {
-		case "r":
-			w.Mode = "read"
-		case "w":
-			w.Mode = "write"
-		}
-		st.Waiters = append(st.Waiters, w)
-	}
-	return st, nil
-}
-
-// parseHolder reads one holder of inspect.lua's reply: its record is
-// "fence holds[ granted[ label]]".
-func parseHolder(owner, record string, left any, mode string, nowMS int64) (Holder, error) {
-	f := strings.SplitN(record, " ", 4)
-	if len(f) < 2 {
-		return Holder{}, fmt.Errorf("locker: inspect: unexpected holder record of %d fields", len(f))
-	}
-	h := Holder{Owner: owner, Mode: mode}
-	h.Fence, _ = strconv.ParseInt(f[0], 10, 64)
-	h.Holds, _ = strconv.Atoi(f[1])
-	if ms, _ := left.(int64); ms > 0 {
-		h.LeaseLeft = time.Duration(ms) * time.Millisecond
-	}
-	if len(f) >= 3 {
-		if granted, err := strconv.ParseInt(f[2], 10, 64); err == nil {
-			h.Held = time.Duration(max(nowMS-granted, 0)) * time.Millisecond
-		}
-	}
-	if len(f) == 4 {
-		h.Label = f[3]
-	}
-	return h, nil
-}
-
-// str returns a reply element as a string ("" for anything else).
-func str(v any) string {
-	s, _ := v.(string)
-	return s
+	return state(v), nil
 }

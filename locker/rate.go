@@ -264,3 +264,9 @@ func intsReply(v any, n int) ([]int64, error) {
 	}
 	return out, nil
 }
+
+// str returns a reply element as a string ("" for anything else).
+func str(v any) string {
+	s, _ := v.(string)
+	return s
+}
