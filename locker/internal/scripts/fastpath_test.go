@@ -130,15 +130,17 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		suffix        string
-		last          bool                   // Redlock's last-token key
-		setup         func(keys []string)    // the state both runs start from
+		last          bool                // Redlock's last-token key
+		setup         func(keys []string) // the state both runs start from
 		fast, general func(t *testing.T, keys []string) any
 	}{
 		{name: "mutex acquire", fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, acquireGuard))},
 		{name: "mutex acquire labelled", fast: acquire(Acquire, "svc"), general: acquire(generalOf(t, mutexAcquire, acquireGuard), "svc")},
 		{name: "redlock acquire after a release", last: true,
-			setup: func(keys []string) { _, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123", "PX", ttl) },
-			fast:  acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, acquireGuard))},
+			setup: func(keys []string) {
+				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123", "PX", ttl)
+			},
+			fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, acquireGuard))},
 		{name: "mutex release",
 			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
 			fast:  release(Release, HandoffGrant), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffGrant)},
