@@ -32,17 +32,11 @@ func (l *Locker) ACLRules() []string {
 	return rules
 }
 
-// Check confirms that the Redis deployment can serve this Locker, as the
-// user it logs in as: on every node (every master of a Cluster or of
-// Redlock) scripts run by EVALSHA and, after NOSCRIPT, by EVAL; the
-// commands its scripts call are allowed on its keys (Redis 7 and later
-// tell; TIME is tried everywhere); and a subscriber connection opens and
-// receives what a script publishes. New does no I/O; run Check at
-// start-up (Ping and Healthy run it too, until it has passed once).
-//
-// It returns nil; an error matching ErrUnsupported that names each thing
-// missing and what to allow; or an error matching ErrUnavailable when a
-// node did not answer. Each call runs two scripts per master and opens and
-// closes one subscriber connection per node, bounded by ctx and
-// WithCallTimeout.
+// Check confirms that the Redis deployment can serve this Locker as the
+// user it logs in as: on every node scripts run (EVALSHA, then EVAL after
+// NOSCRIPT), the commands its scripts call are allowed on its keys, and a
+// subscriber connection receives what a script publishes. New does no
+// I/O: run Check at start-up (Ping and Healthy run it until it passed).
+// It returns nil, an error matching ErrUnsupported naming what to allow,
+// or one matching ErrUnavailable. See docs/servers.md.
 func (l *Locker) Check(ctx context.Context) error { return l.be.Check(ctx) }

@@ -42,39 +42,15 @@ func ActorFromContext(ctx context.Context) string {
 // freed is one holder a force-release freed, with its lock's kind.
 type freed = admin.Freed
 
-// ForceRelease frees the lock named name whoever holds it, as if its holder
-// had released it: the lock goes to the first waiter in the queue (which
-// is told at once, as on a release) with a fencing token larger than the
-// freed holder's, so storage checked with Fence refuses the freed holder's
-// late writes. A semaphore or read/write lock of that name has every holder
-// freed: all permits, every reader and the writer. Locks of different kinds
-// that share the name are all freed.
-//
-// The holder's Locker is told on a control channel that every Locker
-// subscribes to with its first lease: the holder's lease context is
-// cancelled at once with a cause matching ErrLockLost and
-// ErrForceReleased whose message reads "locker: lock lost: force-released:
-// <reason>", its renewals stop, its loss is logged, and its Release
-// returns ErrNotHeld. A notice the holder misses (its subscriber connection
-// was down) is made up for by its next renewal, which is refused.
-//
-// Every force-release is audited: a log record at Warn on the Locker's
-// logger (WithLogger) with the name, the reason, the actor (WithActor on
-// ctx, if any) and each freed holder's owner token, label, fence and hold
-// count (Info when nothing was held), and the Locker's Observer is told
-// (with lockotel: a span locktag.force_release with an event
-// locktag.force_released). reason should say why ("" reads "no reason given"); it is
-// cut to 200 bytes.
-//
-// ForceRelease returns an error matching ErrNotHeld when nothing was held
-// (nothing is changed), ErrEmptyKey for an empty name, and one matching
-// ErrUnavailable when Redis failed.
-//
-// On a Redlock Locker the lock is freed on every master (its waiters are
-// sent the free notice and try again, as on a release): done when a
-// majority held it. Held on fewer (not held, by Redlock's rule) the
-// remnants are freed and the error matches ErrNotHeld; a *QuorumError
-// when too many masters failed to tell.
+// ForceRelease frees the lock named name (every kind of that name) whoever
+// holds it, as its holder's release would: the lock goes to the next
+// waiter with a larger fencing token, and the holder's lease context is
+// cancelled at once (a control-channel notice; else at its next renewal)
+// with a cause matching ErrLockLost and ErrForceReleased that names the
+// reason. Every call is audited (log record, Observer). It returns
+// ErrNotHeld when nothing was held, ErrEmptyKey, or an error matching
+// ErrUnavailable (Redlock: a *QuorumError). reason is cut to 200 bytes.
+// See docs/operations.md#force-release-a-stuck-lock.
 func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	if name == "" {
 		return ErrEmptyKey

@@ -74,27 +74,14 @@ func IdempotencyName(route, scope, key string) string {
 }
 
 // Idempotent claims the idempotency record named name (see
-// IdempotencyName) for a request whose content is summed up by fingerprint
-// (any string; it is stored as its SHA-256).
-//
-//   - No record: the caller gets a held Claim and must execute, then call
-//     Complete with the outcome to store, or Abandon (also on panic) so a
-//     retry can execute.
-//   - Completed with the same fingerprint: a Claim whose Replay returns the
-//     stored outcome. The caller must not execute.
-//   - Another fingerprint, in flight or done: ErrMismatch.
-//   - In flight: ErrInFlight, or with p.Wait, wait for the execution to end
-//     and then replay it (or claim, if it was abandoned or its lease ran out).
-//
-// A Redis failure returns an error matching ErrUnavailable: the caller must
-// not execute. Exactly one Claim per record is held at a time; the marker
-// is only given to another caller when it is abandoned or its lease runs
-// out unrenewed, and the former owner's Complete then fails with ErrNotHeld
-// and stores nothing.
-//
-// A Locker that cannot keep records safely (a Redlock Locker) returns an
-// error matching ErrIdempotencyUnsupported and touches no Redis node; see
-// SupportsIdempotency.
+// IdempotencyName) for a request summed up by fingerprint. No record: a
+// held Claim — execute, then Complete or Abandon it. Completed with the
+// same fingerprint: a Claim whose Replay returns the stored outcome (do
+// not execute). Another fingerprint: ErrMismatch. In flight: ErrInFlight,
+// or with p.Wait, wait and then replay or claim. ErrUnavailable: do not
+// execute. Exactly one Claim per record is held at a time. A Redlock
+// Locker returns ErrIdempotencyUnsupported (see SupportsIdempotency).
+// See docs/idempotency.md#by-hand.
 func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p IdempotencyParams) (*Claim, error) {
 	span := l.tel.startIdem(ctx, p.Name)
 	c, err := l.idempotent(ctx, name, fingerprint, p)

@@ -81,16 +81,11 @@ type Waiter struct {
 }
 
 // Inspect returns the state of the lock named name, whatever its kind: its
-// holders and its waiters, read in one read-only script on the name's
-// node. It changes nothing, so it is safe on a production lock; the state
-// may change the moment after. It returns an error matching ErrUnavailable
-// when Redis failed and ErrEmptyKey for an empty name.
-//
-// On a Redlock Locker the script runs on every master at once and the
-// views are merged: the holder is the owner a majority of masters agree on
-// (with the largest fence and hold count and the shortest lease left any
-// of them reports), the waiters are those queued on a majority, in arrival
-// order. Without a majority of answers it returns a *QuorumError.
+// holders and waiters, read by one read-only script (safe on a production
+// lock; the state may change the moment after). On Redlock the masters'
+// views are merged: the holder and the waiters a majority agree on, else a
+// *QuorumError. Errors: ErrUnavailable, ErrEmptyKey. See
+// docs/operations.md#who-holds-a-lock-who-waits-inspect-and-list.
 func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	if name == "" {
 		return nil, ErrEmptyKey

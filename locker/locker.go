@@ -77,18 +77,13 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 }
 
 // NewRedlock returns a Locker that runs the Redlock algorithm over N
-// independent Redis masters (N odd, typically 5), one driver each: a lock is
-// held when a majority (N/2+1) granted it within its validity, TTL -
-// elapsed - drift. Every call fans out to all masters in parallel with a
-// short per-master timeout (WithNodeTimeout); partial acquisitions are
-// undone; release and renewal go to all masters; a renewal that loses the
-// majority cancels the lease's context with ErrLockLost. A Redlock Locker
-// keeps no idempotency records (see SupportsIdempotency). See
-// docs/scale-out.md for what Redlock assumes and what its fencing tokens
-// guarantee.
-//
-// NewRedlock returns an error wrapping ErrBadOption when ds is empty or
-// holds a nil or misconfigured driver, or when an option is invalid.
+// independent masters (N odd, typically 5), one driver each: a lock is held
+// when a majority granted it within its validity (TTL - elapsed - drift).
+// Every call fans out to all masters with a short per-master timeout
+// (WithNodeTimeout); partial acquisitions are undone. It keeps mutexes
+// only, and no idempotency records or rate limits. It returns an error
+// wrapping ErrBadOption for no, a nil or a misconfigured driver, or an
+// invalid option. See docs/scale-out.md#redlock.
 func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 	o, errs := evaluateOptions(opts)
 	for _, name := range o.singleOnly {
@@ -233,17 +228,11 @@ func (l *Locker) Supports(p Params) error {
 
 // Obtain takes the lock named key. It returns a Lease, or an error matching
 // ErrNotObtained (busy; joined with ctx.Err() when ctx ended), ErrUnavailable
-// (Redis failed; the lock is not held) or ErrEmptyKey.
-//
-// If ctx carries a lease of this Locker for the same key (ctx is, or derives
-// from, that lease's Context), Obtain re-enters it: the hold count goes up,
-// no wait happens, and the lock is freed only when every hold is released.
-//
-// A waiting Obtain joins a first-come-first-served queue in Redis; Release
-// hands the lock straight to the head of the queue and notifies it through
-// the Locker's one shared subscriber connection. There is no polling: a
-// waiter also re-checks when the holder's lease would run out, so a lost
-// notification costs at most one lease.
+// (Redis failed; the lock is not held) or ErrEmptyKey. If ctx carries a
+// lease of this Locker for key, Obtain re-enters it (the hold count goes
+// up; the last Release frees it). A waiting Obtain queues first come first
+// served in Redis and is handed the lock on release, notified through one
+// shared subscriber connection, never by polling. See docs/locking.md.
 func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, error) {
 	start := time.Now()
 	span := l.tel.startObtain(ctx)

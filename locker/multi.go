@@ -26,45 +26,15 @@ var ErrTooManyKeys = errors.New("locker: too many keys")
 // no lease re-enters it as a whole (its parts are re-entered key by key).
 var multiScripts = &scripts.Set{Family: scripts.FamilyMulti}
 
-// ObtainMany takes the mutex locks of every key in keys, all or nothing,
-// and returns one Lease that covers them all. It is the lock of an
-// operation on several resources at once, such as a transfer between two
-// accounts. The error is one Obtain would return (ErrNotObtained,
-// ErrUnavailable, ErrEmptyKey), or one matching ErrTooManyKeys (more than
-// MaxKeys distinct keys) or ErrKindUnsupported (p.Limit or p.Mode set: a
-// multi-key lock is a set of mutexes).
-//
-// Keys are the same mutex keys Obtain takes: a multi-key lock of "a" and
-// "b" excludes, and queues first come first served with, an Obtain of "a"
-// alone. Duplicate keys collapse into one lock.
-//
-// When every key is free and nobody waits for any, and the driver reaches
-// one node where scripts may span slots (it does not implement
-// driver.Masters), one script takes them all in one round trip. Otherwise:
-//
-// No deadlock in any order: the keys are deduplicated and taken in one
-// global order (ascending bytes), each through the mutex's own queue in
-// Redis (waiting by notification, never by polling), within one wait
-// budget, p.Wait, for all of them together. When a key cannot be had in
-// time (or Redis fails), the keys already taken are released again before
-// ObtainMany returns: the caller holds every key or none. While it waits
-// for a later key it holds the earlier ones, so a request for an earlier
-// key alone queues behind it. Two callers that name the same keys in
-// opposite orders take them in the same order, so neither can hold what
-// the other waits for. The order is global only among ObtainMany calls: a
-// caller that already holds a key through its context (a nested lock) and
-// then asks for a smaller one can still deadlock with another, as any
-// nested locking can; such a wait ends with the wait budget.
-//
-// Every key is a lease of its own: renewed by its own watchdog, fenced by
-// its own counter (TokenOf), released by owner token. The returned Lease's
-// Context is cancelled with ErrLockLost when any key is lost; Release
-// releases every key; Extend and TTL act on all of them. A key that ctx
-// already holds (an outer lease, single or multi, of this Locker) is
-// re-entered rather than waited for. On Redis Cluster the keys live in
-// different slots (every key has its own hash tag), so they are taken
-// one by one in the global order as anywhere else; on Redlock each key is
-// taken by majority.
+// ObtainMany takes the mutexes of every key in keys, all or nothing, and
+// returns one Lease over them (a transfer between two accounts). Keys are
+// deduplicated and taken in one global order, each through its own queue,
+// within one wait budget p.Wait, so callers naming the same keys in any
+// order cannot deadlock; on failure the keys taken are released again.
+// When all are free, one script takes them in one round trip (one node,
+// no driver.Masters). Each key is a lease of its own; the Lease's context
+// ends when any is lost. Errors as Obtain's, and ErrTooManyKeys or
+// ErrKindUnsupported (p.Limit, p.Mode). See docs/locking.md#multi-key-locks.
 func (l *Locker) ObtainMany(ctx context.Context, keys []string, p Params) (*Lease, error) {
 	start := time.Now()
 	keys = dedupe(keys)

@@ -5,18 +5,14 @@ import (
 	"time"
 )
 
-// Observer receives a Locker's events, for instrumentation: package
-// lockotel (module github.com/locktag/locktag/locker/lockotel) turns them
-// into OpenTelemetry spans and metrics. A Locker without one
-// (WithObserver) reports nothing and pays nothing for it.
-//
-// Each StartX method begins an operation and returns a value the Locker
-// keeps, untouched, and hands to the matching EndX (a span, or nil); EndX
-// is called exactly once for each StartX, StartHold's value also goes to
-// every Renewal of that hold. Methods may be called concurrently (renewals
-// and losses from the watchdog) and must not block: they run on the
-// lock's path. Events carry the resolved key only when the Locker was
-// built with WithKeyAttribute(true); otherwise Key is "".
+// Observer receives a Locker's events, for instrumentation (package
+// lockotel turns them into OpenTelemetry spans and metrics); without one
+// (WithObserver) a Locker reports nothing and pays nothing. Each StartX
+// returns a value the Locker hands, untouched, to the matching EndX,
+// called exactly once (StartHold's also to every Renewal of the hold).
+// Methods may be called concurrently and must not block: they run on the
+// lock's path. Events carry the resolved key only with
+// WithKeyAttribute(true). See docs/observability.md.
 type Observer interface {
 	// StartObtain and EndObtain bracket an Obtain or ObtainMany call.
 	StartObtain(ctx context.Context) any

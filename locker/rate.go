@@ -119,25 +119,13 @@ func (l *Locker) SupportsRate(p RateParams) error {
 	return err
 }
 
-// Allow decides one request against the rate limit of key: in the long
-// run at most p.Limit requests per p.Period, and at most p.Burst at once.
-// It returns nil when the request is admitted, and an error matching
-// ErrRateLimited when it is refused (the decision's RetryAfter says when
-// to try again), ErrUnavailable when Redis failed (the request may or may
-// not have used a slot), ErrBadRate, ErrEmptyKey or ErrKindUnsupported.
-//
-// The decision is one script in Redis, exact across processes: GCRA on
-// the server's clock, with no client clock and no polling. With p.Wait, a
-// request whose slot comes within the wait (and before ctx's deadline)
-// reserves it at once and Allow sleeps until it comes; a caller whose ctx
-// ends meanwhile gets ErrRateLimited joined with ctx.Err(), and its
-// reserved slot is not given to anyone else. A rate key and a lock of the
-// same name are apart.
-//
-// A Redlock Locker keeps no rate limits: a bucket on each master apart
-// admits up to N times the rate, and no quorum of buckets makes a limit
-// exact; Allow returns an error matching ErrKindUnsupported and touches
-// no master.
+// Allow decides one request against the rate limit of key: at most
+// p.Limit per p.Period in the long run, p.Burst at once (GCRA, one script
+// on the server's clock, exact across processes). It returns nil when
+// admitted; ErrRateLimited when refused (RetryAfter says when to retry);
+// ErrUnavailable, ErrBadRate, ErrEmptyKey, or ErrKindUnsupported on a
+// Redlock Locker. With p.Wait a slot coming within the wait is reserved
+// and Allow sleeps until it. See docs/locking.md#rate-limits.
 func (l *Locker) Allow(ctx context.Context, key string, p RateParams) (RateDecision, error) {
 	span := l.tel.startRate(ctx)
 	d, err := l.allow(ctx, key, p)

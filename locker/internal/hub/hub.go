@@ -4,22 +4,8 @@
 // safety re-check per key, and carries the control channel that
 // force-release notices arrive on. It imports the driver seam and
 // callctx only; backends use it through Register, Watch and HandOver.
-package hub
-
-import (
-	"container/list"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
-
-	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/callctx"
-)
-
-// Hub multiplexes the waiters of one Locker onto a single subscriber
-// connection per Redis node. Each key's channel is subscribed while at least
+//
+// Each key's channel is subscribed while at least
 // one local waiter waits on it (and for a short linger after). Messages on a
 // lock's channel:
 //
@@ -36,6 +22,23 @@ import (
 // key the hub keeps one safety timer at the end of the current holder's
 // lease (as the last grant or busy reply told it), and when it fires the
 // first local waiter — one per process, not all of them — re-checks.
+package hub
+
+import (
+	"container/list"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+)
+
+// Hub multiplexes the waiters of one Locker onto one subscriber
+// connection per Redis node: the messages it reads, and the safety timer
+// per key, are described in the package documentation.
 type Hub struct {
 	drv    driver.Driver
 	bounds callctx.Bounds

@@ -2,17 +2,8 @@
 // (locker.Lease) and an idempotency claim's in-flight marker
 // (locker.Claim). The owner implements Owner; the Keeper keeps its timers
 // and calls back. It imports only the driver seam.
-package keeper
-
-import (
-	"context"
-	"sync"
-	"time"
-
-	"github.com/locktag/locktag/locker/driver"
-)
-
-// Keeper is the one renewal engine of a lease in Redis. It keeps two timers:
+//
+// A Keeper keeps two timers:
 //
 //   - expiry, at the local, conservative end of the lease (computed from
 //     the time the last successful renewal was sent): when it fires the
@@ -25,8 +16,19 @@ import (
 // timer ends it. A renewal never re-acquires. Renewals run with priority
 // (driver.WithPriority), so an exhausted pool cannot starve them: a lock
 // and a claim survive the same conditions.
-//
-// Mu also guards the owner's own fields where its comments say so.
+package keeper
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// Keeper is the renewal engine of one lease (see the package
+// documentation for its two timers). Mu also guards the owner's own
+// fields where its comments say so.
 type Keeper struct {
 	Mu       sync.Mutex
 	owner    Owner

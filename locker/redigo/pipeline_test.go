@@ -1,4 +1,4 @@
-package locker_test
+package redigo_test
 
 import (
 	"context"
@@ -14,8 +14,12 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/internal/lockertest"
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -35,7 +39,7 @@ func TestPipelinedMutualExclusion(t *testing.T) {
 				}
 				lockers = append(lockers, newPipelined(t, srv, i%3, opts...))
 			}
-			peak, lost := workload(t, lockers, 64, 16)
+			peak, lost := lockertest.Workload(t, lockers, 64, 16)
 			switch {
 			case !broken && (peak != 1 || lost != 0):
 				t.Fatalf("mutual exclusion broken: %d holders at once, %d lost updates", peak, lost)
@@ -99,7 +103,7 @@ func TestPipelinedSlowServer(t *testing.T) {
 		t.Fatalf("Obtain during a pause: %v, want ErrUnavailable", err)
 	}
 	var le *locker.Lease
-	eventually(t, 10*time.Second, "obtain after the pause", func() bool {
+	testwait.Within(t, 10*time.Second, "obtain after the pause", func() bool {
 		le, err = lk.Obtain(ctx, "slow", locker.Params{TTL: time.Second})
 		return err == nil
 	})
@@ -114,15 +118,15 @@ func TestPipelinedConnectionKilled(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newPipelined(t, srv, 1)
 	ctx := context.Background()
-	le := mustObtain(t, lk, ctx, "killed", locker.Params{TTL: 10 * time.Second})
+	le := lockertest.MustObtain(t, lk, ctx, "killed", locker.Params{TTL: 10 * time.Second})
 	if _, err := srv.Do("CLIENT", "KILL", "TYPE", "normal"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 10*time.Second, "calls work again", func() bool { return lk.Ping(ctx) == nil })
+	testwait.Within(t, 10*time.Second, "calls work again", func() bool { return lk.Ping(ctx) == nil })
 	if err := le.Release(ctx); err != nil {
 		t.Fatalf("release after the connection was killed: %v", err)
 	}
-	if owner, _ := lockState(t, srv, "killed"); owner != "" {
+	if owner, _ := lockertest.LockState(t, srv, "killed"); owner != "" {
 		t.Fatal("lock still held")
 	}
 }
@@ -133,11 +137,11 @@ func TestPipelinedNoScript(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newPipelined(t, srv, 1)
 	ctx := context.Background()
-	mustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
+	lockertest.MustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
 	if _, err := srv.Do("SCRIPT", "FLUSH"); err != nil {
 		t.Fatal(err)
 	}
-	le := mustObtain(t, lk, ctx, "b", locker.Params{TTL: time.Second})
+	le := lockertest.MustObtain(t, lk, ctx, "b", locker.Params{TTL: time.Second})
 	if err := le.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -153,14 +157,14 @@ func TestPipelinedClose(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	mustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
+	lockertest.MustObtain(t, lk, ctx, "a", locker.Params{TTL: time.Second}).Release(ctx)
 	if err := lk.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lk.Obtain(ctx, "a", locker.Params{TTL: time.Second}); !errors.Is(err, locker.ErrUnavailable) {
 		t.Fatalf("Obtain after Close: %v, want ErrUnavailable", err)
 	}
-	goroutinesSettle(t, base)
+	lockertest.GoroutinesSettle(t, base)
 }
 
 // TestPipelinedChaos: callers with random short deadlines share pipelined
@@ -225,9 +229,9 @@ func TestPipelinedChaos(t *testing.T) {
 	}
 	// Leftovers of lost replies are cleaned up by token or expire with the
 	// TTL; a lease still held in Redis is released by the next call's abandon.
-	eventually(t, 15*time.Second, "no lock left behind", func() bool {
+	testwait.Within(t, 15*time.Second, "no lock left behind", func() bool {
 		for w := range 24 {
-			if intReply(t, srv, "EXISTS", "locktag:{chaos"+strconv.Itoa(w)+"}") != 0 {
+			if lockertest.IntReply(t, srv, "EXISTS", "locktag:{chaos"+strconv.Itoa(w)+"}") != 0 {
 				return false
 			}
 		}
@@ -236,7 +240,7 @@ func TestPipelinedChaos(t *testing.T) {
 	if err := lk.Close(); err != nil {
 		t.Fatal(err)
 	}
-	goroutinesSettle(t, base)
+	lockertest.GoroutinesSettle(t, base)
 }
 
 // TestPipelinedIgnoresPoolExhaustion: with the pipelined default the pool
@@ -250,7 +254,7 @@ func TestPipelinedIgnoresPoolExhaustion(t *testing.T) {
 	pool.MaxActive = 2
 	lk := newLockerOn(t, redigo.New(pool), locker.WithWatchdog(time.Second, 100*time.Millisecond))
 	ctx := context.Background()
-	le := mustObtain(t, lk, ctx, "starved", locker.Params{})
+	le := lockertest.MustObtain(t, lk, ctx, "starved", locker.Params{})
 	busy := []redis.Conn{pool.Get(), pool.Get()} // the traffic: every pooled connection taken
 	defer func() {
 		for _, c := range busy {
@@ -275,7 +279,7 @@ func TestPipelinedIgnoresPoolExhaustion(t *testing.T) {
 	if err := le.Release(ctx); err != nil {
 		t.Fatalf("release with the pool exhausted: %v", err)
 	}
-	if n := intReply(t, srv, "EXISTS", "locktag:{starved}"); n != 0 {
+	if n := lockertest.IntReply(t, srv, "EXISTS", "locktag:{starved}"); n != 0 {
 		t.Fatal("lock key left after release")
 	}
 }
@@ -300,7 +304,7 @@ func TestPipelinedIdleTimeout(t *testing.T) {
 			if _, err := srv.Do("CONFIG", "SET", "timeout", "1"); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, 10*time.Second, "the server closed the idle connection", func() bool {
+			testwait.Within(t, 10*time.Second, "the server closed the idle connection", func() bool {
 				list, err := redis.String(srv.Do("CLIENT", "LIST"))
 				if err != nil {
 					t.Fatal(err)
@@ -323,4 +327,22 @@ func TestPipelinedIdleTimeout(t *testing.T) {
 			}
 		})
 	}
+}
+
+// newPipelined returns a Locker on srv whose redigo driver pipelines over
+// conns connections (0: pooled calls), closed at the test's end.
+func newPipelined(t testing.TB, srv *redistest.Server, conns int, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	return newLockerOn(t, redigo.New(srv.Pool(t), redigo.WithPipelining(conns)), opts...)
+}
+
+// newLockerOn returns a single-node Locker on d, closed at the test's end.
+func newLockerOn(t testing.TB, d driver.Driver, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	lk, err := locker.New(d, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
 }
