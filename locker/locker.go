@@ -143,6 +143,12 @@ func newLocker(o options, lastKey bool) *Locker {
 	return l
 }
 
+// ID is this Locker's instance id, a random UUID made by New: it names the
+// Locker's waiters in Redis queue entries, and its log records
+// (locktag.locker.id) and the ops page carry it, so an operator can tell
+// which process a record or a page came from.
+func (l *Locker) ID() string { return l.sh.SID }
+
 // Close closes the shared subscriber connections and the drivers' own
 // connections (the clients and pools given to the drivers stay open).
 // Leases already obtained keep working until released; waiting Obtain

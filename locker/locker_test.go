@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/google/uuid"
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
@@ -354,5 +355,21 @@ func TestPing(t *testing.T) {
 	err := bad.Ping(context.Background())
 	if !errors.Is(err, locker.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("Ping with a wrong password: %v", err)
+	}
+}
+
+// TestLockerID: every Locker has an instance id of its own, a random
+// (version 4) UUID.
+func TestLockerID(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := newLocker(t, srv), newLocker(t, srv)
+	for _, lk := range []*locker.Locker{a, b} {
+		id, err := uuid.Parse(lk.ID())
+		if err != nil || id.Version() != 4 {
+			t.Errorf("ID %q: %v, version %v; want a UUID v4", lk.ID(), err, id.Version())
+		}
+	}
+	if a.ID() == b.ID() {
+		t.Errorf("two Lockers share the ID %q", a.ID())
 	}
 }

@@ -28,6 +28,7 @@ const (
 	logKeyTemplate = "locktag.key.template"
 	logKeyKey      = "locktag.key"
 	logKeyFence    = "locktag.lock.fence"
+	logKeyLocker   = "locktag.locker.id"
 	logLost        = "locktag: lock lost"
 	logReleaseFail = "locktag: release failed"
 	logClaimLost   = "locktag: idempotency claim lost"
@@ -75,7 +76,7 @@ func (l *Locker) lockAttrs(le *Lease, attrs []slog.Attr) []slog.Attr {
 	if l.o.keyAttribute {
 		attrs = append(attrs, slog.String(logKeyKey, le.key))
 	}
-	return append(attrs, slog.Int64(logKeyFence, le.fence))
+	return append(attrs, slog.Int64(logKeyFence, le.fence), slog.String(logKeyLocker, l.sh.SID))
 }
 
 // logLost logs that root was lost, and why.
@@ -85,7 +86,7 @@ func (l *Locker) logLost(root *Lease, why lossCause, lastErr error) {
 	if !lg.Enabled(ctx, slog.LevelError) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 7)
+	attrs := make([]slog.Attr, 0, 8)
 	attrs = append(attrs, slog.String(logKeyCause, lossText(root, why, lastErr)))
 	if lastErr != nil && why != lossForced {
 		attrs = append(attrs, slog.String(logKeyError, lastErr.Error()))
@@ -106,7 +107,7 @@ func (l *Locker) logRelease(ctx context.Context, le *Lease, err error) {
 	if !lg.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 6)
+	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String(logKeyCause, cause), slog.String(logKeyError, err.Error()))
 	lg.LogAttrs(ctx, level, logReleaseFail, l.lockAttrs(le, attrs)...)
 }
@@ -128,7 +129,7 @@ func claimLossText(why lossCause, lastErr error) string {
 // (the route or full method), and its record name only with
 // WithKeyAttribute (it is derived from the client's key).
 func (l *Locker) claimAttrs(c *Claim, attrs []slog.Attr) []slog.Attr {
-	attrs = append(attrs, slog.String(logKeyName, c.name))
+	attrs = append(attrs, slog.String(logKeyName, c.name), slog.String(logKeyLocker, l.sh.SID))
 	if l.o.keyAttribute {
 		attrs = append(attrs, slog.String(logKeyKey, c.k.Record()))
 	}

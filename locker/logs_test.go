@@ -228,6 +228,9 @@ func TestLogClaimLostCause(t *testing.T) {
 			if a["locktag.lock.name"] != name || a["held_for"] == "" {
 				t.Errorf("attributes %v lack the name or held_for", a)
 			}
+			if a["locktag.locker.id"] != lk.ID() {
+				t.Errorf("locktag.locker.id = %q, want the Locker's ID %q", a["locktag.locker.id"], lk.ID())
+			}
 			if got, has := a["locktag.key"]; has != tc.keys || (has && got != "locktag:{"+record+"}:r") {
 				t.Errorf("locktag.key = %q (present %v), want present only with WithKeyAttribute", got, has)
 			}

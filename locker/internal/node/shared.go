@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/names"
@@ -35,7 +37,7 @@ type Hooks struct {
 type Shared struct {
 	Cfg    Config
 	Hooks  Hooks
-	SID    string       // names this Locker's waiters in queue entries (see hub)
+	SID    string       // the Locker's instance id (a UUID): names its waiters in queue entries (see hub)
 	Layout names.Layout // how this Locker names its keys
 	// Script arguments made once: boxing them per call would allocate.
 	SIDArg, WindowArg any
@@ -50,11 +52,11 @@ type Shared struct {
 }
 
 // NewShared returns what a Locker with cfg shares with its engine: a new
-// subscriber id, the key layout (LastKey for Redlock) and the arguments
+// instance id, the key layout (LastKey for Redlock) and the arguments
 // made once.
 func NewShared(cfg Config, grantWindow time.Duration, lastKey bool, hooks Hooks) *Shared {
 	sh := &Shared{Cfg: cfg, Hooks: hooks}
-	sh.SID = names.NewToken()[:11] // 66 random bits: a subscriber id per Locker
+	sh.SID = uuid.NewString() // the Locker's instance id; it names its waiters in queue entries
 	sh.SIDArg, sh.WindowArg = sh.SID, scripts.MS(grantWindow)
 	sh.Layout = names.Layout{Prefix: cfg.Prefix, LastKey: lastKey, WindowArg: sh.WindowArg}
 	sh.CheckScript = driver.NewScript("-- check by " + sh.SID + "\n" + scripts.CheckSource)
