@@ -97,7 +97,7 @@ type ReleaseEvent struct {
 // IdempotencyEvent is a finished Idempotent call.
 type IdempotencyEvent struct {
 	Name    string // IdempotencyParams.Name, or "idempotency"
-	Outcome string // IdemExecuted, IdemReplayed, IdemConflict, IdemMismatch, OutcomeCanceled or OutcomeError
+	Outcome string // IdempotencyExecuted, IdempotencyReplayed, IdempotencyConflict, IdempotencyMismatch, OutcomeCanceled or OutcomeError
 	Err     error
 }
 

@@ -9,10 +9,21 @@ import (
 // Outcomes of an idempotency check (IdempotencyEvent.Outcome; lockotel's
 // attribute locktag.outcome); canceled and error as for locks.
 const (
-	IdemExecuted = "executed" // the key was claimed: the request runs
-	IdemReplayed = "replayed" // a stored outcome is replayed
-	IdemConflict = "conflict" // ErrInFlight: the same key is still running
-	IdemMismatch = "mismatch" // ErrMismatch: the key was used for another request
+	IdempotencyExecuted = "executed" // the key was claimed: the request runs
+	IdempotencyReplayed = "replayed" // a stored outcome is replayed
+	IdempotencyConflict = "conflict" // ErrInFlight: the same key is still running
+	IdempotencyMismatch = "mismatch" // ErrMismatch: the key was used for another request
+)
+
+// The former names of the idempotency outcomes.
+//
+// Deprecated: use IdempotencyExecuted, IdempotencyReplayed,
+// IdempotencyConflict and IdempotencyMismatch.
+const (
+	IdemExecuted = IdempotencyExecuted
+	IdemReplayed = IdempotencyReplayed
+	IdemConflict = IdempotencyConflict
+	IdemMismatch = IdempotencyMismatch
 )
 
 // Outcomes of an Obtain (ObtainEvent.Outcome), and "lost" for a held lock
@@ -181,15 +192,15 @@ func (t *telemetry) endIdem(state any, name string, c *Claim, err error) {
 	var outcome string
 	switch {
 	case err == nil && c.replay:
-		outcome = IdemReplayed
+		outcome = IdempotencyReplayed
 	case err == nil:
-		outcome = IdemExecuted
+		outcome = IdempotencyExecuted
 	case errors.Is(err, ErrMismatch):
-		outcome = IdemMismatch
+		outcome = IdempotencyMismatch
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		outcome = OutcomeCanceled
 	case errors.Is(err, ErrInFlight):
-		outcome = IdemConflict
+		outcome = IdempotencyConflict
 	default:
 		outcome = OutcomeError
 	}
