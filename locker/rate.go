@@ -5,12 +5,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/rate"
 )
 
 // Rate limits.
@@ -151,25 +149,18 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	if dl, ok := ctx.Deadline(); ok && maxDelay > 0 {
 		maxDelay = max(min(maxDelay, time.Until(dl)), 0)
 	}
-	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'f', -1, 64) // plain decimal: every Lua's tonumber reads it
-	cctx, cancel := l.o.bounds().Call(ctx)
-	v, err := nd.Drv.Eval(cctx, scripts.Rate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
-	cancel()
+	r, err := rate.Take(ctx, nd, rate.Key(l.o.prefix, key), p.Period, p.Limit, p.burst(), maxDelay)
 	if err != nil {
 		if ce := ctx.Err(); ce != nil {
 			return RateDecision{}, errors.Join(ErrRateLimited, ce)
 		}
 		return RateDecision{}, lockerr.Unavailable(err)
 	}
-	r, err := intsReply(v, 4)
-	if err != nil {
-		return RateDecision{}, lockerr.Unavailable(err)
-	}
-	wait, reset := time.Duration(r[2])*time.Microsecond, time.Duration(r[3])*time.Microsecond
-	if r[0] == 0 {
+	wait, reset := r.Wait, r.Reset
+	if !r.Admitted {
 		return RateDecision{RetryAfter: wait, Reset: reset}, ErrRateLimited
 	}
-	d := RateDecision{Remaining: int(r[1]), Reset: reset}
+	d := RateDecision{Remaining: r.Remaining, Reset: reset}
 	if wait > 0 {
 		// The slot is ours: wait for it, not for anyone's signal.
 		t := time.NewTimer(wait)
@@ -183,9 +174,6 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	}
 	return d, nil
 }
-
-// rateKey is the Redis key of key's rate limit.
-func (l *Locker) rateKey(key string) string { return l.o.prefix + "{" + key + "}:rate" }
 
 // RateState is what InspectRate found for one rate key at one moment,
 // under the terms of its last admission.
@@ -212,49 +200,12 @@ func (l *Locker) InspectRate(ctx context.Context, key string) (st RateState, ok 
 	if err != nil {
 		return RateState{}, false, err
 	}
-	cctx, cancel := l.o.bounds().Call(ctx)
-	defer cancel()
-	v, err := nd.Drv.Eval(cctx, scripts.RateInspect, driver.NewKeys(l.rateKey(key)))
+	rs, ok, err := rate.Inspect(ctx, nd, rate.Key(l.o.prefix, key))
 	if err != nil {
 		return RateState{}, false, lockerr.Unavailable(err)
 	}
-	if v == nil {
+	if !ok {
 		return RateState{}, false, nil
 	}
-	a, _ := v.([]any)
-	if len(a) != 4 {
-		return RateState{}, false, lockerr.Unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
-	}
-	rem, _ := a[0].(int64)
-	reset, _ := a[1].(int64)
-	burst, _ := a[3].(int64)
-	iv, perr := strconv.ParseFloat(str(a[2]), 64)
-	if perr != nil {
-		return RateState{}, false, lockerr.Unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
-	}
-	return RateState{
-		Name: key, Burst: int(burst), Interval: time.Duration(iv * float64(time.Microsecond)),
-		Remaining: int(rem), Reset: time.Duration(reset) * time.Microsecond,
-	}, true, nil
-}
-
-// intsReply reads a script's reply of n integers.
-func intsReply(v any, n int) ([]int64, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != n {
-		return nil, fmt.Errorf("locker: unexpected script reply %v", v)
-	}
-	out := make([]int64, n)
-	for i := range a {
-		if out[i], ok = a[i].(int64); !ok {
-			return nil, fmt.Errorf("locker: unexpected script reply %v", v)
-		}
-	}
-	return out, nil
-}
-
-// str returns a reply element as a string ("" for anything else).
-func str(v any) string {
-	s, _ := v.(string)
-	return s
+	return RateState{Name: key, Burst: rs.Burst, Interval: rs.Interval, Remaining: rs.Remaining, Reset: rs.Reset}, true, nil
 }
