@@ -30,8 +30,8 @@ type Lease struct {
 	// base is the context Context derives from: Obtain's ctx (with the
 	// hold span on a root). ctx is made from it on the first call to
 	// Context, under root.kp.Mu: most holders never read it, and a
-	// cancelable context costs 3 allocations and a registration with
-	// base's cancellation.
+	// cancelable context costs allocations and a registration with base's
+	// cancellation.
 	base context.Context
 	ctx  context.Context // root.kp.Mu
 

@@ -54,9 +54,9 @@ func (o Bounds) Cleanup(ctx context.Context) (context.Context, context.CancelFun
 // Upkeep is the context of a call that keeps a held lease alive or ends
 // it (a release, a claim's Complete): a clean-up call with priority, so a
 // driver serves it even when request traffic holds every connection.
-// It is one allocation where WithoutCancel, WithPriority and WithTimeout
-// made five (a timer among them): the drivers need the deadline, not a
-// Done channel that closes at it.
+// It is one value where WithoutCancel, WithPriority and WithTimeout made
+// several (a timer among them): the drivers need the deadline, not a Done
+// channel that closes at it.
 func (o Bounds) Upkeep(ctx context.Context) (context.Context, context.CancelFunc) {
 	return &UpkeepContext{values: ctx, dl: time.Now().Add(o.Timeout)}, func() {}
 }

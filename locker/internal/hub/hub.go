@@ -124,8 +124,8 @@ func NewWaiter(token string) *Waiter {
 }
 
 // registered recycles the waiters of register: a waiting Obtain registers
-// one before its first try, so the uncontended path would otherwise pay 4
-// allocations for it. Recycling is safe because every send to a
+// one before its first try, so the uncontended path would otherwise pay
+// for its channels. Recycling is safe because every send to a
 // registered waiter's channels happens under hub.mu after finding it in
 // waiters (or in a subscription's queue, which it leaves first), and
 // unregister removes it under hub.mu, then empties its channels.

@@ -70,8 +70,8 @@ func RetryAfter(every time.Duration) time.Duration {
 // A lease that is never renewed may leave its expiry timer to
 // ArmExpiryLocked (lazy): until someone needs the loss reported when it
 // happens (a context to cancel), the owner reads PastDeadlineLocked
-// instead, and the uncontended path saves a timer and its callback (2
-// allocations). A renewed lease needs the timer to end failed retries.
+// instead, and the uncontended path saves a timer and its callback. A
+// renewed lease needs the timer to end failed retries.
 func (k *Keeper) Start(owner Owner, until time.Time, first, every, retry time.Duration, lazy bool) {
 	k.Mu.Lock()
 	defer k.Mu.Unlock()

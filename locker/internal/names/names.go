@@ -38,8 +38,8 @@ type Names struct {
 // Buf is the storage a root lease lends its holder's names and its own
 // calls: the keys and their boxes, the prebuilt argument lists, and the
 // first try's call context. Obtain allocates the lease before the first
-// call, so a lock+unlock pays one allocation for all of it where separate
-// slices and contexts cost six.
+// call, so a lock+unlock pays one allocation for all of it instead of one
+// per slice and context.
 type Buf struct {
 	keys     [4]string
 	keyArgs  [4]any
@@ -87,8 +87,7 @@ func (lay *Layout) RW(key string, write bool, buf *Buf) (Names, string) {
 // Kind returns the names of key's lock of the kind whose keys end in
 // suffix, run by sc with acquire's extra argument arg, and a new owner
 // token. The names and the token are slices of one string: building them
-// one by one cost the uncontended semaphore pair five allocations more
-// than the mutex's.
+// one by one costs an allocation each.
 func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) (Names, string) {
 	if buf == nil {
 		buf = new(Buf)

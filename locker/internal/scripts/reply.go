@@ -40,7 +40,8 @@ type Reply struct {
 
 // ParseReply reads a reply to a call that asked for ttl. A plain integer
 // is the fence of a free lock taken with the whole ttl (see acquire.lua):
-// one boxed integer where the array cost the client three allocations.
+// one boxed integer where the array costs the client an allocation per
+// element.
 func ParseReply(v any, ttl time.Duration) (Reply, error) {
 	if f, ok := v.(int64); ok {
 		return Reply{Status: StatusObtained, Fence: f, Holds: 1, PTTL: time.Duration(MS(ttl)) * time.Millisecond, Fast: true}, nil
