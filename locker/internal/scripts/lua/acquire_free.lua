@@ -1,10 +1,11 @@
 -- acquire, the common case (arguments: see acquire.lua, which follows
 -- value.lua and common.lua): a free lock that nobody queues for, taken
 -- with a new token. It runs first and replies with the fence alone before
--- any helper is defined (each definition makes a closure on every call:
--- value.lua's and common.lua's cost the free lock's acquire and release
--- about a quarter of their time in Redis, docs/benchmarks.md). One EXISTS tells free and unqueued at once, where GET
--- and then EXISTS on the queue took two; a busy first try pays one more.
+-- any helper is defined (each definition makes a closure on every call,
+-- and value.lua's and common.lua's are a large part of the free lock's
+-- acquire and release: docs/benchmarks.md). One EXISTS tells free and
+-- unqueued at once, where GET and then EXISTS on the queue took two; a busy
+-- first try pays one more.
 -- It is take and mint (value.lua) written out: one TIME gives the token
 -- (no earlier token is at hand for a lock that is not there, but on
 -- Redlock the one a release left) and the grant time, both made as text

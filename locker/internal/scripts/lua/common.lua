@@ -17,7 +17,7 @@
 --         until it is released.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
--- The lock's channel is KEYS[1]..':c' (see names in scripts.go): made
+-- The lock's channel is KEYS[1]..':c' (see package names): made
 -- here, on the paths that publish, rather than sent with every call.
 local function chan() return KEYS[1] .. ':c' end
 

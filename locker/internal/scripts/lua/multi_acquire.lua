@@ -2,7 +2,7 @@
 -- every lock must be free with nobody queued for it (a queued waiter comes
 -- first: the caller then takes the keys one by one, in order, through the
 -- queues). Only on a deployment where every key is on one node and
--- scripts may span slots (a single server, Sentinel); see multi_fast.go.
+-- scripts may span slots (a single server, Sentinel); see single/multi.go.
 -- KEYS, per lock i (from 0): [2i+1] lock, [2i+2] waiter queue — the
 -- layout of value.lua and common.lua.
 -- ARGV: ttl_ms, then one owner token per lock, then optionally the

@@ -1,8 +1,8 @@
 -- sem_acquire_idle: sem_acquire.lua's common case, a new token ('a') on an
 -- idle semaphore (nobody holds, nobody queues), run first in the script,
 -- ahead of the shared functions: a call that returns here does not pay for
--- defining them (common.lua's and sem_common.lua's ~30 closures cost
--- 2.3 µs of a ~5 µs call, measured with INFO commandstats). It does what
+-- defining them (common.lua's and sem_common.lua's closures are a large
+-- part of a short call, docs/benchmarks.md). It does what
 -- sem_take and mint (sem_common.lua, value.lua) do, written out, and sets
 -- both keys' expiry outright: on an idle lock nothing in the details hash
 -- is of use (its entries belong to holders and queued waiters). The token
@@ -15,8 +15,8 @@ if ARGV[4] == 'a' and redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
   -- Server µs and ms as text, from TIME's seconds and zero-padded
   -- microseconds; numbers go out through '%d': Lua's own number to text
   -- conversion (and '%.0f') runs the C library's float printing, which
-  -- with the text to number conversions was a third of what a semaphore
-  -- pair cost Redis more than a mutex's (callgrind).
+  -- with the text to number conversions made most of what a semaphore
+  -- pair cost Redis more than a mutex's.
   local us = string.sub('00000' .. t[2], -6)
   local f = t[1] .. us
   local ms = t[1] .. string.sub(us, 1, 3)

@@ -1,10 +1,11 @@
 -- acquire, the common case (arguments: see acquire.lua, which follows
 -- value.lua and common.lua): a free lock that nobody queues for, taken
 -- with a new token. It runs first and replies with the fence alone before
--- any helper is defined (each definition makes a closure on every call:
--- value.lua's and common.lua's cost the free lock's acquire and release
--- about a quarter of their time in Redis, docs/benchmarks.md). One EXISTS tells free and unqueued at once, where GET
--- and then EXISTS on the queue took two; a busy first try pays one more.
+-- any helper is defined (each definition makes a closure on every call,
+-- and value.lua's and common.lua's are a large part of the free lock's
+-- acquire and release: docs/benchmarks.md). One EXISTS tells free and
+-- unqueued at once, where GET and then EXISTS on the queue took two; a busy
+-- first try pays one more.
 -- It is take and mint (value.lua) written out: one TIME gives the token
 -- (no earlier token is at hand for a lock that is not there, but on
 -- Redlock the one a release left) and the grant time, both made as text
@@ -31,8 +32,8 @@ end
 -- before common.lua, after the uncontended paths of acquire and release
 -- (acquire_free.lua, release.lua), which run first so that they finish
 -- before any helper is defined: each definition makes a closure on every
--- call of the script, which cost the free lock's acquire and release
--- about a quarter of their time in Redis (docs/benchmarks.md).
+-- call of the script, a large part of the free lock's acquire and release
+-- (docs/benchmarks.md).
 -- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
 --         lease as expiry; waiting is 1 when the lock came from the queue or
 --         waiters joined while it was held (its release then goes through
@@ -130,7 +131,7 @@ end
 --         until it is released.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
--- The lock's channel is KEYS[1]..':c' (see names in scripts.go): made
+-- The lock's channel is KEYS[1]..':c' (see package names): made
 -- here, on the paths that publish, rather than sent with every call.
 local function chan() return KEYS[1] .. ':c' end
 

@@ -2,8 +2,8 @@
 -- before common.lua, after the uncontended paths of acquire and release
 -- (acquire_free.lua, release.lua), which run first so that they finish
 -- before any helper is defined: each definition makes a closure on every
--- call of the script, which cost the free lock's acquire and release
--- about a quarter of their time in Redis (docs/benchmarks.md).
+-- call of the script, a large part of the free lock's acquire and release
+-- (docs/benchmarks.md).
 -- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
 --         lease as expiry; waiting is 1 when the lock came from the queue or
 --         waiters joined while it was held (its release then goes through

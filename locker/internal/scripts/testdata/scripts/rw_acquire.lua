@@ -36,8 +36,8 @@ end
 -- before common.lua, after the uncontended paths of acquire and release
 -- (acquire_free.lua, release.lua), which run first so that they finish
 -- before any helper is defined: each definition makes a closure on every
--- call of the script, which cost the free lock's acquire and release
--- about a quarter of their time in Redis (docs/benchmarks.md).
+-- call of the script, a large part of the free lock's acquire and release
+-- (docs/benchmarks.md).
 -- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
 --         lease as expiry; waiting is 1 when the lock came from the queue or
 --         waiters joined while it was held (its release then goes through
@@ -135,7 +135,7 @@ end
 --         until it is released.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
--- The lock's channel is KEYS[1]..':c' (see names in scripts.go): made
+-- The lock's channel is KEYS[1]..':c' (see package names): made
 -- here, on the paths that publish, rather than sent with every call.
 local function chan() return KEYS[1] .. ':c' end
 
