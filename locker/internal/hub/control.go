@@ -19,7 +19,7 @@ func (h *Hub) ControlReady() bool {
 	return h.ctlLis != nil
 }
 
-// watchControl subscribes the hub's control channel unless it is
+// WatchControl subscribes the hub's control channel unless it is
 // subscribed or being subscribed: one atomic load when it is.
 func (h *Hub) WatchControl() {
 	if h.ctl == "" || h.ctlOn.Load() || !h.ctlOn.CompareAndSwap(false, true) {

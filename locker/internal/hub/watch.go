@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// watch keeps one waiting call subscribed to its key's channel and queued
+// Watch keeps one waiting call subscribed to its key's channel and queued
 // as a local waiter there: the lock and idempotency waits share it.
 type Watch struct {
 	h       *Hub
@@ -16,11 +16,12 @@ type Watch struct {
 	pollC   <-chan time.Time
 }
 
+// Watch returns a watch of channel for w, not yet subscribed (see Ensure).
 func (h *Hub) Watch(channel string, w *Waiter) *Watch {
 	return &Watch{h: h, channel: channel, w: w}
 }
 
-// ensure subscribes if not subscribed. missed reports that the subscription
+// Ensure subscribes if not subscribed. missed reports that the subscription
 // was confirmed only after since, so a notice published in between may have
 // been lost: re-check. An error means ctx ended; any other failure leaves the
 // watch unsubscribed, so re-checks come every 100ms until it subscribes.
@@ -46,7 +47,7 @@ func (wt *Watch) Ensure(ctx context.Context, since time.Time) (missed bool, err 
 	return false, nil
 }
 
-// observe records a busy reply: the holder's lease had pttl left at server
+// Observe records a busy reply: the holder's lease had pttl left at server
 // time server (ms; 0: unknown). Subscribed, the key's one safety timer moves
 // there; unsubscribed, the watch polls at that time or within 100ms,
 // whichever comes first.
@@ -66,15 +67,16 @@ func (wt *Watch) Observe(pttl time.Duration, server int64) {
 	wt.pollC = wt.poll.C
 }
 
-// polled fires when an unsubscribed watch should re-check (nil otherwise).
+// Polled fires when an unsubscribed watch should re-check (nil otherwise).
 func (wt *Watch) Polled() <-chan time.Time { return wt.pollC }
 
-// broken drops the subscription after the listener connection broke.
+// Broken drops the subscription after the listener connection broke.
 func (wt *Watch) Broken() {
 	wt.h.Leave(wt.m)
 	wt.m = Member{}
 }
 
+// Close stops the watch's poll timer and leaves its subscription.
 func (wt *Watch) Close() {
 	if wt.poll != nil {
 		wt.poll.Stop()

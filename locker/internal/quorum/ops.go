@@ -14,12 +14,13 @@ import (
 // The operations of a held Redlock lock: each fans out to every master and
 // decides by tally.
 
+// Reenter adds a hold on every master: held when a majority did.
 func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
 	try := b.try(ctx, n, token, ttl, 0, scripts.ModeReenter, true)
 	return try.holds, try.obtained, try.err
 }
 
-// release drops one hold on every master: done when a majority released it;
+// Release drops one hold on every master: done when a majority released it;
 // lockerr.ErrNotHeld when so many did not hold it that no majority is left.
 func (b *Backend) Release(ctx context.Context, n names.Names, token string, ttl time.Duration) error {
 	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Release, n.Keys, token, scripts.HandoffNotify, 0)
@@ -36,7 +37,7 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, ttl 
 	return t.Err()
 }
 
-// keep is release's twin for Lease.ReleaseAfter: done when a majority kept
+// Keep is Release's twin for Lease.ReleaseAfter: done when a majority kept
 // the lock. A master that missed it frees the lock at once, so the window
 // holds while a majority keeps it.
 func (b *Backend) Keep(ctx context.Context, n names.Names, token string, ttl, d time.Duration) error {
@@ -54,7 +55,7 @@ func (b *Backend) Keep(ctx context.Context, n names.Names, token string, ttl, d 
 	return t.Err()
 }
 
-// extend resets the lease on every master: held when a majority extended
+// Extend resets the lease on every master: held when a majority extended
 // it; lost (false) when so many refused that no majority is left.
 func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
 	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Extend, n.Keys.First(1), token, scripts.MS(ttl))
@@ -71,7 +72,7 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 	return false, t.Err()
 }
 
-// pttl is the lease left on the majority: the quorum-th longest.
+// PTTL is the lease left on the majority: the quorum-th longest.
 func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
 	res := b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.PTTL, n.Keys.First(1), token)
 	var left []time.Duration

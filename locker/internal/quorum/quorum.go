@@ -38,7 +38,7 @@ func New(sh *node.Shared, nodes []*node.Node) *Backend {
 	return &Backend{Shared: sh, nodes: nodes, need: len(nodes)/2 + 1}
 }
 
-// validUntil subtracts the clock drift allowance from the lease.
+// ValidUntil subtracts the clock drift allowance from the lease.
 func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
 	return sent.Add(ttl - b.drift(ttl))
 }
@@ -161,7 +161,7 @@ func (b *Backend) undo(n names.Names, token string, took []bool) {
 	wg.Wait()
 }
 
-// obtain is Obtain on Redlock. A busy Redlock lock is waited for by free
+// Obtain is Locker.Obtain on Redlock. A busy Redlock lock is waited for by free
 // notices: the waiter's failed round flags the lock on each master, the
 // release then publishes "-" on the key's channel, and the first local waiter
 // of each process tries again. Masters have no queue (their queues could
@@ -251,22 +251,25 @@ func (b *Backend) withdraw(n names.Names, token string) {
 	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, token, scripts.ModeDrop, scripts.HandoffNotify, 0)
 }
 
-// semaphores: a permit set kept by quorum would need each master to agree
+// Semaphores: a permit set kept by quorum would need each master to agree
 // on which waiters hold the N permits; not implemented, so refused.
 func (b *Backend) Semaphores() error {
 	return fmt.Errorf("%w: Redlock keeps no semaphores or read/write locks (Params.Limit, Params.Mode); use a Locker from New", lockerr.ErrKindUnsupported)
 }
 
+// Records: Redlock keeps no idempotency records (see the error).
 func (b *Backend) Records() (*node.Node, error) {
 	return nil, fmt.Errorf("%w: Redlock (NewRedlock) keeps no idempotency records: "+
 		"a record on one master is lost or split by that master's failover, so a key could execute twice; "+
 		"use a Locker from New on one Redis deployment for idempotency", lockerr.ErrIdempotencyUnsupported)
 }
 
+// Ping checks that every master answers.
 func (b *Backend) Ping(ctx context.Context) error {
 	return node.Failed(errors.Join(b.everyMaster(ctx, (*node.Node).Ping)...))
 }
 
+// Close closes every master's subscriber connection and driver.
 func (b *Backend) Close() error {
 	var errs []error
 	for _, nd := range b.nodes {

@@ -43,6 +43,8 @@ func New(sh *node.Shared, nd *node.Node, multi bool) *Backend {
 // Node is the backend's one node.
 func (b *Backend) Node() *node.Node { return b.nd }
 
+// Obtain takes the lock, or queues in Redis and waits for the hand-over
+// (see wait.go).
 func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
 	var w *hub.Waiter
 	if t.Wait > 0 {
@@ -217,6 +219,7 @@ func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence 
 	return node.Held{}, lockerr.Late
 }
 
+// Reenter adds a hold to the lock token holds (acquire.lua, mode 'e').
 func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
 	r, err := b.acquire(ctx, n, ttl, 0, scripts.ModeReenter, nil)
 	if err != nil {
@@ -225,6 +228,7 @@ func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl 
 	return int(r.Holds), r.Status == scripts.StatusReentered, nil
 }
 
+// Extend resets token's lease; under WithReplicaAck, acknowledged.
 func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
@@ -239,6 +243,7 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 	return x == 1, nil
 }
 
+// Release drops a hold; a hand-over to a local waiter wakes it at once.
 func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ time.Duration) error {
 	var v any
 	var err error
@@ -268,6 +273,7 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 	return nil
 }
 
+// Keep drops a hold, keeping the lock for d after the last.
 func (b *Backend) Keep(ctx context.Context, n names.Names, token string, _, d time.Duration) error {
 	v, err := b.nd.Drv.Eval(ctx, n.Scripts.Keep, n.Keys, n.TokenArg, scripts.MS(d))
 	if err != nil {
@@ -279,6 +285,7 @@ func (b *Backend) Keep(ctx context.Context, n names.Names, token string, _, d ti
 	return nil
 }
 
+// PTTL returns the lease token has left.
 func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
@@ -292,19 +299,23 @@ func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.D
 	return 0, lockerr.ErrNotHeld
 }
 
-// validUntil: one node's lease ends when Redis says; no drift allowance.
+// ValidUntil: one node's lease ends when Redis says; no drift allowance.
 func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
 
+// Records: one deployment keeps idempotency records on its node.
 func (b *Backend) Records() (*node.Node, error) { return b.nd, nil }
 
+// Semaphores: one deployment keeps every lock kind.
 func (b *Backend) Semaphores() error { return nil }
 
+// Ping checks that the node answers (runs Check until it passed).
 func (b *Backend) Ping(ctx context.Context) error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
 	return node.Failed(b.nd.Ping(cctx))
 }
 
+// Close closes the node's subscriber connection and driver.
 func (b *Backend) Close() error { return b.nd.Close() }
 
 // Rates: one deployment keeps rate keys on its one node.
