@@ -12,9 +12,6 @@ import (
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
-// Nodes are the masters, in the order given to NewRedlock.
-func (b *Backend) Nodes() []*node.Node { return b.nodes }
-
 // Rates: a bucket on each master apart admits up to N times the rate, and
 // a quorum of buckets cannot be exact: refused.
 func (b *Backend) Rates() (*node.Node, error) {

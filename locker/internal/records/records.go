@@ -54,9 +54,6 @@ type Store struct {
 // New returns the store on nd.
 func New(nd *node.Node) *Store { return &Store{nd: nd} }
 
-// Node is the store's node (for its hub).
-func (s *Store) Node() *node.Node { return s.nd }
-
 // Keys are the Redis keys and the channel of one record.
 type Keys struct {
 	keys    driver.Keys // record, waiters

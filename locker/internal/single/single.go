@@ -40,9 +40,6 @@ func New(sh *node.Shared, nd *node.Node, multi bool) *Backend {
 	return b
 }
 
-// Node is the backend's one node.
-func (b *Backend) Node() *node.Node { return b.nd }
-
 // Obtain takes the lock, or queues in Redis and waits for the hand-over
 // (see wait.go).
 func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
