@@ -273,7 +273,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// The root's side of its keeper (keptLease).
+// The root's side of its keeper (see leaseOwner).
 
 // lose marks the lock lost and logs why, once.
 func (root *Lease) lose(why lossCause, lastErr error) { root.finish(ErrLockLost, why, lastErr) }

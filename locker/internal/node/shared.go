@@ -37,7 +37,7 @@ type Hooks struct {
 type Shared struct {
 	Cfg    Config
 	Hooks  Hooks
-	SID    string       // the Locker's instance id (a UUID): names its waiters in queue entries (see hub)
+	SID    string       // the Locker's instance id (a UUID): names its waiters in queue entries (see package hub)
 	Layout names.Layout // how this Locker names its keys
 	// Script arguments made once: boxing them per call would allocate.
 	SIDArg, WindowArg any

@@ -26,7 +26,7 @@ import (
 // Backend is the Redlock backend over N independent masters: a lock is
 // held when a majority (N/2+1) granted it within its validity, TTL -
 // elapsed - drift. Every call fans out to all masters in parallel with a
-// short per-master timeout; every decision is a tally (see count).
+// short per-master timeout; every decision is a tally (package tally).
 type Backend struct {
 	*node.Shared
 	nodes []*node.Node

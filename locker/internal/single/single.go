@@ -84,7 +84,7 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	cctx := b.Cfg.Bounds.CallIn(ctx, dc)
 	ack := mode == scripts.ModeAcquire && b.Cfg.AckReplicas > 0
 	if mode == scripts.ModeAcquire && n.FirstArgs != nil {
-		// The first try's arguments, made with the holder (names.firstArgs).
+		// The first try's arguments, made with the holder (Names.FirstArgs).
 		v, err := b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.FirstArgs...)
 		return parseAcked(v, err, ttl)
 	}

@@ -17,7 +17,7 @@ import (
 // The waiter sits in the key's queue in Redis; a release hands the lock
 // straight to the queue's head and publishes the grant. This process's
 // waiters on the key share one safety re-check at the end of the current
-// holder's lease (see hub), so a lost notice, a holder that crashed or a
+// holder's lease (see package hub), so a lost notice, a holder that crashed or a
 // grant that lapsed costs at most that lease, and only one call per process.
 func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.Terms, w *hub.Waiter, sent time.Time, r scripts.Reply) (node.Held, error) {
 	waitUntil := sent.Add(t.Wait)
