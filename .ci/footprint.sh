@@ -6,14 +6,15 @@
 #   net/http + redigo          <= 15 modules in all
 #   Gin + redigo               <= Gin's own graph + 8
 #   gRPC + redigo              <= gRPC's own graph + 9
-#   connect-go + redigo        <= connect-go's own graph + 10
+#   connect-go + redigo        <= connect-go's own graph + 11
 # The core requires no OpenTelemetry module (the instrumentation is the
 # module locker/lockotel, which only its users require). What a gRPC
 # consumer adds is our four modules (the core, interceptor, its rpccore and
 # locktagv1), redigo, and the test modules redigo's go.mod lists (testify,
-# go-spew, go-difflib, yaml.v3): nine. A connect consumer adds the same
-# nine and genproto's rpc (the status details), which connect-go's own graph
-# lacks.
+# go-spew, go-difflib, yaml.v3): nine (google/uuid, the core's Locker
+# instance id, is in gRPC's own graph). A connect consumer adds the same
+# nine, google/uuid and genproto's rpc (the status details), which
+# connect-go's own graph lacks.
 # No library module may require test-only tooling.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -86,7 +87,7 @@ if (cd "$tmp/nethttp" && go list -m all) | grep -E "($forbidden|gin-gonic|google
 fi
 for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" \
 	"grpc google.golang.org/grpc github.com/locktag/locktag/interceptor 9" \
-	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 10"; do
+	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 11"; do
 	set -- $t
 	base=$(consumer "$1-alone" "$2")
 	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)

@@ -2,61 +2,14 @@ package locker
 
 import (
 	"context"
-	"embed"
-	"errors"
-	"fmt"
-	"regexp"
-	"slices"
-	"strconv"
 	"strings"
-	"sync"
 
-	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
-
-// ErrUnsupported: the Redis server, or the user the Locker logs in as,
-// lacks something the locker needs — Lua scripting (EVALSHA, EVAL),
-// pub/sub (SUBSCRIBE), or a command its scripts call (TIME among them).
-// Check, and the first Ping or Healthy, return it wrapped with what is
-// missing and what to allow. See docs/servers.md.
-var ErrUnsupported = errors.New("locker: server lacks what the locker needs")
-
-var (
-	//go:embed scripts/check.lua
-	luaCheck string
-	//go:embed scripts/*.lua
-	luaScripts embed.FS
-)
-
-// scriptCommands are the commands the locker's scripts call, upper case
-// and sorted, read once from the embedded scripts themselves: a script
-// that starts calling another command is checked for it without anyone
-// remembering to add it here.
-var scriptCommands = sync.OnceValue(func() []string {
-	call := regexp.MustCompile(`redis\.p?call\('([A-Za-z]+)'`)
-	seen := map[string]bool{}
-	files, _ := luaScripts.ReadDir("scripts")
-	for _, f := range files {
-		src, _ := luaScripts.ReadFile("scripts/" + f.Name())
-		for _, m := range call.FindAllStringSubmatch(string(src), -1) {
-			seen[strings.ToUpper(m[1])] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for c := range seen {
-		out = append(out, c)
-	}
-	slices.Sort(out)
-	return out
-})
 
 // clientCommands are what the drivers send besides the scripts' own.
 var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PING"}
-
-// listenerChannels is the pattern of the channels the drivers' subscriber
-// connections stay subscribed to (redigo's "locktag:listener", go-redis's
-// "locktag:listener:<random>"), whatever the key prefix.
-const listenerChannels = "locktag:listener*"
 
 // ACLRules returns Redis ACL rules that allow this Locker everything it
 // does and nothing else: its keys and channels (WithKeyPrefix), the
@@ -66,237 +19,24 @@ const listenerChannels = "locktag:listener*"
 func (l *Locker) ACLRules() []string {
 	p := l.o.prefix
 	rules := []string{"resetkeys", "~" + p + "*", "resetchannels", "&" + p + "*"}
-	if !strings.HasPrefix(strings.TrimSuffix(listenerChannels, "*"), p) {
-		rules = append(rules, "&"+listenerChannels)
+	if !strings.HasPrefix(strings.TrimSuffix(node.ListenerChannels, "*"), p) {
+		rules = append(rules, "&"+node.ListenerChannels)
 	}
 	rules = append(rules, "-@all")
 	for _, c := range clientCommands {
 		rules = append(rules, "+"+strings.ToLower(c))
 	}
-	for _, c := range scriptCommands() {
+	for _, c := range scripts.Commands() {
 		rules = append(rules, "+"+strings.ToLower(c))
 	}
 	return rules
 }
 
-// Check confirms that the Redis deployment can serve this Locker, as the
-// user it logs in as: on every node (every master of a Cluster or of
-// Redlock) scripts run by EVALSHA and, after NOSCRIPT, by EVAL; the
-// commands its scripts call are allowed on its keys (Redis 7 and later
-// tell; TIME is tried everywhere); and a subscriber connection opens and
-// receives what a script publishes. New does no I/O; run Check at
-// start-up (Ping and Healthy run it too, until it has passed once).
-//
-// It returns nil; an error matching ErrUnsupported that names each thing
-// missing and what to allow; or an error matching ErrUnavailable when a
-// node did not answer. Each call runs two scripts per master and opens and
-// closes one subscriber connection per node, bounded by ctx and
-// WithCallTimeout.
-func (l *Locker) Check(ctx context.Context) error { return l.be.check(ctx) }
-
-func (b *single) check(ctx context.Context) error {
-	cctx, cancel := b.o.callCtx(ctx)
-	defer cancel()
-	return nodeFailed(b.nd.check(cctx))
-}
-
-func (b *quorum) check(ctx context.Context) error {
-	return nodeFailed(errors.Join(b.everyMaster(ctx, (*node).check)...))
-}
-
-// everyMaster runs op on every master at once, under one call timeout, and
-// returns each master's error (nil where it succeeded), named by index.
-func (b *quorum) everyMaster(ctx context.Context, op func(*node, context.Context) error) []error {
-	cctx, cancel := b.o.callCtx(ctx)
-	defer cancel()
-	errs := make([]error, len(b.nodes))
-	var wg sync.WaitGroup
-	for i, nd := range b.nodes {
-		wg.Go(func() {
-			if err := op(nd, cctx); err != nil {
-				errs[i] = fmt.Errorf("master %d: %w", i, err)
-			}
-		})
-	}
-	wg.Wait()
-	return errs
-}
-
-// nodeFailed is the error of a check or ping that failed with err: it
-// matches ErrUnavailable when a node did not answer, and ErrUnsupported
-// when one lacks a capability (a Redlock Locker's error can match both).
-func nodeFailed(err error) error {
-	if err == nil {
-		return nil
-	}
-	var errs []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		errs = j.Unwrap()
-	} else {
-		errs = []error{err}
-	}
-	for _, e := range errs {
-		if !errors.Is(e, ErrUnsupported) {
-			return unavailable(err)
-		}
-	}
-	return err
-}
-
-// check runs Locker.Check on one node and remembers a pass (see ping).
-// Its error is a driver's (the node did not answer) or wraps
-// ErrUnsupported.
-func (nd *node) check(ctx context.Context) error {
-	ms, err := nd.masters(ctx)
-	if err != nil {
-		if msg, ok := refusal(err); ok {
-			return fmt.Errorf("%w: the client library's own command refused (%s): allow it for this user (see docs/servers.md)", ErrUnsupported, msg)
-		}
-		return err
-	}
-	var missing []string
-	key := nd.sh.o.prefix + "{check}"
-	args := append([]any{key, "", ""}, nd.sh.checkCommands...)
-	scripting, publish := true, true
-	for _, d := range ms {
-		v, err := d.Eval(ctx, nd.sh.checkScript, driver.Keys{}, args...)
-		if err != nil {
-			msg, ok := refusal(err)
-			if !ok {
-				return err
-			}
-			missing = append(missing, "scripting: EVALSHA and EVAL refused ("+msg+"): allow them for this user (+evalsha +eval) and enable Lua on the server")
-			scripting = false
-			break
-		}
-		denied, unknown, err := checkReply(v)
-		if err != nil {
-			return err
-		}
-		if len(denied) > 0 {
-			publish = publish && !slices.Contains(denied, "PUBLISH")
-			missing = append(missing, fmt.Sprintf("commands the scripts call, denied to this user on keys %[1]s*: %[2]s: allow +%[3]s on ~%[1]s* &%[1]s*",
-				nd.sh.o.prefix, strings.Join(denied, " "), strings.ToLower(strings.Join(denied, " +"))))
-		}
-		if len(unknown) > 0 {
-			publish = publish && !slices.Contains(unknown, "PUBLISH")
-			missing = append(missing, "commands the scripts call, unknown to the server: "+strings.Join(unknown, " "))
-		}
-		if len(denied) > 0 || len(unknown) > 0 {
-			break // the same user on every master
-		}
-	}
-	if err := nd.checkPubSub(ctx, ms, scripting && publish); err != nil {
-		msg, ok := refusal(err)
-		switch {
-		case errors.Is(err, errNotDelivered):
-			missing = append(missing, err.Error())
-		case !ok:
-			return err
-		default:
-			missing = append(missing, fmt.Sprintf("pub/sub: SUBSCRIBE refused (%s): allow +subscribe +unsubscribe +ping and the channels &%s* &%s for this user",
-				msg, nd.sh.o.prefix, listenerChannels))
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s (see docs/servers.md)", ErrUnsupported, strings.Join(missing, "; "))
-	}
-	nd.capable.Store(true)
-	return nil
-}
-
-// errNotDelivered: a message a script published did not reach the
-// subscriber connection.
-var errNotDelivered = errors.New("pub/sub: a message a script published did not reach the subscriber connection (a proxy that does not forward pub/sub?)")
-
-// checkPubSub opens a subscriber connection of its own, subscribes to a
-// channel of this check and, when publish is set, has each master's check
-// script publish on it and waits for every message.
-func (nd *node) checkPubSub(ctx context.Context, ms []driver.Driver, publish bool) error {
-	channel := nd.sh.o.prefix + "check:" + newToken()
-	got := make(chan string, len(ms))
-	broken := make(chan error, 1)
-	lis, err := nd.drv.Listen(ctx, func(ch, payload string) {
-		if ch == channel {
-			select {
-			case got <- payload:
-			default:
-			}
-		}
-	}, func(err error) {
-		select {
-		case broken <- err:
-		default:
-		}
-	})
-	if err != nil {
-		return err
-	}
-	defer lis.Close()
-	if err := lis.Subscribe(ctx, channel); err != nil {
-		// A refusal of the listener's first SUBSCRIBE comes on the
-		// connection (redigo reads it there), which then ends: this
-		// SUBSCRIBE fails with ErrListenerClosed, or with the closed
-		// connection's error when it was written as that happened. broken
-		// has the reason, in either case soon.
-		select {
-		case b := <-broken:
-			if _, ok := refusal(b); ok || errors.Is(err, driver.ErrListenerClosed) {
-				err = b
-			}
-		case <-ctx.Done():
-		}
-		return err
-	}
-	if !publish {
-		return nil
-	}
-	args := append([]any{nd.sh.o.prefix + "{check}", channel, ""}, nd.sh.checkCommands...)
-	for i, d := range ms {
-		args[2] = strconv.Itoa(i)
-		if _, err := d.Eval(ctx, nd.sh.checkScript, driver.Keys{}, args...); err != nil {
-			return err
-		}
-	}
-	for range ms {
-		select {
-		case <-got:
-		case err := <-broken:
-			return err
-		case <-ctx.Done():
-			return errNotDelivered
-		}
-	}
-	return nil
-}
-
-// checkReply reads check.lua's reply: the commands denied to the user and
-// those the server does not know.
-func checkReply(v any) (denied, unknown []string, err error) {
-	a, ok := v.([]any)
-	if !ok || len(a) == 0 {
-		return nil, nil, fmt.Errorf("locker: unexpected check reply %v", v)
-	}
-	for _, p := range a[1:] {
-		s, _ := p.(string)
-		if c, ok := strings.CutSuffix(s, "?"); ok {
-			unknown = append(unknown, c)
-		} else {
-			denied = append(denied, s)
-		}
-	}
-	return denied, unknown, nil
-}
-
-// refusal returns the server's message when err is its refusal of a
-// command (an ACL, a command the server does not have or allow), as
-// opposed to a failure to reach it.
-func refusal(err error) (string, bool) {
-	msg := err.Error()
-	for _, s := range []string{"NOPERM", "unknown command", "unknown subcommand", "ACL failure", "can't run this command", "not allowed"} {
-		if strings.Contains(msg, s) {
-			return msg, true
-		}
-	}
-	return "", false
-}
+// Check confirms that the Redis deployment can serve this Locker as the
+// user it logs in as: on every node scripts run (EVALSHA, then EVAL after
+// NOSCRIPT), the commands its scripts call are allowed on its keys, and a
+// subscriber connection receives what a script publishes. New does no
+// I/O: run Check at start-up (Ping and Healthy run it until it passed).
+// It returns nil, an error matching ErrUnsupported naming what to allow,
+// or one matching ErrUnavailable. See docs/servers.md.
+func (l *Locker) Check(ctx context.Context) error { return l.be.Check(ctx) }

@@ -235,14 +235,14 @@ func aclWorkload(t *testing.T, srv *redistest.Server, a, b *locker.Locker, tag s
 
 	// Idempotency: execute, complete, replay.
 	name := locker.IdempotencyName("POST /pay", "user:1", key)
-	claim, err := a.Idempotent(ctx, name, "body", locker.IdemParams{})
+	claim, err := a.Idempotent(ctx, name, "body", locker.IdempotencyParams{})
 	if err != nil {
 		t.Fatalf("Idempotent: %v", err)
 	}
 	if err := claim.Complete(ctx, []byte("done")); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	again, err := b.Idempotent(ctx, name, "body", locker.IdemParams{})
+	again, err := b.Idempotent(ctx, name, "body", locker.IdempotencyParams{})
 	if err != nil {
 		t.Fatalf("Idempotent again: %v", err)
 	}

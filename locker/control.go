@@ -1,9 +1,11 @@
 package locker
 
 import (
-	"context"
 	"strings"
 	"sync"
+
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // The control channel tells a Locker that one of its leases was
@@ -60,9 +62,9 @@ func (t *leaseTable) get(token string) *Lease {
 }
 
 // control makes nd's hub carry force-release notices to l.
-func (l *Locker) control(nd *node) {
-	nd.hub.ctl, nd.hub.ctlFn = controlChannel(l.o.prefix), l.controlled
-	l.ctl = append(l.ctl, nd.hub)
+func (l *Locker) control(nd *node.Node) {
+	nd.Hub.SetControl(controlChannel(l.o.prefix), l.controlled)
+	l.ctl = append(l.ctl, nd.Hub)
 }
 
 // track registers a new root lease for force-release notices and makes
@@ -81,7 +83,7 @@ func (l *Locker) untrack(le *Lease) { l.leases.remove(le) }
 // watchControl makes sure every hub's control channel is subscribed.
 func (l *Locker) watchControl() {
 	for _, h := range l.ctl {
-		h.watchControl()
+		h.WatchControl()
 	}
 }
 
@@ -101,36 +103,7 @@ func (l *Locker) controlled(payload string) {
 // for reason.
 func (l *Locker) forced(token, reason string) {
 	if le := l.leases.get(token); le != nil {
-		cause := &forcedError{reason: reason}
+		cause := &lockerr.Forced{Reason: reason}
 		le.finish(cause, lossForced, cause)
 	}
-}
-
-// watchControl subscribes the hub's control channel unless it is
-// subscribed or being subscribed: one atomic load when it is.
-func (h *hub) watchControl() {
-	if h.ctl == "" || h.ctlOn.Load() || !h.ctlOn.CompareAndSwap(false, true) {
-		return
-	}
-	go h.subscribeControl()
-}
-
-// subscribeControl subscribes the control channel on the hub's listener,
-// opening it if needed. On failure the next lease or renewal tries again.
-func (h *hub) subscribeControl() {
-	ctx, cancel := context.WithTimeout(context.Background(), h.o.callTimeout)
-	defer cancel()
-	lis, err := h.listener(ctx)
-	if err == nil {
-		err = lis.Subscribe(ctx, h.ctl)
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if err == nil && h.lis == lis && !h.closed {
-		h.ctlLis = lis
-		return
-	}
-	// Failed, or the listener broke (or closed) since: broken saw no
-	// ctlLis of its own to clear.
-	h.ctlOn.Store(false)
 }

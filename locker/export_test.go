@@ -5,7 +5,7 @@ package locker
 // only when a renewal or Extend is refused. Call it before l's first lease.
 func DisableForceNotices(l *Locker) {
 	for _, h := range l.ctl {
-		h.ctl = ""
+		h.DisableControl()
 	}
 }
 
@@ -13,10 +13,7 @@ func DisableForceNotices(l *Locker) {
 // node.
 func ControlReady(l *Locker) bool {
 	for _, h := range l.ctl {
-		h.mu.Lock()
-		ok := h.ctlLis != nil
-		h.mu.Unlock()
-		if !ok {
+		if !h.ControlReady() {
 			return false
 		}
 	}

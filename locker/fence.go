@@ -19,47 +19,12 @@ var (
 
 // Fence is the protected side of fencing, kept in memory: for each resource
 // it remembers the largest fencing token that reached it and refuses older
-// ones. Use it for storage that lives in one process, or as the model of the
-// check a database or a Redis script makes. The zero Fence is ready to use
-// and safe for concurrent use.
-//
-// # Read-modify-write: Claim, then Check
-//
-// A holder that reads a value, computes and writes the result back must
-// fence the read as well as the write. Claim the resource with the token
-// before reading it, and Check that the claim still stands in the same
-// atomic step as the write (under the storage's own mutex, in one SQL
-// statement, in one Redis script). A newer holder's Claim makes every later
-// Claim and Check by an older token fail with ErrStaleToken, so a holder
-// that was paused between its read and its write can no longer write what
-// it computed from a value a newer holder has also read. In SQL, with a
-// fence column that starts at 0:
-//
-//	-- Claim and read; 0 rows: stale holder, stop.
-//	UPDATE stock SET fence = $1 WHERE sku = $2 AND fence <= $1 RETURNING qty;
-//	-- Check and write; 0 rows: a newer holder claimed the row, nothing written.
-//	UPDATE stock SET qty = $3 WHERE sku = $2 AND fence = $1;
-//
-// `<=` lets one holder claim again (a second read, or nested holds of one
-// lock, which share their root's token); no two holders share a token.
-// Claim every resource the result depends on. Fenced is this protocol
-// around a single value.
-//
-// # Write-only fencing: Admit
-//
-// Admit (and AdmitAgain) fence only the write — the check of
-//
-//	UPDATE stock SET qty = $1, fence = $2 WHERE sku = $3 AND fence < $2
-//
-// That protects writes whose content does not depend on what the holder read
-// under the lock: blind writes (set a status, store a document, overwrite a
-// snapshot) and appends that carry an idempotent id. It does not protect a
-// read-modify-write. Holder A (token 10) reads qty 5 and is paused past its
-// lease; B (token 11) takes the lock and reads qty 5 too (A has not
-// written: the row's fence is still 9); A resumes and writes qty 4 (10 > 9:
-// admitted); B writes qty 4 (11 > 10: admitted). One sale is lost, and both
-// writes were fenced. With Claim, B's claim raises the fence to 11 before B
-// reads, and A's write is refused.
+// ones with ErrStaleToken. Claim a resource before reading it and Check
+// the claim atomically with the write (a read-modify-write); Admit fences
+// a blind write only. It is the model of the check a database or a Redis
+// script makes; docs/locking.md#fencing-tokens shows the SQL and why
+// write-only fencing loses updates. The zero Fence is ready to use and
+// safe for concurrent use.
 type Fence struct {
 	mu   sync.Mutex
 	last map[string]fenceState

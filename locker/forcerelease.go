@@ -6,22 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
-	"time"
 
-	"github.com/locktag/locktag/locker/driver"
-)
-
-var (
-	//go:embed scripts/force.lua
-	luaForce string
-	//go:embed scripts/sem_force.lua
-	luaSemForce string
-)
-
-var (
-	scriptForce    = driver.NewScript(luaValue + luaCommon + luaForce)
-	scriptSemForce = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemForce)
-	scriptRWForce  = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemForce)
+	"github.com/locktag/locktag/locker/internal/admin"
 )
 
 // maxReason caps a force-release reason, in bytes (longer ones are cut).
@@ -53,45 +39,18 @@ func ActorFromContext(ctx context.Context) string {
 	return a
 }
 
-// freed is one holder a force-release freed.
-type freed struct {
-	kind string
-	Holder
-}
+// freed is one holder a force-release freed, with its lock's kind.
+type freed = admin.Freed
 
-// ForceRelease frees the lock named name whoever holds it, as if its holder
-// had released it: the lock goes to the first waiter in the queue (which
-// is told at once, as on a release) with a fencing token larger than the
-// freed holder's, so storage checked with Fence refuses the freed holder's
-// late writes. A semaphore or read/write lock of that name has every holder
-// freed: all permits, every reader and the writer. Locks of different kinds
-// that share the name are all freed.
-//
-// The holder's Locker is told on a control channel that every Locker
-// subscribes to with its first lease: the holder's lease context is
-// cancelled at once with a cause matching ErrLockLost and
-// ErrForceReleased whose message reads "locker: lock lost: force-released:
-// <reason>", its renewals stop, its loss is logged, and its Release
-// returns ErrNotHeld. A notice the holder misses (its subscriber connection
-// was down) is made up for by its next renewal, which is refused.
-//
-// Every force-release is audited: a log record at Warn on the Locker's
-// logger (WithLogger) with the name, the reason, the actor (WithActor on
-// ctx, if any) and each freed holder's owner token, label, fence and hold
-// count (Info when nothing was held), and the Locker's Observer is told
-// (with lockotel: a span locktag.force_release with an event
-// locktag.force_released). reason should say why ("" reads "no reason given"); it is
-// cut to 200 bytes.
-//
-// ForceRelease returns an error matching ErrNotHeld when nothing was held
-// (nothing is changed), ErrEmptyKey for an empty name, and one matching
-// ErrUnavailable when Redis failed.
-//
-// On a Redlock Locker the lock is freed on every master (its waiters are
-// sent the free notice and try again, as on a release): done when a
-// majority held it. Held on fewer (not held, by Redlock's rule) the
-// remnants are freed and the error matches ErrNotHeld; a *QuorumError
-// when too many masters failed to tell.
+// ForceRelease frees the lock named name (every kind of that name) whoever
+// holds it, as its holder's release would: the lock goes to the next
+// waiter with a larger fencing token, and the holder's lease context is
+// cancelled at once (a control-channel notice; else at its next renewal)
+// with a cause matching ErrLockLost and ErrForceReleased that names the
+// reason. Every call is audited (log record, Observer). It returns
+// ErrNotHeld when nothing was held, ErrEmptyKey, or an error matching
+// ErrUnavailable (Redlock: a *QuorumError). reason is cut to 200 bytes.
+// See docs/operations.md#force-release-a-stuck-lock.
 func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	if name == "" {
 		return ErrEmptyKey
@@ -99,7 +58,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	reason = cleanReason(reason)
 	actor := ActorFromContext(ctx)
 	sctx, span := l.tel.startForce(ctx, name, reason, actor)
-	all, err := l.be.force(sctx, l, name, reason)
+	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, controlChannel(l.o.prefix), reason, l.o.callTimeout)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)
@@ -113,100 +72,6 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 		return fmt.Errorf("locker: ForceRelease %q: %w", name, ErrNotHeld)
 	}
 	return nil
-}
-
-// force frees name's locks of every kind, one script per kind.
-func (b *single) force(ctx context.Context, l *Locker, name, reason string) ([]freed, error) {
-	var all []freed
-	for _, kind := range []string{KindMutex, KindSemaphore, KindRW} {
-		got, err := b.forceKind(ctx, l, name, kind, reason)
-		all = append(all, got...)
-		if err != nil {
-			return all, err
-		}
-	}
-	return all, nil
-}
-
-// forceKind runs the force-release script of kind for name and returns
-// the holders it freed.
-func (b *single) forceKind(ctx context.Context, l *Locker, name, kind, reason string) ([]freed, error) {
-	var n names
-	var sc *driver.Script
-	switch kind {
-	case KindMutex:
-		n, _ = l.holder(name)
-		sc = scriptForce
-	case KindSemaphore:
-		n, _ = l.kindHolder(name, ":s", semScripts, nil)
-		sc = scriptSemForce
-	default:
-		n, _ = l.kindHolder(name, ":rw", rwScripts, nil)
-		sc = scriptRWForce
-	}
-	cctx, cancel := b.o.callCtx(ctx)
-	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, sc, n.keys, controlChannel(b.o.prefix), reason, handoffGrant, b.windowArg)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	out, g, err := parseForced(kind, v)
-	if g.token != "" {
-		// Handed to a waiter: wake it here if it is ours.
-		b.nd.hub.handOver(g.token, g.grant)
-	}
-	return out, err
-}
-
-// handedTo is a force-release's hand-over: the waiter token and its grant.
-type handedTo struct {
-	token string
-	grant grant
-}
-
-// parseForced reads force.lua's (mutex) or sem_force.lua's reply.
-func parseForced(kind string, v any) ([]freed, handedTo, error) {
-	var g handedTo
-	a, _ := v.([]any)
-	bad := func() ([]freed, handedTo, error) {
-		return nil, g, unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
-	}
-	var out []freed
-	if kind == KindMutex && len(a) > 0 {
-		if len(a) != 6 {
-			return bad()
-		}
-		if g.token = str(a[2]); g.token != "" {
-			g.grant.fence, _ = a[3].(int64)
-			g.grant.server, _ = a[4].(int64)
-			pttl, _ := a[5].(int64)
-			g.grant.pttl = time.Duration(pttl) * time.Millisecond
-		}
-		a = a[:2]
-	}
-	writer := ""
-	if kind != KindMutex && len(a) > 0 {
-		writer, a = str(a[0]), a[1:]
-	}
-	if len(a)%2 != 0 {
-		return bad()
-	}
-	for i := 0; i < len(a); i += 2 {
-		h, err := parseHolder(str(a[i]), str(a[i+1]), nil, "", 0)
-		if err != nil {
-			return bad()
-		}
-		h.Held = 0 // not measured here
-		switch {
-		case kind != KindRW:
-		case h.Owner == writer:
-			h.Mode = "write"
-		default:
-			h.Mode = "read"
-		}
-		out = append(out, freed{kind: kind, Holder: h})
-	}
-	return out, g, nil
 }
 
 // cleanReason returns reason as recorded: "no reason given" for "", cut
@@ -223,7 +88,7 @@ func cleanReason(reason string) string {
 func (l *Locker) auditForce(ctx context.Context, name, reason, actor string, all []freed, err error) {
 	holders := make([]any, len(all))
 	for i, f := range all {
-		attrs := []any{slog.String("kind", f.kind), slog.String("owner", f.Owner),
+		attrs := []any{slog.String("kind", f.Kind), slog.String("owner", f.Owner),
 			slog.String("label", f.Label), slog.Int64("fence", f.Fence), slog.Int("holds", f.Holds)}
 		if f.Mode != "" {
 			attrs = append(attrs, slog.String("mode", f.Mode))

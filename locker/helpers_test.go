@@ -2,13 +2,12 @@ package locker_test
 
 import (
 	"context"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/internal/lockertest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
@@ -46,25 +45,11 @@ func eventually(t *testing.T, within time.Duration, what string, cond func() boo
 }
 
 // goroutinesSettle waits until the goroutine count is back to base.
-func goroutinesSettle(t *testing.T, base int) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > base {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<16)
-			t.Fatalf("goroutines: %d, baseline %d\n%s", runtime.NumGoroutine(), base, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+func goroutinesSettle(t *testing.T, base int) { t.Helper(); lockertest.GoroutinesSettle(t, base) }
 
 func intReply(t *testing.T, srv *redistest.Server, cmd string, args ...any) int64 {
 	t.Helper()
-	n, err := redis.Int64(srv.Do(cmd, args...))
-	if err != nil {
-		t.Fatalf("%s %v: %v", cmd, args, err)
-	}
-	return n
+	return lockertest.IntReply(t, srv, cmd, args...)
 }
 
 // queueLen is the number of waiters queued in Redis for key.
@@ -74,11 +59,7 @@ func queueLen(t *testing.T, srv *redistest.Server, key string) int64 {
 
 func mustObtain(t *testing.T, lk *locker.Locker, ctx context.Context, key string, p locker.Params) *locker.Lease {
 	t.Helper()
-	le, err := lk.Obtain(ctx, key, p)
-	if err != nil {
-		t.Fatalf("Obtain(%q): %v", key, err)
-	}
-	return le
+	return lockertest.MustObtain(t, lk, ctx, key, p)
 }
 
 // commandCalls reads calls=N of cmd from INFO commandstats, less the
@@ -121,11 +102,5 @@ func warmListener(t *testing.T, lk *locker.Locker) {
 // lockState reads the owner token and hold count stored for key.
 func lockState(t *testing.T, srv *redistest.Server, key string) (owner string, holds int) {
 	t.Helper()
-	v, err := redis.String(srv.Do("GET", "locktag:{"+key+"}"))
-	if err != nil {
-		return "", 0
-	}
-	f := strings.Fields(v)
-	holds, _ = strconv.Atoi(f[2])
-	return f[0], holds
+	return lockertest.LockState(t, srv, key)
 }

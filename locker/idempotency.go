@@ -6,67 +6,39 @@ import (
 	_ "embed"
 	"encoding/base64"
 	"encoding/binary"
-	"encoding/hex"
-	"errors"
-	"fmt"
 	"time"
 
-	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/records"
 )
 
-// Idempotency records.
-//
-// A record named N lives in one string at prefix+"{N}:r": its state (in
-// flight or done), the SHA-256 of the request's fingerprint, and the owner
-// token (in flight, expiring with a lease) or the stored outcome (done,
-// expiring with the record TTL). Callers waiting for an in-flight record
-// register their tokens in a set at prefix+"{N}:rw"; completing or
-// abandoning the record publishes to each of them on prefix+"{N}:rc",
-// through the Locker's one shared subscriber connection. All three share
-// the hash tag {N}. The derived suffixes never collide with a lock's keys.
-
-var (
-	//go:embed scripts/idem_begin.lua
-	luaIdemBegin string
-	//go:embed scripts/idem_end.lua
-	luaIdemEnd string
-	//go:embed scripts/idem_renew.lua
-	luaIdemRenew string
-
-	scriptIdemBegin = driver.NewScript(luaIdemBegin)
-	scriptIdemEnd   = driver.NewScript(luaIdemEnd)
-	scriptIdemRenew = driver.NewScript(luaIdemRenew)
-)
+// Idempotency records: the layout and the scripts are package
+// internal/records's; this file is the entry points.
 
 // Idempotency sentinel errors; see also ErrUnavailable and ErrNotHeld.
 var (
 	// ErrInFlight: another execution holds the idempotency key and did not
-	// finish within IdemParams.Wait (joined with ctx.Err() when the caller's
+	// finish within IdempotencyParams.Wait (joined with ctx.Err() when the caller's
 	// context ended first).
-	ErrInFlight = errors.New("locker: idempotency key in flight")
+	ErrInFlight = lockerr.ErrInFlight
 	// ErrMismatch: the idempotency key was first used with a different
 	// fingerprint (another request body, path or method).
-	ErrMismatch = errors.New("locker: idempotency key reused with a different request")
-	// ErrBadIdempotencyKey: a client's idempotency key is empty, too long or
-	// not printable ASCII (see ParseIdempotencyKey).
-	ErrBadIdempotencyKey = errors.New("locker: malformed idempotency key")
+	ErrMismatch = lockerr.ErrMismatch
 )
 
-// DefaultIdemTTL is how long a completed idempotency record is kept when
-// IdemParams.TTL is zero: 24 hours.
-const DefaultIdemTTL = 24 * time.Hour
+// DefaultIdempotencyTTL is how long a completed idempotency record is kept
+// when IdempotencyParams.TTL is zero: 24 hours.
+const DefaultIdempotencyTTL = 24 * time.Hour
 
-// DefaultMaxIdempotencyKeyLen is the longest client key ParseIdempotencyKey
-// accepts when given no cap: 255 bytes.
-const DefaultMaxIdempotencyKeyLen = 255
-
-// IdemParams are the terms of one Idempotent call. The zero value keeps
-// completed records for DefaultIdemTTL, uses the Locker's watchdog lease
-// for the in-flight marker and does not wait.
-type IdemParams struct {
+// IdempotencyParams are the terms of one Idempotent call. The zero value
+// keeps completed records for DefaultIdempotencyTTL, uses the Locker's
+// watchdog lease for the in-flight marker and does not wait.
+type IdempotencyParams struct {
 	// TTL is how long a completed record is kept and replayed. After it, the
 	// key is free and a request with it executes again. Zero means
-	// DefaultIdemTTL (24h).
+	// DefaultIdempotencyTTL (24h).
 	TTL time.Duration
 	// Lease is the in-flight marker's lease. It is renewed every Lease/3
 	// while the Claim is held, so it only runs out when the process holding
@@ -86,17 +58,6 @@ type IdemParams struct {
 	Name string
 }
 
-// idemKeys are the Redis keys and the channel of one record.
-type idemKeys struct {
-	keys    driver.Keys // record, waiters
-	channel string
-}
-
-func (l *Locker) idemKeys(name string) idemKeys {
-	base := l.o.prefix + "{" + name + "}"
-	return idemKeys{keys: driver.NewKeys(base+":r", base+":rw"), channel: base + ":rc"}
-}
-
 // IdempotencyName returns the record name for a client key used on route
 // (e.g. "POST /payments" or a gRPC full method) by the caller scope: a
 // SHA-256 over the three, so user input cannot forge separators or hash
@@ -113,28 +74,15 @@ func IdempotencyName(route, scope, key string) string {
 }
 
 // Idempotent claims the idempotency record named name (see
-// IdempotencyName) for a request whose content is summed up by fingerprint
-// (any string; it is stored as its SHA-256).
-//
-//   - No record: the caller gets a held Claim and must execute, then call
-//     Complete with the outcome to store, or Abandon (also on panic) so a
-//     retry can execute.
-//   - Completed with the same fingerprint: a Claim whose Replay returns the
-//     stored outcome. The caller must not execute.
-//   - Another fingerprint, in flight or done: ErrMismatch.
-//   - In flight: ErrInFlight, or with p.Wait, wait for the execution to end
-//     and then replay it (or claim, if it was abandoned or its lease ran out).
-//
-// A Redis failure returns an error matching ErrUnavailable: the caller must
-// not execute. Exactly one Claim per record is held at a time; the marker
-// is only given to another caller when it is abandoned or its lease runs
-// out unrenewed, and the former owner's Complete then fails with ErrNotHeld
-// and stores nothing.
-//
-// A Locker that cannot keep records safely (a Redlock Locker) returns an
-// error matching ErrIdempotencyUnsupported and touches no Redis node; see
-// SupportsIdempotency.
-func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
+// IdempotencyName) for a request summed up by fingerprint. No record: a
+// held Claim — execute, then Complete or Abandon it. Completed with the
+// same fingerprint: a Claim whose Replay returns the stored outcome (do
+// not execute). Another fingerprint: ErrMismatch. In flight: ErrInFlight,
+// or with p.Wait, wait and then replay or claim. ErrUnavailable: do not
+// execute. Exactly one Claim per record is held at a time. A Redlock
+// Locker returns ErrIdempotencyUnsupported (see SupportsIdempotency).
+// See docs/idempotency.md#by-hand.
+func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p IdempotencyParams) (*Claim, error) {
 	span := l.tel.startIdem(ctx, p.Name)
 	c, err := l.idempotent(ctx, name, fingerprint, p)
 	l.tel.endIdem(span, p.Name, c, err)
@@ -149,12 +97,12 @@ func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p Ide
 // implemented. Guards and adapters call it when they are built, so a
 // service refuses to start instead of failing every request.
 func (l *Locker) SupportsIdempotency() error {
-	_, err := l.be.records()
+	_, err := l.be.Records()
 	return err
 }
 
-func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p IdemParams) (*Claim, error) {
-	nd, err := l.be.records()
+func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p IdempotencyParams) (*Claim, error) {
+	nd, err := l.be.Records()
 	if err != nil {
 		return nil, err
 	}
@@ -162,188 +110,69 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 		return nil, ErrEmptyKey
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, idemFailed(ctx, err)
+		return nil, records.Failed(ctx, err)
 	}
-	k := l.idemKeys(name)
-	sum := sha256.Sum256([]byte(fingerprint))
-	fp := hex.EncodeToString(sum[:])
-	token := newToken()
-	var w *waiter
+	st := records.New(nd)
+	k := st.Keys(name)
+	fp := records.Fingerprint(fingerprint)
+	token := names.NewToken()
+	var w *hub.Waiter
 	if p.Wait > 0 {
 		// Registered before the first try so a wake-up published right
 		// after it is not dropped.
-		w = nd.hub.register(token)
-		defer nd.hub.unregister(w)
+		w = nd.Hub.Register(token)
+		defer nd.Hub.Unregister(w)
 	}
 	sent := time.Now()
-	c, pttl, err := l.idemTry(ctx, nd, k, fp, token, p, p.Wait, sent)
+	c, pttl, err := l.idemTry(ctx, st, k, fp, token, p, p.Wait, sent)
 	if err != nil || c != nil {
 		return c, err
 	}
 	if p.Wait <= 0 {
 		return nil, ErrInFlight
 	}
-	return l.idemWait(ctx, nd, k, fp, token, p, w, sent, pttl)
+	err = st.Wait(ctx, k, w, sent, sent.Add(p.Wait), pttl, func(wait time.Duration) (bool, time.Duration, error) {
+		var left time.Duration
+		c, left, err = l.idemTry(ctx, st, k, fp, token, p, wait, time.Now())
+		return err != nil || c != nil, left, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
 }
 
-// idemTry runs idem_begin.lua once. It returns a Claim (held or replay), an
+// idemTry claims the record once. It returns a Claim (held or replay), an
 // error, or neither with the in-flight record's remaining lease.
-func (l *Locker) idemTry(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, wait time.Duration, sent time.Time) (*Claim, time.Duration, error) {
+func (l *Locker) idemTry(ctx context.Context, st *records.Store, k records.Keys, fp, token string, p IdempotencyParams, wait time.Duration, sent time.Time) (*Claim, time.Duration, error) {
 	lease, every := p.Lease, p.Lease/3
 	if lease <= 0 {
 		lease, every = l.o.lease, l.o.renewEvery
 	}
-	cctx, cancel := l.o.callCtx(ctx)
-	v, err := nd.drv.Eval(cctx, scriptIdemBegin, k.keys, fp, token, ms(lease), ms(max(wait, 0)))
-	cancel()
-	if err != nil {
-		if !errors.Is(err, ErrNotSent) {
-			l.idemCleanup(nd, k, token) // the script may have run and claimed
-		}
-		return nil, 0, idemFailed(ctx, err)
-	}
-	a, _ := v.([]any)
-	status := int64(0)
-	if len(a) > 0 {
-		status, _ = a[0].(int64)
-	}
+	b, err := st.Begin(ctx, k, fp, token, lease, wait)
 	switch {
-	case status == 1:
+	case err != nil:
+		return nil, 0, err
+	case b.Status == records.Claimed:
 		ttl := p.TTL
 		if ttl <= 0 {
-			ttl = DefaultIdemTTL
+			ttl = DefaultIdempotencyTTL
 		}
-		return l.newClaim(ctx, nd, k, idemName(p.Name), token, ttl, lease, every, sent), 0, nil
-	case status == 2 && len(a) == 2:
-		pttl, _ := a[1].(int64)
-		return nil, time.Duration(pttl) * time.Millisecond, nil
-	case status == 3:
+		return l.newClaim(ctx, st, k, idemName(p.Name), token, ttl, lease, every, sent), 0, nil
+	case b.Status == records.InFlight:
+		return nil, b.PTTL, nil
+	case b.Status == records.Mismatch:
 		return nil, 0, ErrMismatch
-	case status == 4 && len(a) == 2:
-		if rec, ok := a[1].(string); ok && len(rec) >= 66 {
-			return &Claim{replay: true, outcome: []byte(rec[66:]), ctx: ctx}, 0, nil
-		}
 	}
-	return nil, 0, fmt.Errorf("locker: unexpected idempotency script reply %v", v)
+	return &Claim{replay: true, outcome: b.Outcome, ctx: ctx}, 0, nil
 }
 
-// idemWait waits for the in-flight record to end after a first try sent at
-// sent, woken by the end script's notice, and re-checks then. A notice lost
-// with the subscriber connection costs at most the record's remaining lease.
-func (l *Locker) idemWait(ctx context.Context, nd *node, k idemKeys, fp, token string, p IdemParams, w *waiter, sent time.Time, pttl time.Duration) (*Claim, error) {
-	waitUntil := sent.Add(p.Wait)
-	wt := nd.hub.watch(k.channel, w)
-	defer wt.close()
-	deadline := time.NewTimer(time.Until(waitUntil))
-	defer deadline.Stop()
-	recheck, observed := false, false
-	for {
-		missed, err := wt.ensure(ctx, sent)
-		if err != nil {
-			return nil, errors.Join(ErrInFlight, err)
-		}
-		recheck = recheck || missed
-		if recheck {
-			recheck = false
-			sent = time.Now()
-			c, left, err := l.idemTry(ctx, nd, k, fp, token, p, time.Until(waitUntil), sent)
-			if err != nil || c != nil {
-				return c, err
-			}
-			pttl, observed = left, false
-		}
-		if !observed {
-			observed = true
-			wt.observe(pttl, 0)
-		}
-		select {
-		case <-w.grant:
-			recheck = true
-		case <-w.kick:
-			wt.broken()
-			recheck = true
-		case <-w.check:
-			recheck = true
-		case <-wt.polled():
-			recheck = true
-		case <-deadline.C:
-			return nil, ErrInFlight
-		case <-ctx.Done():
-			return nil, errors.Join(ErrInFlight, ctx.Err())
-		}
-	}
-}
+// IdemParams is the former name of IdempotencyParams.
+//
+// Deprecated: use IdempotencyParams.
+type IdemParams = IdempotencyParams
 
-// idemFailed turns a failed Redis call into the caller's error.
-func idemFailed(ctx context.Context, err error) error {
-	if ce := ctx.Err(); ce != nil {
-		return fmt.Errorf("locker: idempotency check interrupted: %w", ce)
-	}
-	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
-		return fmt.Errorf("locker: idempotency check interrupted: %w", context.DeadlineExceeded)
-	}
-	return unavailable(err)
-}
-
-// idemCleanup abandons a claim that a failed call may have made, now and
-// once more a call timeout later (the lost call may still be on its way);
-// off the caller's path, as single.abandon does, so that a Redis that does
-// not answer refuses the request after one call timeout, not two.
-func (l *Locker) idemCleanup(nd *node, k idemKeys, token string) {
-	end := func() {
-		ctx, cancel := l.o.cleanupCtx(context.Background())
-		defer cancel()
-		_, _ = nd.drv.Eval(ctx, scriptIdemEnd, k.keys, token, "a", "", 1, k.channel)
-	}
-	go end()
-	time.AfterFunc(l.o.callTimeout, end)
-}
-
-// ParseIdempotencyKey returns the key a client sent in an Idempotency-Key
-// header field (or idempotency-key gRPC metadata). Per the IETF httpapi
-// draft the field is a Structured Field string, "...", in which \" and \\
-// stand for " and \; the bare text is accepted too. The key must be 1 to
-// maxLen bytes (maxLen < 1 means DefaultMaxIdempotencyKeyLen) of printable
-// ASCII: space to '~' inside quotes, '!' to '~' without '"' and '\' bare.
-// Errors wrap ErrBadIdempotencyKey and say what is wrong, never the value.
-func ParseIdempotencyKey(v string, maxLen int) (string, error) {
-	if maxLen < 1 {
-		maxLen = DefaultMaxIdempotencyKeyLen
-	}
-	if len(v) >= 2 && v[0] == '"' {
-		if v[len(v)-1] != '"' {
-			return "", fmt.Errorf("%w: unterminated quoted string", ErrBadIdempotencyKey)
-		}
-		b := make([]byte, 0, len(v)-2)
-		for i := 1; i < len(v)-1; i++ {
-			ch := v[i]
-			switch {
-			case ch == '\\':
-				i++
-				if i == len(v)-1 || (v[i] != '"' && v[i] != '\\') {
-					return "", fmt.Errorf("%w: bad escape in quoted string", ErrBadIdempotencyKey)
-				}
-				ch = v[i]
-			case ch == '"':
-				return "", fmt.Errorf("%w: unescaped quote in quoted string", ErrBadIdempotencyKey)
-			case ch < 0x20 || ch > 0x7e:
-				return "", fmt.Errorf("%w: not printable ASCII", ErrBadIdempotencyKey)
-			}
-			b = append(b, ch)
-		}
-		v = string(b)
-	} else {
-		for i := 0; i < len(v); i++ {
-			if ch := v[i]; ch <= 0x20 || ch > 0x7e || ch == '"' || ch == '\\' {
-				return "", fmt.Errorf("%w: not a quoted string or printable ASCII without spaces", ErrBadIdempotencyKey)
-			}
-		}
-	}
-	switch {
-	case v == "":
-		return "", fmt.Errorf("%w: empty", ErrBadIdempotencyKey)
-	case len(v) > maxLen:
-		return "", fmt.Errorf("%w: longer than %d bytes", ErrBadIdempotencyKey, maxLen)
-	}
-	return v, nil
-}
+// DefaultIdemTTL is the former name of DefaultIdempotencyTTL.
+//
+// Deprecated: use DefaultIdempotencyTTL.
+const DefaultIdemTTL = DefaultIdempotencyTTL

@@ -3,6 +3,9 @@ package locker
 import (
 	"context"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/keeper"
+	"github.com/locktag/locktag/locker/internal/records"
 )
 
 // Claim is what Idempotent returns: either a stored outcome to replay
@@ -13,9 +16,9 @@ import (
 // A Claim is safe for concurrent use.
 type Claim struct {
 	l       *Locker
-	nd      *node // where the record lives
-	k       idemKeys
-	name    string    // IdemParams.Name, for logs
+	st      *records.Store // where the record lives
+	k       records.Keys
+	name    string    // IdempotencyParams.Name, for logs
 	since   time.Time // when the claim was sent
 	token   string
 	ttl     time.Duration
@@ -24,16 +27,16 @@ type Claim struct {
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 
-	keeper               // the renewal engine; its mu guards ended and lost
-	lease  time.Duration // the in-flight marker's lease
-	ended  bool          // Complete or Abandon called
-	lost   bool
+	kp    keeper.Keeper // the renewal engine; its Mu guards ended and lost
+	lease time.Duration // the in-flight marker's lease
+	ended bool          // Complete or Abandon called
+	lost  bool
 }
 
-func (l *Locker) newClaim(ctx context.Context, nd *node, k idemKeys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
-	c := &Claim{l: l, nd: nd, k: k, name: name, since: sent, token: token, ttl: ttl, lease: lease}
+func (l *Locker) newClaim(ctx context.Context, st *records.Store, k records.Keys, name, token string, ttl, lease, every time.Duration, sent time.Time) *Claim {
+	c := &Claim{l: l, st: st, k: k, name: name, since: sent, token: token, ttl: ttl, lease: lease}
 	c.ctx, c.cancel = context.WithCancelCause(ctx)
-	c.start(c, sent.Add(lease), every, every, retryAfter(every), false)
+	c.kp.Start((*claimOwner)(c), sent.Add(lease), every, every, keeper.RetryAfter(every), false)
 	return c
 }
 
@@ -52,8 +55,8 @@ func (c *Claim) Context() context.Context { return c.ctx }
 // Lost reports whether the in-flight marker was lost before the Claim
 // ended. Another caller may then have claimed the key.
 func (c *Claim) Lost() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.kp.Mu.Lock()
+	defer c.kp.Mu.Unlock()
 	return c.lost
 }
 
@@ -65,7 +68,7 @@ func (c *Claim) Lost() bool {
 // an error matching ErrUnavailable if Redis failed — the record then stays
 // in flight until its lease runs out, and a retry after that executes again.
 func (c *Claim) Complete(ctx context.Context, outcome []byte) error {
-	return c.end(ctx, "c", outcome)
+	return c.end(ctx, records.Complete, outcome)
 }
 
 // Abandon deletes the in-flight record so that a retry executes, and wakes
@@ -73,53 +76,46 @@ func (c *Claim) Complete(ctx context.Context, outcome []byte) error {
 // not happen or failed in a way that must not be replayed, and on panic;
 // after Complete it is a no-op returning ErrNotHeld, so it can be deferred.
 func (c *Claim) Abandon(ctx context.Context) error {
-	return c.end(ctx, "a", nil)
+	return c.end(ctx, records.Abandon, nil)
 }
 
 func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 	if c.replay {
 		return ErrNotHeld
 	}
-	c.mu.Lock()
+	c.kp.Mu.Lock()
 	if c.ended {
-		c.mu.Unlock()
+		c.kp.Mu.Unlock()
 		return ErrNotHeld
 	}
 	c.ended = true
-	c.stopLocked()
-	c.mu.Unlock()
+	c.kp.StopLocked()
+	c.kp.Mu.Unlock()
 	defer c.cancel(ErrNotHeld)
 
 	// Like a lock's release, with priority: an exhausted pool must not
 	// leave the record in flight.
-	cctx, cancel := c.l.o.upkeepCtx(ctx)
-	defer cancel()
-	v, err := c.nd.drv.Eval(cctx, scriptIdemEnd, c.k.keys, c.token, mode, outcome, ms(c.ttl), c.k.channel)
+	err := c.st.End(ctx, c.k, c.token, mode, outcome, c.ttl)
 	if err != nil {
-		err = unavailable(err)
-	} else if n, _ := v.(int64); n != 1 {
-		err = ErrNotHeld
-	}
-	if err != nil {
-		c.mu.Lock()
+		c.kp.Mu.Lock()
 		lost := c.lost
-		c.mu.Unlock()
+		c.kp.Mu.Unlock()
 		c.l.logClaimEnd(ctx, c, mode, lost, err)
 	}
 	return err
 }
 
-// The Claim's side of its keeper (keptLease).
+// The Claim's side of its keeper (see claimOwner).
 
 // lose marks the marker lost, logs why and cancels the Claim's context.
 func (c *Claim) lose(why lossCause, lastErr error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.kp.Mu.Lock()
+	defer c.kp.Mu.Unlock()
 	if c.ended || c.lost {
 		return
 	}
 	c.lost = true
-	c.stopLocked()
+	c.kp.StopLocked()
 	// Logged before the cancellation, so whoever sees the context end finds
 	// the record written (as for a lock).
 	c.l.logClaimLost(c, why, lastErr)
@@ -131,15 +127,23 @@ func (c *Claim) lose(why lossCause, lastErr error) {
 func (c *Claim) renewTTL() time.Duration { return c.lease }
 
 func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	v, err := c.nd.drv.Eval(ctx, scriptIdemRenew, c.k.keys.First(1), c.token, ms(ttl))
-	if err != nil {
-		return false, unavailable(err) // as a lock's renewal: the loss's log says so
-	}
-	n, _ := v.(int64)
-	return n == 1, nil
+	return c.st.Renew(ctx, c.k, c.token, ttl)
 }
 
 // validUntil: records live on one node; no drift allowance.
 func (c *Claim) validUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
 
 func (c *Claim) renewed(bool, error) {}
+
+// claimOwner is a Claim as its keeper's Owner (see leaseOwner).
+type claimOwner Claim
+
+func (o *claimOwner) RenewTTL() time.Duration { return (*Claim)(o).renewTTL() }
+func (o *claimOwner) ExtendLease(ctx context.Context, ttl time.Duration) (bool, error) {
+	return (*Claim)(o).extendLease(ctx, ttl)
+}
+func (o *claimOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
+	return (*Claim)(o).validUntil(sent, ttl)
+}
+func (o *claimOwner) Renewed(ok bool, err error)          { (*Claim)(o).renewed(ok, err) }
+func (o *claimOwner) Lose(why keeper.Loss, lastErr error) { (*Claim)(o).lose(why, lastErr) }

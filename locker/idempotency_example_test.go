@@ -20,7 +20,7 @@ func ExampleLocker_Idempotent() {
 	ctx := context.Background()
 	name := locker.IdempotencyName("POST /payments", "customer:42", "8e03978e-40d5-43e8-bc93")
 	pay := func(body string) string {
-		claim, err := lk.Idempotent(ctx, name, body, locker.IdemParams{})
+		claim, err := lk.Idempotent(ctx, name, body, locker.IdempotencyParams{})
 		if err != nil {
 			return err.Error() // ErrInFlight, ErrMismatch or ErrUnavailable
 		}

@@ -16,7 +16,7 @@ import (
 	"github.com/locktag/locktag/locker/redigo"
 )
 
-func mustClaim(t *testing.T, lk *locker.Locker, name, fp string, p locker.IdemParams) *locker.Claim {
+func mustClaim(t *testing.T, lk *locker.Locker, name, fp string, p locker.IdempotencyParams) *locker.Claim {
 	t.Helper()
 	c, err := lk.Idempotent(context.Background(), name, fp, p)
 	if err != nil {
@@ -43,7 +43,7 @@ func TestIdempotentLifecycle(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
 	ctx := context.Background()
-	p := locker.IdemParams{TTL: time.Minute}
+	p := locker.IdempotencyParams{TTL: time.Minute}
 
 	c := mustClaim(t, lk, "r1", "fp", p)
 	if _, err := lk.Idempotent(ctx, "r1", "fp", p); !errors.Is(err, locker.ErrInFlight) {
@@ -85,7 +85,7 @@ func TestIdempotentLifecycle(t *testing.T) {
 func TestIdempotentDefaultTTL(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
-	c := mustClaim(t, lk, "d", "fp", locker.IdemParams{})
+	c := mustClaim(t, lk, "d", "fp", locker.IdempotencyParams{})
 	if ttl := intReply(t, srv, "PTTL", "locktag:{d}:r"); ttl <= 0 || ttl > 30_000 {
 		t.Fatalf("in-flight PTTL %d, want the 30s watchdog lease", ttl)
 	}
@@ -101,7 +101,7 @@ func TestIdempotentAbandonFreesKey(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
 	ctx := context.Background()
-	c := mustClaim(t, lk, "a", "fp", locker.IdemParams{})
+	c := mustClaim(t, lk, "a", "fp", locker.IdempotencyParams{})
 	if err := c.Abandon(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestIdempotentAbandonFreesKey(t *testing.T) {
 		t.Fatalf("Complete after Abandon: %v, want ErrNotHeld", err)
 	}
 	// A retry, even with another fingerprint, starts afresh.
-	mustClaim(t, lk, "a", "fp2", locker.IdemParams{})
+	mustClaim(t, lk, "a", "fp2", locker.IdempotencyParams{})
 }
 
 // flaky is a Driver whose scripts fail while down is set: a process cut
@@ -135,7 +135,7 @@ func TestIdempotentLeaseExpiry(t *testing.T) {
 	first := newLockerOn(t, f)
 	other := newLocker(t, srv)
 	ctx := context.Background()
-	p := locker.IdemParams{Lease: 300 * time.Millisecond}
+	p := locker.IdempotencyParams{Lease: 300 * time.Millisecond}
 
 	old := mustClaim(t, first, "crash", "fp", p)
 	f.down.Store(true)
@@ -170,7 +170,7 @@ func TestIdempotentRenewal(t *testing.T) {
 	ctx := context.Background()
 	// Three leases long, renewed every third of one; a lease of 300ms
 	// leaves a loaded machine room for a late renewal.
-	p := locker.IdemParams{Lease: 300 * time.Millisecond}
+	p := locker.IdempotencyParams{Lease: 300 * time.Millisecond}
 	c := mustClaim(t, lk, "long", "fp", p)
 	start := time.Now()
 	for time.Since(start) < 900*time.Millisecond {
@@ -202,7 +202,7 @@ func TestIdempotentWait(t *testing.T) {
 			srv := redistest.Start(t)
 			a, b := newLocker(t, srv), newLocker(t, srv)
 			ctx := context.Background()
-			c := mustClaim(t, a, "w", "fp", locker.IdemParams{})
+			c := mustClaim(t, a, "w", "fp", locker.IdempotencyParams{})
 			type result struct {
 				c   *locker.Claim
 				err error
@@ -210,7 +210,7 @@ func TestIdempotentWait(t *testing.T) {
 			res := make(chan result, 2)
 			for range 2 {
 				go func() {
-					c, err := b.Idempotent(ctx, "w", "fp", locker.IdemParams{Wait: 10 * time.Second})
+					c, err := b.Idempotent(ctx, "w", "fp", locker.IdempotencyParams{Wait: 10 * time.Second})
 					res <- result{c, err}
 				}()
 			}
@@ -253,14 +253,14 @@ func TestIdempotentWait(t *testing.T) {
 func TestIdempotentWaitEnds(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
-	mustClaim(t, lk, "busy", "fp", locker.IdemParams{})
-	_, err := lk.Idempotent(context.Background(), "busy", "fp", locker.IdemParams{Wait: 50 * time.Millisecond})
+	mustClaim(t, lk, "busy", "fp", locker.IdempotencyParams{})
+	_, err := lk.Idempotent(context.Background(), "busy", "fp", locker.IdempotencyParams{Wait: 50 * time.Millisecond})
 	if !errors.Is(err, locker.ErrInFlight) {
 		t.Fatalf("wait ran out: %v, want ErrInFlight", err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	_, err = lk.Idempotent(ctx, "busy", "fp", locker.IdemParams{Wait: 10 * time.Second})
+	_, err = lk.Idempotent(ctx, "busy", "fp", locker.IdempotencyParams{Wait: 10 * time.Second})
 	if !errors.Is(err, locker.ErrInFlight) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("deadline while waiting: %v, want ErrInFlight and DeadlineExceeded", err)
 	}
@@ -270,7 +270,7 @@ func TestIdempotentUnavailable(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
 	srv.Stop()
-	_, err := lk.Idempotent(context.Background(), "x", "fp", locker.IdemParams{})
+	_, err := lk.Idempotent(context.Background(), "x", "fp", locker.IdempotencyParams{})
 	if !errors.Is(err, locker.ErrUnavailable) {
 		t.Fatalf("Redis down: %v, want ErrUnavailable", err)
 	}
@@ -309,7 +309,7 @@ func TestIdempotentExactlyOnce(t *testing.T) {
 						return
 					}
 					ctx := context.Background()
-					c, err := lks[i%procs].Idempotent(ctx, "pay", "fp", locker.IdemParams{Wait: tc.wait})
+					c, err := lks[i%procs].Idempotent(ctx, "pay", "fp", locker.IdempotencyParams{Wait: tc.wait})
 					switch {
 					case errors.Is(err, locker.ErrInFlight):
 						inFlight.Add(1)
@@ -349,47 +349,6 @@ func TestIdempotentExactlyOnce(t *testing.T) {
 	}
 }
 
-func TestParseIdempotencyKey(t *testing.T) {
-	long := strings.Repeat("k", 255)
-	for _, tc := range []struct {
-		in, want string
-		ok       bool
-	}{
-		{"8e03978e-40d5-43e8-bc93-6894a57f9324", "8e03978e-40d5-43e8-bc93-6894a57f9324", true},
-		{`"8e03978e-40d5"`, "8e03978e-40d5", true},
-		{`"with space and \"quote\" and \\"`, `with space and "quote" and \`, true},
-		{long, long, true},
-		{`"` + long + `"`, long, true},
-		{long + "k", "", false},
-		{"", "", false},
-		{`""`, "", false},
-		{`"`, "", false},
-		{`"open`, "", false},
-		{`"a"b"`, "", false},
-		{`"bad \n escape"`, "", false},
-		{`"trailing\"`, "", false},
-		{"two words", "", false},
-		{"caf\xc3\xa9", "", false},
-		{"tab\there", "", false},
-		{`back\slash`, "", false},
-		{`"ctl` + "\x01" + `"`, "", false},
-	} {
-		got, err := locker.ParseIdempotencyKey(tc.in, 0)
-		if tc.ok && (err != nil || got != tc.want) {
-			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
-		if !tc.ok && !errors.Is(err, locker.ErrBadIdempotencyKey) {
-			t.Errorf("ParseIdempotencyKey(%q) = %q, %v; want ErrBadIdempotencyKey", tc.in, got, err)
-		}
-		if err != nil && strings.Contains(err.Error(), tc.in) && tc.in != "" && tc.in != `"` {
-			t.Errorf("error %q repeats the key", err)
-		}
-	}
-	if _, err := locker.ParseIdempotencyKey("abcd", 3); !errors.Is(err, locker.ErrBadIdempotencyKey) {
-		t.Errorf("cap 3: %v", err)
-	}
-}
-
 func TestIdempotencyName(t *testing.T) {
 	a := locker.IdempotencyName("POST /a", "user:1", "k")
 	for _, other := range []string{
@@ -420,7 +379,7 @@ func TestClaimSurvivesPoolExhaustion(t *testing.T) {
 	lk := newLockerOn(t, redigo.New(pool, redigo.WithPipelining(0))) // pooled calls: the pool is what is exhausted
 	ctx := context.Background()
 	const lease = 300 * time.Millisecond
-	c := mustClaim(t, lk, "starved", "fp", locker.IdemParams{Lease: lease, TTL: time.Minute})
+	c := mustClaim(t, lk, "starved", "fp", locker.IdempotencyParams{Lease: lease, TTL: time.Minute})
 	busy := []redis.Conn{pool.Get(), pool.Get()} // the traffic: every connection taken
 	defer func() {
 		for _, b := range busy {
@@ -430,7 +389,7 @@ func TestClaimSurvivesPoolExhaustion(t *testing.T) {
 	if _, err := busy[0].Do("PING"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Idempotent(ctx, "other", "fp", locker.IdemParams{}); !errors.Is(err, locker.ErrPoolExhausted) {
+	if _, err := lk.Idempotent(ctx, "other", "fp", locker.IdempotencyParams{}); !errors.Is(err, locker.ErrPoolExhausted) {
 		t.Fatalf("requests are not starved: %v", err)
 	}
 	select {
@@ -448,6 +407,6 @@ func TestClaimSurvivesPoolExhaustion(t *testing.T) {
 		b.Close()
 	}
 	busy = nil
-	r, err := lk.Idempotent(ctx, "starved", "fp", locker.IdemParams{})
+	r, err := lk.Idempotent(ctx, "starved", "fp", locker.IdempotencyParams{})
 	wantReplay(t, r, err, "done")
 }

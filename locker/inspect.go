@@ -3,22 +3,10 @@ package locker
 import (
 	"context"
 	_ "embed"
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
-	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/admin"
 )
-
-//go:embed scripts/inspect.lua
-var luaInspect string
-
-var scriptInspect = driver.NewScript(luaInspect)
-
-// maxInspectWaiters caps the waiters one Inspect returns; State.Queued
-// says how many there are.
-const maxInspectWaiters = 1000
 
 // State is what Inspect found for one lock name at one moment.
 type State struct {
@@ -48,9 +36,9 @@ type State struct {
 
 // The lock kinds of State.Kind.
 const (
-	KindMutex     = "mutex"
-	KindSemaphore = "semaphore"
-	KindRW        = "read/write"
+	KindMutex     = admin.KindMutex
+	KindSemaphore = admin.KindSemaphore
+	KindRW        = admin.KindRW
 )
 
 // Holder is one holder of a lock.
@@ -93,136 +81,18 @@ type Waiter struct {
 }
 
 // Inspect returns the state of the lock named name, whatever its kind: its
-// holders and its waiters, read in one read-only script on the name's
-// node. It changes nothing, so it is safe on a production lock; the state
-// may change the moment after. It returns an error matching ErrUnavailable
-// when Redis failed and ErrEmptyKey for an empty name.
-//
-// On a Redlock Locker the script runs on every master at once and the
-// views are merged: the holder is the owner a majority of masters agree on
-// (with the largest fence and hold count and the shortest lease left any
-// of them reports), the waiters are those queued on a majority, in arrival
-// order. Without a majority of answers it returns a *QuorumError.
+// holders and waiters, read by one read-only script (safe on a production
+// lock; the state may change the moment after). On Redlock the masters'
+// views are merged: the holder and the waiters a majority agree on, else a
+// *QuorumError. Errors: ErrUnavailable, ErrEmptyKey. See
+// docs/operations.md#who-holds-a-lock-who-waits-inspect-and-list.
 func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	if name == "" {
 		return nil, ErrEmptyKey
 	}
-	return l.be.inspect(ctx, l, name)
-}
-
-// inspectKeys are inspect.lua's keys for name: each kind's lock, queue
-// and details.
-func (l *Locker) inspectKeys(name string) driver.Keys {
-	m, _ := l.holder(name)
-	sem, _ := l.kindHolder(name, ":s", semScripts, nil)
-	rw, _ := l.kindHolder(name, ":rw", rwScripts, nil)
-	mk, sk, rk := m.keys.Names(), sem.keys.Names(), rw.keys.Names()
-	return driver.NewKeys(mk[0], mk[1], mk[2], sk[0], sk[1], sk[2], rk[0], rk[1], rk[2])
-}
-
-func (b *single) inspect(ctx context.Context, l *Locker, name string) (*State, error) {
-	cctx, cancel := b.o.callCtx(ctx)
-	defer cancel()
-	v, err := b.nd.drv.Eval(cctx, scriptInspect, l.inspectKeys(name), maxInspectWaiters)
+	v, err := admin.Inspect(ctx, l.admin(), &l.sh.Layout, name, l.o.callTimeout)
 	if err != nil {
-		return nil, unavailable(err)
+		return nil, err
 	}
-	st, err := parseState(name, v)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return st, nil
-}
-
-// parseState reads inspect.lua's reply.
-func parseState(name string, v any) (*State, error) {
-	bad := func() (*State, error) { return nil, fmt.Errorf("locker: inspect: unexpected reply %v", v) }
-	a, _ := v.([]any)
-	if len(a) < 6 {
-		return bad()
-	}
-	sec, _ := strconv.ParseInt(str(a[0]), 10, 64)
-	usec, _ := strconv.ParseInt(str(a[1]), 10, 64)
-	nowUS := sec*1_000_000 + usec
-	nowMS := nowUS / 1000
-	st := &State{Name: name, Kind: str(a[2])}
-	limit, _ := a[3].(int64)
-	st.Limit = int(limit)
-	nh, _ := a[4].(int64)
-	i := 5
-	if nh < 0 || len(a) < i+4*int(nh)+1 {
-		return bad()
-	}
-	for range nh {
-		h, err := parseHolder(str(a[i]), str(a[i+1]), a[i+2], str(a[i+3]), nowMS)
-		if err != nil {
-			return nil, err
-		}
-		st.Holders = append(st.Holders, h)
-		i += 4
-	}
-	for j := range st.Holders {
-		if h := &st.Holders[j]; st.Kind == KindMutex || h.Mode == "write" {
-			st.Holder = h
-		}
-	}
-	queued, _ := a[i].(int64)
-	st.Queued = int(queued)
-	i++
-	if (len(a)-i)%4 != 0 {
-		return bad()
-	}
-	for ; i < len(a); i += 4 {
-		w := Waiter{Owner: str(a[i])}
-		if arrived, err := strconv.ParseFloat(str(a[i+1]), 64); err == nil {
-			w.Waited = time.Duration(nowUS-int64(arrived)) * time.Microsecond
-		}
-		// details: "deadline_ms ttl_ms sid[ label]"
-		if f := strings.SplitN(str(a[i+2]), " ", 4); len(f) >= 3 {
-			if deadline, err := strconv.ParseInt(f[0], 10, 64); err == nil {
-				w.WaitLeft = time.Duration(deadline-nowMS) * time.Millisecond
-			}
-			if len(f) == 4 {
-				w.Label = f[3]
-			}
-		}
-		switch str(a[i+3]) {
-		case "r":
-			w.Mode = "read"
-		case "w":
-			w.Mode = "write"
-		}
-		st.Waiters = append(st.Waiters, w)
-	}
-	return st, nil
-}
-
-// parseHolder reads one holder of inspect.lua's reply: its record is
-// "fence holds[ granted[ label]]".
-func parseHolder(owner, record string, left any, mode string, nowMS int64) (Holder, error) {
-	f := strings.SplitN(record, " ", 4)
-	if len(f) < 2 {
-		return Holder{}, fmt.Errorf("locker: inspect: unexpected holder record of %d fields", len(f))
-	}
-	h := Holder{Owner: owner, Mode: mode}
-	h.Fence, _ = strconv.ParseInt(f[0], 10, 64)
-	h.Holds, _ = strconv.Atoi(f[1])
-	if ms, _ := left.(int64); ms > 0 {
-		h.LeaseLeft = time.Duration(ms) * time.Millisecond
-	}
-	if len(f) >= 3 {
-		if granted, err := strconv.ParseInt(f[2], 10, 64); err == nil {
-			h.Held = time.Duration(max(nowMS-granted, 0)) * time.Millisecond
-		}
-	}
-	if len(f) == 4 {
-		h.Label = f[3]
-	}
-	return h, nil
-}
-
-// str returns a reply element as a string ("" for anything else).
-func str(v any) string {
-	s, _ := v.(string)
-	return s
+	return state(v), nil
 }

@@ -2,7 +2,6 @@ package locker_test
 
 import (
 	"context"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -25,7 +25,7 @@ type lateRecheckDriver struct {
 
 func (d *lateRecheckDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	v, err := d.Driver.Eval(ctx, s, keys, args...)
-	if len(args) > 3 && args[3] == "r" && strings.Contains(s.Source(), "acquire: take") && granted(v) && d.armed.CompareAndSwap(true, false) {
+	if len(args) > 3 && args[3] == "r" && isAcquire(s) && granted(v) && d.armed.CompareAndSwap(true, false) {
 		time.Sleep(d.delay) // the fault: the reply is late
 		d.fired.Store(true)
 	}
@@ -97,7 +97,7 @@ type slowRecheckDriver struct {
 }
 
 func (d *slowRecheckDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
-	if len(args) > 3 && args[3] == "r" && strings.Contains(s.Source(), "acquire: take") && d.armed.CompareAndSwap(true, false) {
+	if len(args) > 3 && args[3] == "r" && isAcquire(s) && d.armed.CompareAndSwap(true, false) {
 		time.Sleep(d.delay) // the fault: the call waits before it is sent
 		d.fired.Store(true)
 	}
@@ -189,4 +189,11 @@ func waitQueued(t *testing.T, srv *redistest.Server, key, kind string, n int64) 
 		}
 		time.Sleep(2 * time.Millisecond) // polling interval
 	}
+}
+
+// isAcquire reports whether s is the acquire script of a mutex, a
+// semaphore or a read/write lock (the scripts a queued waiter re-checks
+// with).
+func isAcquire(s *driver.Script) bool {
+	return scripts.Named(s, "mutex_acquire") || scripts.Named(s, "sem_acquire") || scripts.Named(s, "rw_acquire")
 }

@@ -3,8 +3,13 @@ package locker
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/keeper"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // Lease is a held lock. Its Context is cancelled with cause ErrLockLost when
@@ -16,7 +21,7 @@ import (
 type Lease struct {
 	l      *Locker
 	key    string
-	n      names
+	n      names.Names
 	token  string // owner token, shared by all holds of one root
 	fence  int64
 	holds  int
@@ -24,16 +29,16 @@ type Lease struct {
 	parent *Lease // the next lease up the context chain (any key, any Locker)
 	// base is the context Context derives from: Obtain's ctx (with the
 	// hold span on a root). ctx is made from it on the first call to
-	// Context, under root.mu: most holders never read it, and a
-	// cancelable context costs 3 allocations and a registration with
-	// base's cancellation.
+	// Context, under root.kp.Mu: most holders never read it, and a
+	// cancelable context costs allocations and a registration with base's
+	// cancellation.
 	base context.Context
-	ctx  context.Context // root.mu
+	ctx  context.Context // root.kp.Mu
 
-	released bool // guarded by root.mu
+	released bool // guarded by root.kp.Mu
 
-	// Only used on a root; guarded by mu (the keeper's) where noted.
-	keeper                         // the renewal engine
+	// Only used on a root; guarded by kp.Mu where noted.
+	kp     keeper.Keeper           // the renewal engine; its Mu guards the fields so marked
 	cancel context.CancelCauseFunc // cancels ctx with its cause; nil until ctx is made; mu
 	cause  error                   // why the root ended (set with done); mu
 	mode   Mode                    // a read/write hold's mode (Params.Mode of the root)
@@ -50,11 +55,11 @@ type Lease struct {
 	unwatch []func() bool
 
 	// buf holds a root's names and the first try's call storage (see
-	// holderBuf); upkeep is this lease's release context. Each is used
+	// names.Buf); upkeep is this lease's release context. Each is used
 	// by one call at a time (Release runs once per lease), so a
 	// lock+unlock allocates them with the lease instead of per call.
-	buf    holderBuf
-	upkeep upkeepContext
+	buf    names.Buf
+	upkeep callctx.UpkeepContext
 }
 
 type ctxKey struct{}
@@ -66,7 +71,7 @@ func FromContext(ctx context.Context) *Lease {
 }
 
 // heldIn returns the live root lease of l for key in the lock family
-// (familyMutex ...) carried by ctx, or nil.
+// (scripts.FamilyMutex ...) carried by ctx, or nil.
 func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 	for le := FromContext(ctx); le != nil; le = le.parent {
 		if le.parts != nil {
@@ -87,13 +92,13 @@ func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 
 // holding returns le's live root if le is l's lease of key in family.
 func (le *Lease) holding(l *Locker, key string, family int) *Lease {
-	if le.l != l || le.key != key || le.n.sc.family != family {
+	if le.l != l || le.key != key || le.n.Scripts.Family != family {
 		return nil
 	}
 	root := le.root
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	done := root.done
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	if done {
 		return nil
 	}
@@ -106,29 +111,29 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 // before then never pays for it.
 // le is the lease Obtain allocated before its first call (its buf holds n's
 // storage); newLease fills in the rest.
-func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names, token string, h held, t terms) *Lease {
-	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.fence, 1, t, 1, t.params.Mode
+func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Names, token string, h node.Held, t terms) *Lease {
+	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.Fence, 1, t, 1, t.params.Mode
 	if !t.watchdog {
-		le.cap = h.at.Add(t.ttl)
+		le.cap = h.At.Add(t.ttl)
 	}
 	le.root = le
 	le.parent = FromContext(ctx)
 	le.since = time.Now()
-	le.base, le.span = l.tel.startHold(ctx, key, t.params, h.fence)
+	le.base, le.span = l.tel.startHold(ctx, key, t.params, h.Fence)
 	var first, every time.Duration
 	switch {
-	case h.granted < t.ttl:
+	case h.Granted < t.ttl:
 		// A third of the window after the grant itself (not after this
 		// process heard of it), so a late notice does not push the
 		// confirmation past the window's end.
-		first = max(time.Until(h.at.Add(h.granted/3)), time.Millisecond)
+		first = max(time.Until(h.At.Add(h.Granted/3)), time.Millisecond)
 	case t.watchdog:
 		first = l.o.renewEvery
 	}
 	if t.watchdog {
 		every = l.o.renewEvery
 	}
-	le.start(le, l.be.validUntil(h.at, h.granted), first, every, retryAfter(l.o.renewEvery), true)
+	le.kp.Start((*leaseOwner)(le), l.be.ValidUntil(h.At, h.Granted), first, every, keeper.RetryAfter(l.o.renewEvery), true)
 	if first > 0 {
 		// Renewed: a force-release notice stops the renewals (a lease
 		// never renewed is tracked once it has a context to cancel).
@@ -141,22 +146,22 @@ func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names, t
 func (l *Locker) reenter(ctx context.Context, root *Lease, p Params) (*Lease, error) {
 	ttl := p.TTL
 	if ttl <= 0 {
-		root.mu.Lock()
+		root.kp.Mu.Lock()
 		ttl = root.t.ttl
-		root.mu.Unlock()
+		root.kp.Mu.Unlock()
 	}
-	holds, ok, err := l.be.reenter(ctx, root.n, root.token, ttl)
+	holds, ok, err := l.be.Reenter(ctx, root.n, root.token, ttl)
 	if err != nil {
-		return nil, obtainFailed(ctx, err)
+		return nil, lockerr.ObtainFailed(ctx, err)
 	}
 	if !ok {
 		// The outer hold is gone: it was lost.
 		return nil, errors.Join(ErrNotObtained, ErrLockLost)
 	}
 	le := &Lease{l: l, key: root.key, n: root.n, token: root.token, fence: root.fence, holds: holds, root: root, parent: FromContext(ctx), base: ctx}
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	root.live++
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	return le, nil
 }
 
@@ -195,8 +200,8 @@ func (le *Lease) Holds() int {
 // ErrLockLost if the lock is lost. Use it for the work the lock protects.
 func (le *Lease) Context() context.Context {
 	root := le.root
-	root.mu.Lock()
-	defer root.mu.Unlock()
+	root.kp.Mu.Lock()
+	defer root.kp.Mu.Unlock()
 	if le.ctx != nil {
 		return le.ctx
 	}
@@ -209,7 +214,7 @@ func (le *Lease) Context() context.Context {
 	cctx, cancel := context.WithCancelCause(le.base)
 	le.ctx = context.WithValue(cctx, ctxKey{}, le)
 	// The context is cancelled when the lease ends, also by running out.
-	le.armExpiryLocked()
+	le.kp.ArmExpiryLocked()
 	if le.done {
 		// Ended before anyone asked: the context is born cancelled.
 		cancel(le.cause)
@@ -226,9 +231,9 @@ func (le *Lease) Lost() bool {
 	if root.parts != nil && root.multiLost() {
 		return true
 	}
-	root.mu.Lock()
-	defer root.mu.Unlock()
-	return errors.Is(root.cause, ErrLockLost) || root.pastDeadlineLocked()
+	root.kp.Mu.Lock()
+	defer root.kp.Mu.Unlock()
+	return errors.Is(root.cause, ErrLockLost) || root.kp.PastDeadlineLocked()
 }
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
@@ -236,7 +241,7 @@ func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if le.root.parts != nil {
 		return le.root.multiTTL(ctx)
 	}
-	return le.l.be.pttl(ctx, le.n, le.token)
+	return le.l.be.PTTL(ctx, le.n, le.token)
 }
 
 // Extend resets the lease in Redis to ttl from now and moves the local
@@ -255,8 +260,8 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		root.lose(lossExtendRefused, nil)
 		return ErrNotHeld
 	}
-	root.mu.Lock()
-	defer root.mu.Unlock()
+	root.kp.Mu.Lock()
+	defer root.kp.Mu.Unlock()
 	if root.done {
 		return ErrNotHeld
 	}
@@ -264,116 +269,11 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if !root.t.watchdog {
 		root.cap = sent.Add(ttl)
 	}
-	root.setDeadlineLocked(root.l.be.validUntil(sent, ttl))
+	root.kp.SetDeadlineLocked(root.l.be.ValidUntil(sent, ttl))
 	return nil
 }
 
-// Release drops this hold; the lock is freed (and handed to the next waiter)
-// when the last hold is released. Release ignores ctx's cancellation, so a
-// cancelled request still releases its lock, and is bounded by the call
-// timeout. It returns ErrNotHeld, touching nothing, when the lock is no
-// longer held by this lease (lost, expired, or released before).
-func (le *Lease) Release(ctx context.Context) error {
-	span := le.l.tel.startRelease(ctx)
-	err := le.release(ctx, 0)
-	le.l.tel.endRelease(span, le, err)
-	if err != nil {
-		le.l.logRelease(ctx, le, err)
-	}
-	return err
-}
-
-// ReleaseAfter drops this hold like Release, except that the last hold
-// keeps the lock in Redis for d more instead of freeing it: the lease ends
-// here (its context is cancelled with cause ErrNotHeld, no more renewals),
-// and the lock ends by itself d later, then goes to the next waiter. Until
-// then every other Obtain finds it busy — what keeps a resubmitted request
-// from running twice. d <= 0 is Release. A semaphore's permit cannot be
-// kept: ReleaseAfter returns an error matching ErrKindUnsupported and
-// touches nothing.
-func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return le.Release(ctx)
-	}
-	if le.n.sc.keep == nil && le.parts == nil {
-		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
-	}
-	span := le.l.tel.startRelease(ctx)
-	err := le.release(ctx, d)
-	le.l.tel.endRelease(span, le, err)
-	if err != nil {
-		le.l.logRelease(ctx, le, err)
-	}
-	return err
-}
-
-// release drops this hold; keep > 0 keeps the lock that long after the
-// last (ReleaseAfter).
-func (le *Lease) release(ctx context.Context, keep time.Duration) error {
-	root := le.root
-	if root.parts != nil {
-		return root.multiRelease(ctx, keep)
-	}
-	root.mu.Lock()
-	if le.released {
-		root.mu.Unlock()
-		return ErrNotHeld
-	}
-	le.released = true
-	root.live--
-	last := root.live == 0
-	// A lease whose end no timer watched (see keeper.start) ran out
-	// unreported: it is lost, as the timer would have said.
-	ranOut := last && root.pastDeadlineLocked()
-	if last {
-		root.stopLocked()
-	}
-	ttl := root.t.ttl
-	root.mu.Unlock()
-	if ranOut {
-		root.lose(lossExpired, nil)
-	}
-
-	cctx := le.l.o.upkeepCtxIn(ctx, &le.upkeep)
-	var err error
-	if keep > 0 {
-		err = le.l.be.keep(cctx, le.n, le.token, ttl, keep)
-	} else {
-		err = le.l.be.release(cctx, le.n, le.token, ttl)
-	}
-	if last {
-		root.finish(ErrNotHeld, 0, nil)
-	}
-	return err
-}
-
-// finish ends the root: timers stopped, context cancelled with cause. A
-// loss (why > 0) is logged first, so whoever sees the context end finds
-// the log record already written.
-func (root *Lease) finish(cause error, why lossCause, lastErr error) {
-	root.mu.Lock()
-	if root.done {
-		root.mu.Unlock()
-		return
-	}
-	root.done, root.cause = true, cause
-	root.stopLocked()
-	cancel := root.cancel
-	root.cancel = nil
-	root.mu.Unlock()
-	root.l.untrack(root)
-	if why > 0 {
-		root.l.logLost(root, why, lastErr)
-	}
-	if cancel != nil {
-		cancel(cause)
-	}
-	if root.parts == nil {
-		root.l.tel.endHold(root.span, root, cause)
-	}
-}
-
-// The root's side of its keeper (keptLease).
+// The root's side of its keeper (see leaseOwner).
 
 // lose marks the lock lost and logs why, once.
 func (root *Lease) lose(why lossCause, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
@@ -388,11 +288,11 @@ func (root *Lease) renewTTL() time.Duration {
 }
 
 func (root *Lease) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	return root.l.be.extend(ctx, root.n, root.token, ttl)
+	return root.l.be.Extend(ctx, root.n, root.token, ttl)
 }
 
 func (root *Lease) validUntil(sent time.Time, ttl time.Duration) time.Time {
-	return root.l.be.validUntil(sent, ttl)
+	return root.l.be.ValidUntil(sent, ttl)
 }
 
 func (root *Lease) renewed(ok bool, err error) {
@@ -401,3 +301,18 @@ func (root *Lease) renewed(ok bool, err error) {
 	// on the next lease, or here, while leases are held.
 	root.l.watchControl()
 }
+
+// leaseOwner is a root Lease as its keeper's Owner: the keeper's calls
+// stay off Lease's exported method set, and the conversion allocates
+// nothing (a pointer).
+type leaseOwner Lease
+
+func (o *leaseOwner) RenewTTL() time.Duration { return (*Lease)(o).renewTTL() }
+func (o *leaseOwner) ExtendLease(ctx context.Context, ttl time.Duration) (bool, error) {
+	return (*Lease)(o).extendLease(ctx, ttl)
+}
+func (o *leaseOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
+	return (*Lease)(o).validUntil(sent, ttl)
+}
+func (o *leaseOwner) Renewed(ok bool, err error)          { (*Lease)(o).renewed(ok, err) }
+func (o *leaseOwner) Lose(why keeper.Loss, lastErr error) { (*Lease)(o).lose(why, lastErr) }

@@ -3,146 +3,18 @@ package locker
 import (
 	"context"
 	_ "embed"
-	"fmt"
-	"strconv"
-	"strings"
 
-	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/admin"
 )
 
-//go:embed scripts/list.lua
-var luaList string
-
-var scriptList = driver.NewScript(luaList)
-
-// listCount is the COUNT hint of each SCAN step: how many keys Redis looks
-// at per List call on one master (it may return fewer or a few more).
-const listCount = 1000
-
-// List returns the names of the locks of every kind (mutex, semaphore,
-// read/write) that exist now (held, or with waiters queued behind a
-// lapsed holder) whose name starts with prefix ("" for all), one page at
-// a time. Start with cursor ""; pass the returned next cursor to get the
-// following page, until next is "". A page may be empty while next is
-// not. It never runs KEYS: each page is one SCAN step
-// (COUNT 1000) in a read-only script, so it is safe on a large keyspace;
-// like SCAN, a lock that exists for the whole listing is returned at least
-// once, one that comes or goes during it may or may not be, and a name may
-// repeat.
-//
-// On Redis Cluster it visits every master in turn, when the driver
-// exposes them (driver.Masters: locker/goredis does); the cursor names the
-// master, so a resharding during a listing may skip or repeat names. A
-// driver without driver.Masters (locker/redigo) reaches one server, or a
-// Sentinel set-up's master, and List scans that one. Use Inspect for a
-// name's holder and waiters.
-//
-// On a Redlock Locker it visits the masters in turn, so a lock held on a
-// majority is listed once per master that has it.
-//
-// It returns an error matching ErrUnavailable when Redis failed (a master
-// that fails fails the page: retry with the same cursor) and ErrBadOption
-// for a cursor it did not make.
+// List returns one page of the names of the locks of every kind whose name
+// starts with prefix; start with cursor "" and pass next back until it is
+// "". Each page is one SCAN step (COUNT 1000) in a read-only script, never
+// KEYS; like SCAN, a name may repeat, and one that comes or goes during
+// the listing may be missed. It visits every master of a Cluster (a driver
+// with driver.Masters) or of Redlock in turn. Errors: ErrUnavailable (retry
+// the same cursor), ErrBadOption for a cursor it did not make. See
+// docs/operations.md#who-holds-a-lock-who-waits-inspect-and-list.
 func (l *Locker) List(ctx context.Context, prefix, cursor string) (names []string, next string, err error) {
-	master, scan, err := parseCursor(cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	cctx, cancel := l.o.callCtx(ctx)
-	defer cancel()
-	masters, err := l.be.masters(cctx)
-	if err != nil {
-		return nil, "", err
-	}
-	if master >= len(masters) {
-		return nil, "", nil // the cluster shrank: nothing left to visit
-	}
-	// Lock keys end in "}" (a mutex), "}:s" (a semaphore's permits) or
-	// "}:rw" (a read/write lock's holders); the last byte's class keeps
-	// Redlock's last tokens (":f"), queues (":q") and channels out of the
-	// reply, and nameOf drops the details hashes (":w").
-	pattern := globEscape(l.o.prefix) + "{" + globEscape(prefix) + "*[}sw]"
-	v, err := masters[master].Eval(cctx, scriptList, driver.Keys{}, scan, pattern, listCount)
-	if err != nil {
-		return nil, "", unavailable(err)
-	}
-	a, _ := v.([]any)
-	if len(a) == 0 {
-		return nil, "", unavailable(fmt.Errorf("locker: list: unexpected reply %v", v))
-	}
-	seen := make(map[string]bool, len(a)-1)
-	for _, k := range a[1:] {
-		if name, ok := nameOf(str(k), len(l.o.prefix)); ok && !seen[name] {
-			// A name held as two kinds at once is listed once a page.
-			seen[name] = true
-			names = append(names, name)
-		}
-	}
-	switch {
-	case str(a[0]) != "0":
-		next = strconv.Itoa(master) + ":" + str(a[0])
-	case master+1 < len(masters):
-		next = strconv.Itoa(master+1) + ":0"
-	}
-	return names, next, nil
-}
-
-// nameOf returns the lock name of key, the main key of a lock of any kind
-// under a prefix of prefixLen bytes: prefix + "{" + name + "}", then ""
-// (mutex), ":s" (semaphore) or ":rw" (read/write).
-func nameOf(key string, prefixLen int) (string, bool) {
-	for _, suffix := range [...]string{"}", "}:s", "}:rw"} {
-		if strings.HasSuffix(key, suffix) && len(key) >= prefixLen+1+len(suffix) {
-			return key[prefixLen+1 : len(key)-len(suffix)], true
-		}
-	}
-	return "", false
-}
-
-// masters: the deployment's masters, when the driver exposes them
-// (driver.Masters), else the one node.
-func (b *single) masters(ctx context.Context) ([]driver.Driver, error) {
-	ms, err := b.nd.masters(ctx)
-	if err != nil {
-		return nil, unavailable(err)
-	}
-	return ms, nil
-}
-
-// masters: every Redlock master, in the order given to NewRedlock.
-func (b *quorum) masters(context.Context) ([]driver.Driver, error) {
-	ds := make([]driver.Driver, len(b.nodes))
-	for i, nd := range b.nodes {
-		ds[i] = nd.drv
-	}
-	return ds, nil
-}
-
-// parseCursor reads List's cursor: "" or "master:scan".
-func parseCursor(c string) (master int, scan string, err error) {
-	if c == "" {
-		return 0, "0", nil
-	}
-	m, s, ok := strings.Cut(c, ":")
-	master, err1 := strconv.Atoi(m)
-	_, err2 := strconv.ParseUint(s, 10, 64)
-	if !ok || err1 != nil || err2 != nil || master < 0 {
-		return 0, "", fmt.Errorf("%w: List: cursor %q was not returned by List", ErrBadOption, c)
-	}
-	return master, s, nil
-}
-
-// globEscape escapes s for a SCAN MATCH pattern.
-func globEscape(s string) string {
-	if !strings.ContainsAny(s, `*?[]\`) {
-		return s
-	}
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
+	return admin.List(ctx, l.admin(), l.o.bounds(), l.o.prefix, prefix, cursor)
 }

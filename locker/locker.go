@@ -7,19 +7,28 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/quorum"
+	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/single"
 )
 
 // Locker obtains locks on one Redis deployment (New), or on N independent
 // masters with the Redlock algorithm (NewRedlock). It is safe for concurrent
 // use; create one per process and share it. Close it at shutdown.
 type Locker struct {
-	shared
+	o    *options // &opts
 	opts options
-	be   backend
+	tel  *telemetry
+	sh   *node.Shared // what the backend and its nodes share with the Locker
+	be   node.Backend
 	// ctl are the hubs whose listeners carry force-release notices (see
 	// control.go): the one node's, or every Redlock master's. leases are
 	// the live root leases they are matched against.
-	ctl    []*hub
+	ctl    []*hub.Hub
 	leases leaseTable
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
@@ -55,33 +64,26 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	l := newLocker(o)
-	nd := newNode(d, &l.shared)
+	l := newLocker(o, false)
+	nd := node.New(d, l.sh)
 	l.control(nd)
-	b := newSingle(&l.shared, nd)
 	// A driver that spreads keys over masters (Cluster) refuses scripts
 	// whose keys are in several slots: ObtainMany goes key by key there.
 	// So it does under WithReplicaAck, where each key's acquisition is
 	// acknowledged on its own.
 	_, spread := d.(driver.Masters)
-	b.multi.on.Store(!spread && o.ackReplicas == 0)
-	l.be = b
+	l.be = single.New(l.sh, nd, !spread && o.ackReplicas == 0)
 	return l, nil
 }
 
 // NewRedlock returns a Locker that runs the Redlock algorithm over N
-// independent Redis masters (N odd, typically 5), one driver each: a lock is
-// held when a majority (N/2+1) granted it within its validity, TTL -
-// elapsed - drift. Every call fans out to all masters in parallel with a
-// short per-master timeout (WithNodeTimeout); partial acquisitions are
-// undone; release and renewal go to all masters; a renewal that loses the
-// majority cancels the lease's context with ErrLockLost. A Redlock Locker
-// keeps no idempotency records (see SupportsIdempotency). See
-// docs/scale-out.md for what Redlock assumes and what its fencing tokens
-// guarantee.
-//
-// NewRedlock returns an error wrapping ErrBadOption when ds is empty or
-// holds a nil or misconfigured driver, or when an option is invalid.
+// independent masters (N odd, typically 5), one driver each: a lock is held
+// when a majority granted it within its validity (TTL - elapsed - drift).
+// Every call fans out to all masters with a short per-master timeout
+// (WithNodeTimeout); partial acquisitions are undone. It keeps mutexes
+// only, and no idempotency records or rate limits. It returns an error
+// wrapping ErrBadOption for no, a nil or a misconfigured driver, or an
+// invalid option. See docs/scale-out.md#redlock.
 func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 	o, errs := evaluateOptions(opts)
 	for _, name := range o.singleOnly {
@@ -98,14 +100,13 @@ func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	l := newLocker(o)
-	l.lastKey = true
-	nodes := make([]*node, len(ds))
+	l := newLocker(o, true)
+	nodes := make([]*node.Node, len(ds))
 	for i, d := range ds {
-		nodes[i] = newNode(d, &l.shared)
+		nodes[i] = node.New(d, l.sh)
 		l.control(nodes[i])
 	}
-	l.be = newQuorum(&l.shared, nodes)
+	l.be = quorum.New(l.sh, nodes)
 	return l, nil
 }
 
@@ -120,28 +121,39 @@ func checkDriver(d driver.Driver) error {
 	return nil
 }
 
-// newLocker returns a Locker with options o and no backend yet.
-func newLocker(o options) *Locker {
+// newLocker returns a Locker with options o and no backend yet; lastKey
+// for Redlock (see names.Layout).
+func newLocker(o options, lastKey bool) *Locker {
 	l := &Locker{opts: o}
 	l.o = &l.opts
-	l.sid = newToken()[:11] // 66 random bits: a subscriber id per Locker
-	l.sidArg, l.windowArg = l.sid, ms(l.o.grantWindow)
-	l.checkScript = driver.NewScript("-- check by " + l.sid + "\n" + luaCheck)
-	for _, c := range scriptCommands() {
-		l.checkCommands = append(l.checkCommands, c)
-	}
 	l.tel = newTelemetry(l.o)
+	l.sh = node.NewShared(node.Config{
+		Prefix:      o.prefix,
+		Bounds:      o.bounds(),
+		Linger:      o.linger,
+		MaxCalls:    o.maxCalls,
+		AckReplicas: o.ackReplicas,
+		AckTimeout:  o.ackTimeout,
+		Drift:       o.drift,
+		NodeTimeout: o.nodeTimeout,
+	}, o.grantWindow, lastKey, node.Hooks{Waiting: l.waiting})
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label
 	}
 	return l
 }
 
+// ID is this Locker's instance id, a random UUID made by New: it names the
+// Locker's waiters in Redis queue entries, and its log records
+// (locktag.locker.id) and the ops page carry it, so an operator can tell
+// which process a record or a page came from.
+func (l *Locker) ID() string { return l.sh.SID }
+
 // Close closes the shared subscriber connections and the drivers' own
 // connections (the clients and pools given to the drivers stay open).
 // Leases already obtained keep working until released; waiting Obtain
 // calls fall back to re-checking at the holder's remaining lease.
-func (l *Locker) Close() error { return l.be.close() }
+func (l *Locker) Close() error { return l.be.Close() }
 
 // Ping checks that every Redis node answers (credentials, TLS, network) by
 // running a trivial script, and returns an error matching ErrUnavailable
@@ -149,7 +161,7 @@ func (l *Locker) Close() error { return l.be.close() }
 // there instead, and returns its ErrUnsupported too. New does not
 // connect; call Ping at start-up to fail there rather than on the first
 // request.
-func (l *Locker) Ping(ctx context.Context) error { return l.be.ping(ctx) }
+func (l *Locker) Ping(ctx context.Context) error { return l.be.Ping(ctx) }
 
 // Params are the terms of one Obtain call. The zero value asks for a
 // watchdog lease and does not wait.
@@ -215,24 +227,18 @@ func (l *Locker) Supports(p Params) error {
 	case p.Mode > Write:
 		return fmt.Errorf("%w: unknown mode %d", ErrBadOption, p.Mode)
 	case p.Limit > 0, p.Mode != Exclusive:
-		return l.be.semaphores()
+		return l.be.Semaphores()
 	}
 	return nil
 }
 
 // Obtain takes the lock named key. It returns a Lease, or an error matching
 // ErrNotObtained (busy; joined with ctx.Err() when ctx ended), ErrUnavailable
-// (Redis failed; the lock is not held) or ErrEmptyKey.
-//
-// If ctx carries a lease of this Locker for the same key (ctx is, or derives
-// from, that lease's Context), Obtain re-enters it: the hold count goes up,
-// no wait happens, and the lock is freed only when every hold is released.
-//
-// A waiting Obtain joins a first-come-first-served queue in Redis; Release
-// hands the lock straight to the head of the queue and notifies it through
-// the Locker's one shared subscriber connection. There is no polling: a
-// waiter also re-checks when the holder's lease would run out, so a lost
-// notification costs at most one lease.
+// (Redis failed; the lock is not held) or ErrEmptyKey. If ctx carries a
+// lease of this Locker for key, Obtain re-enters it (the hold count goes
+// up; the last Release frees it). A waiting Obtain queues first come first
+// served in Redis and is handed the lock on release, notified through one
+// shared subscriber connection, never by polling. See docs/locking.md.
 func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, error) {
 	start := time.Now()
 	span := l.tel.startObtain(ctx)
@@ -248,14 +254,14 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(ErrNotObtained, err)
 	}
-	family := familyMutex
+	family := scripts.FamilyMutex
 	if p.Limit != 0 || p.Mode != Exclusive {
 		if err := l.Supports(p); err != nil {
 			return nil, err
 		}
-		family = familySemaphore
+		family = scripts.FamilySemaphore
 		if p.Mode != Exclusive {
-			family = familyRW
+			family = scripts.FamilyRW
 		}
 	}
 	if held := heldIn(ctx, l, key, family); held != nil {
@@ -269,24 +275,37 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 		t.ttl, t.watchdog = l.o.lease, true
 	}
 	// The lease is allocated now: its storage holds the holder's names
-	// and the first call's context and arguments (holderBuf).
+	// and the first call's context and arguments (names.Buf).
 	le := new(Lease)
-	var n names
+	var n names.Names
 	var token string
 	switch family {
-	case familyMutex:
-		n, token = l.holderIn(key, &le.buf)
-	case familySemaphore:
-		n, token = l.semHolder(key, p.Limit, &le.buf)
+	case scripts.FamilyMutex:
+		n, token = l.sh.Layout.Mutex(key, &le.buf)
+	case scripts.FamilySemaphore:
+		n, token = l.sh.Layout.Semaphore(key, p.Limit, &le.buf)
 	default:
-		n, token = l.rwHolder(key, p.Mode, &le.buf)
+		n, token = l.sh.Layout.RW(key, p.Mode == Write, &le.buf)
 	}
-	t.call = &le.buf.firstCtx
-	n.labelArg = l.labelArg(p)
-	n = l.withFirstArgs(n, &le.buf, t)
-	h, err := l.be.obtain(ctx, key, n, token, t)
+	t.call = &le.buf.FirstCtx
+	n.LabelArg = l.labelArg(p)
+	n = n.WithFirstArgs(&le.buf, l.sh.MSArg(t.ttl), l.sh.MSArg(t.wait), l.sh.SIDArg, l.sh.WindowArg)
+	le.t = t // for the Waiting hook
+	h, err := l.be.Obtain(ctx, key, n, token, t.engineTerms(le))
 	if err != nil {
 		return nil, err
 	}
 	return l.newLease(ctx, le, key, n, token, h, t), nil
+}
+
+// bounds are the Redis call bounds the options set.
+func (o *options) bounds() callctx.Bounds { return callctx.Bounds{Timeout: o.callTimeout} }
+
+// waiting is the engine's Waiting hook: ref is the waiting Obtain's lease.
+func (l *Locker) waiting(ref any) func() {
+	le, _ := ref.(*Lease)
+	if le == nil {
+		return func() {}
+	}
+	return l.tel.waiting(le.t.params)
 }

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	"github.com/google/uuid"
+
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -306,7 +309,7 @@ func TestScriptFlushIsTransparent(t *testing.T) {
 type retryingDriver struct{ driver.Driver }
 
 func (d retryingDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
-	if strings.Contains(s.Source(), "-- acquire:") {
+	if scripts.Named(s, "mutex_acquire") {
 		if _, err := d.Driver.Eval(ctx, s, keys, args...); err != nil {
 			return nil, err
 		}
@@ -352,5 +355,21 @@ func TestPing(t *testing.T) {
 	err := bad.Ping(context.Background())
 	if !errors.Is(err, locker.ErrUnavailable) || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("Ping with a wrong password: %v", err)
+	}
+}
+
+// TestLockerID: every Locker has an instance id of its own, a random
+// (version 4) UUID.
+func TestLockerID(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := newLocker(t, srv), newLocker(t, srv)
+	for _, lk := range []*locker.Locker{a, b} {
+		id, err := uuid.Parse(lk.ID())
+		if err != nil || id.Version() != 4 {
+			t.Errorf("ID %q: %v, version %v; want a UUID v4", lk.ID(), err, id.Version())
+		}
+	}
+	if a.ID() == b.ID() {
+		t.Errorf("two Lockers share the ID %q", a.ID())
 	}
 }

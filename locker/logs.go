@@ -5,24 +5,20 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/keeper"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
 // lossCause says why a held lock was lost, for its log record.
-type lossCause uint8
+type lossCause = keeper.Loss
 
+// The causes (see keeper.Loss).
 const (
-	// lossRefused: a renewal was refused: the key is gone (deleted,
-	// evicted, or Redis restarted without persistence) or holds another
-	// owner's token.
-	lossRefused lossCause = iota + 1
-	// lossExtendRefused: the same, found by Lease.Extend.
-	lossExtendRefused
-	// lossExpired: the local deadline passed with no confirmed renewal:
-	// renewals failed (Redis unavailable), or a fixed lease overran.
-	lossExpired
-	// lossForced: Locker.ForceRelease freed the lock; lastErr is the
-	// *forcedError with the reason.
-	lossForced
+	lossRefused       = keeper.Refused
+	lossExtendRefused = keeper.ExtendRefused
+	lossExpired       = keeper.Expired
+	lossForced        = keeper.Forced
 )
 
 // Log record messages and attribute keys (lockotel's span attributes
@@ -32,6 +28,7 @@ const (
 	logKeyTemplate = "locktag.key.template"
 	logKeyKey      = "locktag.key"
 	logKeyFence    = "locktag.lock.fence"
+	logKeyLocker   = "locktag.locker.id"
 	logLost        = "locktag: lock lost"
 	logReleaseFail = "locktag: release failed"
 	logClaimLost   = "locktag: idempotency claim lost"
@@ -51,10 +48,10 @@ func (l *Locker) logger() *slog.Logger {
 
 // lossText says why root was lost in words an on-call engineer can act on.
 func lossText(root *Lease, why lossCause, lastErr error) string {
-	var fe *forcedError
+	var fe *lockerr.Forced
 	switch {
 	case why == lossForced && errors.As(lastErr, &fe):
-		return "force-released: " + fe.reason
+		return "force-released: " + fe.Reason
 	case why == lossRefused:
 		return "renewal refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)"
 	case why == lossExtendRefused:
@@ -79,7 +76,7 @@ func (l *Locker) lockAttrs(le *Lease, attrs []slog.Attr) []slog.Attr {
 	if l.o.keyAttribute {
 		attrs = append(attrs, slog.String(logKeyKey, le.key))
 	}
-	return append(attrs, slog.Int64(logKeyFence, le.fence))
+	return append(attrs, slog.Int64(logKeyFence, le.fence), slog.String(logKeyLocker, l.sh.SID))
 }
 
 // logLost logs that root was lost, and why.
@@ -89,7 +86,7 @@ func (l *Locker) logLost(root *Lease, why lossCause, lastErr error) {
 	if !lg.Enabled(ctx, slog.LevelError) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 7)
+	attrs := make([]slog.Attr, 0, 8)
 	attrs = append(attrs, slog.String(logKeyCause, lossText(root, why, lastErr)))
 	if lastErr != nil && why != lossForced {
 		attrs = append(attrs, slog.String(logKeyError, lastErr.Error()))
@@ -110,7 +107,7 @@ func (l *Locker) logRelease(ctx context.Context, le *Lease, err error) {
 	if !lg.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 6)
+	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String(logKeyCause, cause), slog.String(logKeyError, err.Error()))
 	lg.LogAttrs(ctx, level, logReleaseFail, l.lockAttrs(le, attrs)...)
 }
@@ -132,9 +129,9 @@ func claimLossText(why lossCause, lastErr error) string {
 // (the route or full method), and its record name only with
 // WithKeyAttribute (it is derived from the client's key).
 func (l *Locker) claimAttrs(c *Claim, attrs []slog.Attr) []slog.Attr {
-	attrs = append(attrs, slog.String(logKeyName, c.name))
+	attrs = append(attrs, slog.String(logKeyName, c.name), slog.String(logKeyLocker, l.sh.SID))
 	if l.o.keyAttribute {
-		attrs = append(attrs, slog.String(logKeyKey, c.k.keys.Names()[0]))
+		attrs = append(attrs, slog.String(logKeyKey, c.k.Record()))
 	}
 	return attrs
 }

@@ -205,7 +205,7 @@ func TestLogClaimLostCause(t *testing.T) {
 			rec := &recorder{}
 			lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithKeyAttribute(tc.keys),
 				locker.WithCallTimeout(100*time.Millisecond))
-			c, err := lk.Idempotent(context.Background(), record, "fp", locker.IdemParams{Name: name, Lease: 400 * time.Millisecond})
+			c, err := lk.Idempotent(context.Background(), record, "fp", locker.IdempotencyParams{Name: name, Lease: 400 * time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -227,6 +227,9 @@ func TestLogClaimLostCause(t *testing.T) {
 			}
 			if a["locktag.lock.name"] != name || a["held_for"] == "" {
 				t.Errorf("attributes %v lack the name or held_for", a)
+			}
+			if a["locktag.locker.id"] != lk.ID() {
+				t.Errorf("locktag.locker.id = %q, want the Locker's ID %q", a["locktag.locker.id"], lk.ID())
 			}
 			if got, has := a["locktag.key"]; has != tc.keys || (has && got != "locktag:{"+record+"}:r") {
 				t.Errorf("locktag.key = %q (present %v), want present only with WithKeyAttribute", got, has)
@@ -259,7 +262,7 @@ func TestLogClaimEndFailed(t *testing.T) {
 			rec := &recorder{}
 			lk := newLocker(t, srv, locker.WithLogger(slog.New(rec)), locker.WithCallTimeout(200*time.Millisecond))
 			c, err := lk.Idempotent(context.Background(), locker.IdempotencyName("POST /payments", "bob", "secret-key-3"), "fp",
-				locker.IdemParams{Name: "POST /payments"})
+				locker.IdempotencyParams{Name: "POST /payments"})
 			if err != nil {
 				t.Fatal(err)
 			}

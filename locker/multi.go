@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // MaxKeys is the most distinct keys one ObtainMany call takes: a
@@ -21,47 +24,17 @@ var ErrTooManyKeys = errors.New("locker: too many keys")
 // multiScripts marks a multi-key root lease (see ObtainMany): it runs no
 // script of its own — each key is a mutex lease of its own (a part) — and
 // no lease re-enters it as a whole (its parts are re-entered key by key).
-var multiScripts = &scriptSet{family: familyMulti}
+var multiScripts = &scripts.Set{Family: scripts.FamilyMulti}
 
-// ObtainMany takes the mutex locks of every key in keys, all or nothing,
-// and returns one Lease that covers them all. It is the lock of an
-// operation on several resources at once, such as a transfer between two
-// accounts. The error is one Obtain would return (ErrNotObtained,
-// ErrUnavailable, ErrEmptyKey), or one matching ErrTooManyKeys (more than
-// MaxKeys distinct keys) or ErrKindUnsupported (p.Limit or p.Mode set: a
-// multi-key lock is a set of mutexes).
-//
-// Keys are the same mutex keys Obtain takes: a multi-key lock of "a" and
-// "b" excludes, and queues first come first served with, an Obtain of "a"
-// alone. Duplicate keys collapse into one lock.
-//
-// When every key is free and nobody waits for any, and the driver reaches
-// one node where scripts may span slots (it does not implement
-// driver.Masters), one script takes them all in one round trip. Otherwise:
-//
-// No deadlock in any order: the keys are deduplicated and taken in one
-// global order (ascending bytes), each through the mutex's own queue in
-// Redis (waiting by notification, never by polling), within one wait
-// budget, p.Wait, for all of them together. When a key cannot be had in
-// time (or Redis fails), the keys already taken are released again before
-// ObtainMany returns: the caller holds every key or none. While it waits
-// for a later key it holds the earlier ones, so a request for an earlier
-// key alone queues behind it. Two callers that name the same keys in
-// opposite orders take them in the same order, so neither can hold what
-// the other waits for. The order is global only among ObtainMany calls: a
-// caller that already holds a key through its context (a nested lock) and
-// then asks for a smaller one can still deadlock with another, as any
-// nested locking can; such a wait ends with the wait budget.
-//
-// Every key is a lease of its own: renewed by its own watchdog, fenced by
-// its own counter (TokenOf), released by owner token. The returned Lease's
-// Context is cancelled with ErrLockLost when any key is lost; Release
-// releases every key; Extend and TTL act on all of them. A key that ctx
-// already holds (an outer lease, single or multi, of this Locker) is
-// re-entered rather than waited for. On Redis Cluster the keys live in
-// different slots (every key has its own hash tag), so they are taken
-// one by one in the global order as anywhere else; on Redlock each key is
-// taken by majority.
+// ObtainMany takes the mutexes of every key in keys, all or nothing, and
+// returns one Lease over them (a transfer between two accounts). Keys are
+// deduplicated and taken in one global order, each through its own queue,
+// within one wait budget p.Wait, so callers naming the same keys in any
+// order cannot deadlock; on failure the keys taken are released again.
+// When all are free, one script takes them in one round trip (one node,
+// no driver.Masters). Each key is a lease of its own; the Lease's context
+// ends when any is lost. Errors as Obtain's, and ErrTooManyKeys or
+// ErrKindUnsupported (p.Limit, p.Mode). See docs/locking.md#multi-key-locks.
 func (l *Locker) ObtainMany(ctx context.Context, keys []string, p Params) (*Lease, error) {
 	start := time.Now()
 	keys = dedupe(keys)
@@ -135,12 +108,12 @@ func (l *Locker) newMultiLease(ctx context.Context, keys []string, parts []*Leas
 		holds = min(holds, pt.holds)
 	}
 	le := &Lease{
-		l: l, key: strings.Join(keys, ","), n: names{sc: multiScripts},
+		l: l, key: strings.Join(keys, ","), n: names.Names{Scripts: multiScripts},
 		fence: parts[0].fence, holds: holds, t: t, live: 1, parts: parts,
 		parent: FromContext(ctx), base: ctx, since: time.Now(),
 	}
 	le.root = le
-	le.keeper.stopped = true
+	le.kp.Stop()
 	le.watchParts()
 	return le
 }
@@ -231,9 +204,9 @@ func (root *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
 			return err
 		}
 	}
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	root.t.ttl = ttl
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	return nil
 }
 
@@ -241,14 +214,14 @@ func (root *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
 // ReleaseAfter), all at once. It returns the parts' errors joined; ErrNotHeld
 // when the lease was released before.
 func (root *Lease) multiRelease(ctx context.Context, keep time.Duration) error {
-	root.mu.Lock()
+	root.kp.Mu.Lock()
 	if root.released {
-		root.mu.Unlock()
+		root.kp.Mu.Unlock()
 		return ErrNotHeld
 	}
 	root.released = true
 	root.live = 0
-	root.mu.Unlock()
+	root.kp.Mu.Unlock()
 	for _, stop := range root.unwatch {
 		stop()
 	}

@@ -4,52 +4,17 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/locktag/locktag/internal/lockertest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )
 
-// workload runs workers goroutines spread over the lockers, each doing iters
-// critical sections on one key, and reports the largest number of holders
-// seen at once and how many read-modify-write updates were lost.
 func workload(t *testing.T, lockers []*locker.Locker, workers, iters int) (maxHolders int32, lost int64) {
 	t.Helper()
-	var holders, peak atomic.Int32
-	var counter atomic.Int64 // read, then written: updates are lost if sections overlap
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	for w := range workers {
-		lk := lockers[w%len(lockers)]
-		wg.Go(func() {
-			for range iters {
-				le, err := lk.Obtain(context.Background(), "hot", locker.Params{TTL: 10 * time.Second, Wait: time.Minute})
-				if err != nil {
-					errs <- err
-					return
-				}
-				h := holders.Add(1)
-				for p := peak.Load(); h > p && !peak.CompareAndSwap(p, h); p = peak.Load() {
-				}
-				v := counter.Load()
-				time.Sleep(50 * time.Microsecond) // the critical section's work
-				counter.Store(v + 1)
-				holders.Add(-1)
-				if err := le.Release(context.Background()); err != nil {
-					errs <- err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	return peak.Load(), int64(workers*iters) - counter.Load()
+	return lockertest.Workload(t, lockers, workers, iters)
 }
 
 // TestMutualExclusion: 64 goroutines over 4 Lockers with separate pools (as

@@ -5,18 +5,14 @@ import (
 	"time"
 )
 
-// Observer receives a Locker's events, for instrumentation: package
-// lockotel (module github.com/locktag/locktag/locker/lockotel) turns them
-// into OpenTelemetry spans and metrics. A Locker without one
-// (WithObserver) reports nothing and pays nothing for it.
-//
-// Each StartX method begins an operation and returns a value the Locker
-// keeps, untouched, and hands to the matching EndX (a span, or nil); EndX
-// is called exactly once for each StartX, StartHold's value also goes to
-// every Renewal of that hold. Methods may be called concurrently (renewals
-// and losses from the watchdog) and must not block: they run on the
-// lock's path. Events carry the resolved key only when the Locker was
-// built with WithKeyAttribute(true); otherwise Key is "".
+// Observer receives a Locker's events, for instrumentation (package
+// lockotel turns them into OpenTelemetry spans and metrics); without one
+// (WithObserver) a Locker reports nothing and pays nothing. Each StartX
+// returns a value the Locker hands, untouched, to the matching EndX,
+// called exactly once (StartHold's also to every Renewal of the hold).
+// Methods may be called concurrently and must not block: they run on the
+// lock's path. Events carry the resolved key only with
+// WithKeyAttribute(true). See docs/observability.md.
 type Observer interface {
 	// StartObtain and EndObtain bracket an Obtain or ObtainMany call.
 	StartObtain(ctx context.Context) any
@@ -38,9 +34,9 @@ type Observer interface {
 	StartRelease(ctx context.Context) any
 	EndRelease(state any, e ReleaseEvent)
 	// StartIdempotency and EndIdempotency bracket an Idempotent call;
-	// name is IdemParams.Name, or "idempotency" when that is "".
+	// name is IdempotencyParams.Name, or "idempotency" when that is "".
 	StartIdempotency(ctx context.Context, name string) any
-	EndIdempotency(state any, e IdemEvent)
+	EndIdempotency(state any, e IdempotencyEvent)
 	// StartRate and EndRate bracket an Allow call.
 	StartRate(ctx context.Context) any
 	EndRate(state any, e RateEvent)
@@ -98,10 +94,10 @@ type ReleaseEvent struct {
 	Err    error
 }
 
-// IdemEvent is a finished Idempotent call.
-type IdemEvent struct {
-	Name    string // IdemParams.Name, or "idempotency"
-	Outcome string // IdemExecuted, IdemReplayed, IdemConflict, IdemMismatch, OutcomeCanceled or OutcomeError
+// IdempotencyEvent is a finished Idempotent call.
+type IdempotencyEvent struct {
+	Name    string // IdempotencyParams.Name, or "idempotency"
+	Outcome string // IdempotencyExecuted, IdempotencyReplayed, IdempotencyConflict, IdempotencyMismatch, OutcomeCanceled or OutcomeError
 	Err     error
 }
 

@@ -44,7 +44,7 @@ func TestObserverEvents(t *testing.T) {
 		if _, err := lk.Allow(ctx, "obs:rate:"+strconv.FormatBool(keys), locker.RateParams{Limit: 1, Period: time.Hour}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := lk.Idempotent(ctx, "obs:idem:"+strconv.FormatBool(keys), "f", locker.IdemParams{})
+		c, err := lk.Idempotent(ctx, "obs:idem:"+strconv.FormatBool(keys), "f", locker.IdempotencyParams{})
 		if err != nil {
 			t.Fatal(err)
 		}

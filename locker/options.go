@@ -158,21 +158,11 @@ func WithNodeTimeout(d time.Duration) Option {
 }
 
 // WithGrantWindow sets how long a lock handed to a queued waiter stays
-// reserved for it before the waiter confirms it. A release hands the lock
-// straight to the head of the queue; that waiter may have gone meanwhile
-// (it gave up, its process crashed or is paused). So the hand-over sets a
-// lease of only the grant window, and the new holder's first renewal, sent
-// a third of the way into it, extends it to the holder's own terms — a
-// holder done sooner never pays for that call. A grant nobody confirms
-// lapses after the window: the next waiter's re-check then hands the lock
-// on, and cuts off the other queue entries of the lapsed waiter's Locker
-// (whose live waiters queue again). So a waiter that has gone costs the
-// others one grant window, never a whole lease.
-//
-// Too short a window makes a live but slow holder (a stalled process, a
-// very loaded machine) lose its lock at the hand-over. The default is
-// 250ms; leases shorter than the window are granted in full. d must be
-// positive.
+// reserved for it before the waiter's first renewal (at a third of it)
+// confirms it: a waiter that has gone costs the others one window, never
+// a whole lease; too short a window makes a slow holder lose the lock at
+// the hand-over. The default is 250ms; d must be positive. See
+// docs/locking.md#the-grant-window.
 func WithGrantWindow(d time.Duration) Option {
 	return func(o *options) {
 		if d <= 0 {
@@ -183,20 +173,13 @@ func WithGrantWindow(d time.Duration) Option {
 	}
 }
 
-// WithMaxConcurrentCalls bounds how many Redis calls the Locker has in
-// flight per Redis node; further calls wait (within their context and the
-// call timeout) for one to finish. Renewals and releases of held locks are
-// not counted and never wait. With the redigo driver's default pipelined
-// connection the bound caps how many calls queue on the connection, so a
-// burst — thousands of waiters giving up at once — reaches Redis in
-// batches of at most n and a renewal or release queued behind it waits for
-// at most n calls, not thousands. With pooled calls (redigo.WithPipelining(0))
-// it keeps such a burst from dialling thousands of connections through a
-// pool without MaxActive: with the default, a pool with MaxIdle 64 serves
-// every call from idle connections. A call that waited past its
-// deadline for a slot fails with an error matching ErrNotSent and
-// ErrUnavailable, having sent nothing. The default is 64; 0 removes the
-// bound; n must not be negative.
+// WithMaxConcurrentCalls bounds the Redis calls in flight per node;
+// further calls wait (within their context and the call timeout), and one
+// that waited past its deadline fails with ErrNotSent (and ErrUnavailable)
+// having sent nothing. Renewals and releases are not counted. It keeps a
+// burst of waiters from queueing thousands of calls ahead of a release on
+// one connection, or dialling thousands through a pool. The default is 64;
+// 0 removes the bound; n must not be negative. See docs/production.md#connections.
 func WithMaxConcurrentCalls(n int) Option {
 	return func(o *options) {
 		if n < 0 {
@@ -271,25 +254,12 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithReplicaAck makes an acquisition count, and a renewal succeed, only
-// once replicas replicas have acknowledged its write: the driver sends
-// WAIT replicas timeout right after the script, on the connection that
-// wrote it (driver.Acker). A lock written on a master that fails before
-// its replicas have it is then never handed out, so a failover cannot
-// grant it a second time (docs/scale-out.md).
-//
-// An acquisition not acknowledged within timeout is released by token and
-// fails with an error matching ErrNotReplicated and ErrUnavailable — the
-// lock was free, the deployment could not make it safe. A renewal not
-// acknowledged counts as a failed renewal: retried until the lease's
-// local deadline, then the lease is lost. A hand-over to a queued waiter
-// is confirmed by an acknowledged renewal before Obtain returns. Re-entry,
-// release, idempotency records and Redlock are not acknowledged (see
-// docs/scale-out.md); ObtainMany takes its keys one by one.
-//
-// The default is none (no WAIT). replicas must be at least 1; timeout
-// must be positive and below the call timeout (WithCallTimeout). New only;
-// New refuses it for a driver that does not implement driver.Acker
-// (locker/redigo and locker/goredis do).
+// once replicas replicas acknowledged its write (WAIT on the script's
+// connection, driver.Acker), so a failover cannot hand out a lock a second
+// time. An acquisition not acknowledged within timeout is released and
+// fails with ErrNotReplicated (and ErrUnavailable). The default is none;
+// replicas >= 1, 0 < timeout < the call timeout; New only, with a driver
+// that implements driver.Acker. See docs/scale-out.md#replica-acknowledgement-withreplicaack.
 func WithReplicaAck(replicas int, timeout time.Duration) Option {
 	return func(o *options) {
 		o.singleOnly = append(o.singleOnly, "WithReplicaAck")

@@ -5,10 +5,10 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
-	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/rate"
 )
 
 // Rate limits.
@@ -18,16 +18,6 @@ import (
 // generic cell rate algorithm (GCRA) on the server's clock, so processes
 // whose clocks disagree share one exact limit. See docs/tags.md#rate-and-burst for
 // why GCRA and not a sliding window.
-
-var (
-	//go:embed scripts/rate.lua
-	luaRate string
-	//go:embed scripts/rate_inspect.lua
-	luaRateInspect string
-
-	scriptRate        = driver.NewScript(luaRate)
-	scriptRateInspect = driver.NewScript(luaRateInspect)
-)
 
 // Rate-limit sentinel errors.
 var (
@@ -123,29 +113,17 @@ func (l *Locker) SupportsRate(p RateParams) error {
 	if err := p.check(); err != nil {
 		return err
 	}
-	_, err := l.be.rates()
+	_, err := l.be.Rates()
 	return err
 }
 
-// Allow decides one request against the rate limit of key: in the long
-// run at most p.Limit requests per p.Period, and at most p.Burst at once.
-// It returns nil when the request is admitted, and an error matching
-// ErrRateLimited when it is refused (the decision's RetryAfter says when
-// to try again), ErrUnavailable when Redis failed (the request may or may
-// not have used a slot), ErrBadRate, ErrEmptyKey or ErrKindUnsupported.
-//
-// The decision is one script in Redis, exact across processes: GCRA on
-// the server's clock, with no client clock and no polling. With p.Wait, a
-// request whose slot comes within the wait (and before ctx's deadline)
-// reserves it at once and Allow sleeps until it comes; a caller whose ctx
-// ends meanwhile gets ErrRateLimited joined with ctx.Err(), and its
-// reserved slot is not given to anyone else. A rate key and a lock of the
-// same name are apart.
-//
-// A Redlock Locker keeps no rate limits: a bucket on each master apart
-// admits up to N times the rate, and no quorum of buckets makes a limit
-// exact; Allow returns an error matching ErrKindUnsupported and touches
-// no master.
+// Allow decides one request against the rate limit of key: at most
+// p.Limit per p.Period in the long run, p.Burst at once (GCRA, one script
+// on the server's clock, exact across processes). It returns nil when
+// admitted; ErrRateLimited when refused (RetryAfter says when to retry);
+// ErrUnavailable, ErrBadRate, ErrEmptyKey, or ErrKindUnsupported on a
+// Redlock Locker. With p.Wait a slot coming within the wait is reserved
+// and Allow sleeps until it. See docs/locking.md#rate-limits.
 func (l *Locker) Allow(ctx context.Context, key string, p RateParams) (RateDecision, error) {
 	span := l.tel.startRate(ctx)
 	d, err := l.allow(ctx, key, p)
@@ -154,7 +132,7 @@ func (l *Locker) Allow(ctx context.Context, key string, p RateParams) (RateDecis
 }
 
 func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecision, error) {
-	nd, err := l.be.rates()
+	nd, err := l.be.Rates()
 	if err != nil {
 		return RateDecision{}, err
 	}
@@ -171,25 +149,18 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	if dl, ok := ctx.Deadline(); ok && maxDelay > 0 {
 		maxDelay = max(min(maxDelay, time.Until(dl)), 0)
 	}
-	iv := strconv.FormatFloat(float64(p.Period)/float64(p.Limit)/float64(time.Microsecond), 'f', -1, 64) // plain decimal: every Lua's tonumber reads it
-	cctx, cancel := l.o.callCtx(ctx)
-	v, err := nd.drv.Eval(cctx, scriptRate, driver.NewKeys(l.rateKey(key)), iv, p.burst(), maxDelay.Microseconds())
-	cancel()
+	r, err := rate.Take(ctx, nd, rate.Key(l.o.prefix, key), p.Period, p.Limit, p.burst(), maxDelay)
 	if err != nil {
 		if ce := ctx.Err(); ce != nil {
 			return RateDecision{}, errors.Join(ErrRateLimited, ce)
 		}
-		return RateDecision{}, unavailable(err)
+		return RateDecision{}, lockerr.Unavailable(err)
 	}
-	r, err := intsReply(v, 4)
-	if err != nil {
-		return RateDecision{}, unavailable(err)
-	}
-	wait, reset := time.Duration(r[2])*time.Microsecond, time.Duration(r[3])*time.Microsecond
-	if r[0] == 0 {
+	wait, reset := r.Wait, r.Reset
+	if !r.Admitted {
 		return RateDecision{RetryAfter: wait, Reset: reset}, ErrRateLimited
 	}
-	d := RateDecision{Remaining: int(r[1]), Reset: reset}
+	d := RateDecision{Remaining: r.Remaining, Reset: reset}
 	if wait > 0 {
 		// The slot is ours: wait for it, not for anyone's signal.
 		t := time.NewTimer(wait)
@@ -203,9 +174,6 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	}
 	return d, nil
 }
-
-// rateKey is the Redis key of key's rate limit.
-func (l *Locker) rateKey(key string) string { return l.o.prefix + "{" + key + "}:rate" }
 
 // RateState is what InspectRate found for one rate key at one moment,
 // under the terms of its last admission.
@@ -228,57 +196,16 @@ type RateState struct {
 // error matching ErrUnavailable when Redis failed, or ErrKindUnsupported
 // on a Redlock Locker.
 func (l *Locker) InspectRate(ctx context.Context, key string) (st RateState, ok bool, err error) {
-	nd, err := l.be.rates()
+	nd, err := l.be.Rates()
 	if err != nil {
 		return RateState{}, false, err
 	}
-	cctx, cancel := l.o.callCtx(ctx)
-	defer cancel()
-	v, err := nd.drv.Eval(cctx, scriptRateInspect, driver.NewKeys(l.rateKey(key)))
+	rs, ok, err := rate.Inspect(ctx, nd, rate.Key(l.o.prefix, key))
 	if err != nil {
-		return RateState{}, false, unavailable(err)
+		return RateState{}, false, lockerr.Unavailable(err)
 	}
-	if v == nil {
+	if !ok {
 		return RateState{}, false, nil
 	}
-	a, _ := v.([]any)
-	if len(a) != 4 {
-		return RateState{}, false, unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
-	}
-	rem, _ := a[0].(int64)
-	reset, _ := a[1].(int64)
-	burst, _ := a[3].(int64)
-	iv, perr := strconv.ParseFloat(str(a[2]), 64)
-	if perr != nil {
-		return RateState{}, false, unavailable(fmt.Errorf("locker: unexpected rate reply %v", v))
-	}
-	return RateState{
-		Name: key, Burst: int(burst), Interval: time.Duration(iv * float64(time.Microsecond)),
-		Remaining: int(rem), Reset: time.Duration(reset) * time.Microsecond,
-	}, true, nil
-}
-
-// intsReply reads a script's reply of n integers.
-func intsReply(v any, n int) ([]int64, error) {
-	a, ok := v.([]any)
-	if !ok || len(a) != n {
-		return nil, fmt.Errorf("locker: unexpected script reply %v", v)
-	}
-	out := make([]int64, n)
-	for i := range a {
-		if out[i], ok = a[i].(int64); !ok {
-			return nil, fmt.Errorf("locker: unexpected script reply %v", v)
-		}
-	}
-	return out, nil
-}
-
-// rates: one deployment keeps rate keys on its one node.
-func (b *single) rates() (*node, error) { return b.nd, nil }
-
-// rates: a bucket on each master apart admits up to N times the rate, and
-// a quorum of buckets cannot be exact: refused.
-func (b *quorum) rates() (*node, error) {
-	return nil, fmt.Errorf("%w: Redlock keeps no rate limits: a bucket on each master apart admits up to %d times the rate, "+
-		"and no quorum of buckets makes a limit exact; use a Locker from New", ErrKindUnsupported, len(b.nodes))
+	return RateState{Name: key, Burst: rs.Burst, Interval: rs.Interval, Remaining: rs.Remaining, Reset: rs.Reset}, true, nil
 }

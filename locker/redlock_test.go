@@ -356,7 +356,7 @@ func TestRedlockRefusesIdempotency(t *testing.T) {
 	if !errors.Is(err, locker.ErrIdempotencyUnsupported) || !strings.Contains(err.Error(), "Redlock") {
 		t.Fatalf("SupportsIdempotency on Redlock: %v, want ErrIdempotencyUnsupported naming Redlock", err)
 	}
-	for _, p := range []locker.IdemParams{{}, {Wait: time.Second}} {
+	for _, p := range []locker.IdempotencyParams{{}, {Wait: time.Second}} {
 		c, err := lk.Idempotent(ctx, "pay-1", "fp", p)
 		if c != nil || !errors.Is(err, locker.ErrIdempotencyUnsupported) {
 			t.Fatalf("Idempotent on Redlock: %v, %v; want ErrIdempotencyUnsupported", c, err)

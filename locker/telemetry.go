@@ -6,13 +6,24 @@ import (
 	"time"
 )
 
-// Outcomes of an idempotency check (IdemEvent.Outcome; lockotel's
+// Outcomes of an idempotency check (IdempotencyEvent.Outcome; lockotel's
 // attribute locktag.outcome); canceled and error as for locks.
 const (
-	IdemExecuted = "executed" // the key was claimed: the request runs
-	IdemReplayed = "replayed" // a stored outcome is replayed
-	IdemConflict = "conflict" // ErrInFlight: the same key is still running
-	IdemMismatch = "mismatch" // ErrMismatch: the key was used for another request
+	IdempotencyExecuted = "executed" // the key was claimed: the request runs
+	IdempotencyReplayed = "replayed" // a stored outcome is replayed
+	IdempotencyConflict = "conflict" // ErrInFlight: the same key is still running
+	IdempotencyMismatch = "mismatch" // ErrMismatch: the key was used for another request
+)
+
+// The former names of the idempotency outcomes.
+//
+// Deprecated: use IdempotencyExecuted, IdempotencyReplayed,
+// IdempotencyConflict and IdempotencyMismatch.
+const (
+	IdemExecuted = IdempotencyExecuted
+	IdemReplayed = IdempotencyReplayed
+	IdemConflict = IdempotencyConflict
+	IdemMismatch = IdempotencyMismatch
 )
 
 // Outcomes of an Obtain (ObtainEvent.Outcome), and "lost" for a held lock
@@ -67,8 +78,8 @@ func lockName(p Params) string {
 	return "locker"
 }
 
-// idemName is the name log records and IdemEvent use for an idempotency
-// check named name (IdemParams.Name).
+// idemName is the name log records and IdempotencyEvent use for an idempotency
+// check named name (IdempotencyParams.Name).
 func idemName(name string) string {
 	if name == "" {
 		return "idempotency"
@@ -181,17 +192,17 @@ func (t *telemetry) endIdem(state any, name string, c *Claim, err error) {
 	var outcome string
 	switch {
 	case err == nil && c.replay:
-		outcome = IdemReplayed
+		outcome = IdempotencyReplayed
 	case err == nil:
-		outcome = IdemExecuted
+		outcome = IdempotencyExecuted
 	case errors.Is(err, ErrMismatch):
-		outcome = IdemMismatch
+		outcome = IdempotencyMismatch
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		outcome = OutcomeCanceled
 	case errors.Is(err, ErrInFlight):
-		outcome = IdemConflict
+		outcome = IdempotencyConflict
 	default:
 		outcome = OutcomeError
 	}
-	t.obs.EndIdempotency(state, IdemEvent{Name: idemName(name), Outcome: outcome, Err: err})
+	t.obs.EndIdempotency(state, IdempotencyEvent{Name: idemName(name), Outcome: outcome, Err: err})
 }

@@ -12,6 +12,7 @@ require (
 
 require (
 	github.com/gomodule/redigo v1.9.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
 	github.com/locktag/locktag/interceptor/locktagv1 v0.9.0 // indirect
 )
 

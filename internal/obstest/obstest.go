@@ -146,7 +146,7 @@ func (r *Recorder) StartIdempotency(ctx context.Context, name string) any {
 	return r.start("idempotency")
 }
 
-func (r *Recorder) EndIdempotency(state any, e locker.IdemEvent) {
+func (r *Recorder) EndIdempotency(state any, e locker.IdempotencyEvent) {
 	r.end(state, "idempotency", true)
 	r.add("idempotency.end %s %s", e.Name, e.Outcome)
 }

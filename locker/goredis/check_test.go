@@ -107,14 +107,14 @@ func goredisWorkload(t *testing.T, a, b *locker.Locker, rdb redis.UniversalClien
 	s := mustObtain(t, a, ctx, key+":sem", locker.Params{Limit: 2})
 	mustRelease(t, s)
 	name := locker.IdempotencyName("POST /pay", "user:1", key)
-	claim, err := a.Idempotent(ctx, name, "body", locker.IdemParams{})
+	claim, err := a.Idempotent(ctx, name, "body", locker.IdempotencyParams{})
 	if err != nil {
 		t.Fatalf("Idempotent: %v", err)
 	}
 	if err := claim.Complete(ctx, []byte("done")); err != nil {
 		t.Fatalf("Complete: %v", err)
 	}
-	again, err := b.Idempotent(ctx, name, "body", locker.IdemParams{})
+	again, err := b.Idempotent(ctx, name, "body", locker.IdempotencyParams{})
 	if err != nil {
 		t.Fatalf("Idempotent again: %v", err)
 	}

@@ -11,6 +11,9 @@ var (
 	ErrBadOption = errors.New("guard: bad option")
 	// ErrNilLocker reports a constructor called with a nil *locker.Locker.
 	ErrNilLocker = errors.New("guard: nil locker")
+	// ErrBadIdempotencyKey: a client's idempotency key is empty, too long
+	// or not printable ASCII (see ParseIdempotencyKey).
+	ErrBadIdempotencyKey = errors.New("guard: malformed idempotency key")
 	// ErrNoScope reports an idempotency guard built with neither WithScope
 	// nor WithPublicScope.
 	ErrNoScope = errors.New("guard: idempotency guard without a scope (use WithScope or WithPublicScope)")

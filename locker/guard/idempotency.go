@@ -136,9 +136,9 @@ func (g *Idempotency[R]) Run(ctx context.Context, r R, q Request, call func(ctx 
 	case len(q.Keys) == 0:
 		return fail(MissingIdempotencyKey, ErrIdempotencyKeyMissing)
 	case len(q.Keys) > 1:
-		return fail(BadIdempotencyKey, fmt.Errorf("%w: sent more than once", locker.ErrBadIdempotencyKey))
+		return fail(BadIdempotencyKey, fmt.Errorf("%w: sent more than once", ErrBadIdempotencyKey))
 	}
-	key, err := locker.ParseIdempotencyKey(q.Keys[0], g.s.maxKeyLen)
+	key, err := ParseIdempotencyKey(q.Keys[0], g.s.maxKeyLen)
 	if err != nil {
 		return fail(BadIdempotencyKey, err)
 	}

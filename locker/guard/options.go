@@ -95,7 +95,7 @@ type settings struct {
 	public       bool
 	optional     bool
 	maxKeyLen    int
-	params       locker.IdemParams
+	params       locker.IdempotencyParams
 	maxRespBytes int
 	oversize     OversizePolicy
 	serverErrors ServerErrorPolicy
@@ -108,8 +108,8 @@ func evaluate(u Target, opts []Option) (*settings, error) {
 		logger:       slog.Default(),
 		maxReqBytes:  DefaultMaxRequestBytes,
 		maxValueLen:  keyexpr.DefaultMaxValueLen,
-		maxKeyLen:    locker.DefaultMaxIdempotencyKeyLen,
-		params:       locker.IdemParams{TTL: locker.DefaultIdemTTL},
+		maxKeyLen:    DefaultMaxKeyLen,
+		params:       locker.IdempotencyParams{TTL: locker.DefaultIdempotencyTTL},
 		maxRespBytes: DefaultMaxResponseBytes,
 	}
 	var errs []error
@@ -253,7 +253,7 @@ func WithOptionalKey() Option {
 // WithMaxKeyLen caps the idempotency key's length in bytes (after
 // unquoting); a longer key is BadIdempotencyKey before Redis is touched.
 // Idempotency guards only; n must be at least 1. The default is
-// locker.DefaultMaxIdempotencyKeyLen (255).
+// DefaultMaxKeyLen (255).
 func WithMaxKeyLen(n int) Option {
 	return option("WithMaxKeyLen", forIdem, func(s *settings) error {
 		if n < 1 {
@@ -266,7 +266,7 @@ func WithMaxKeyLen(n int) Option {
 
 // WithRecordTTL sets how long a finished request's answer is kept and
 // replayed; after it the key may be used afresh. Idempotency guards only;
-// at least 1ms. The default is locker.DefaultIdemTTL (24h).
+// at least 1ms. The default is locker.DefaultIdempotencyTTL (24h).
 func WithRecordTTL(d time.Duration) Option {
 	return option("WithRecordTTL", forIdem, func(s *settings) error {
 		if d < time.Millisecond {

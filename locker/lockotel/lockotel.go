@@ -195,7 +195,7 @@ func (t *Observer) attrs(name string) *nameAttrs {
 		renewals: make(map[string]attrOpts),
 		idem:     make(map[string]attrOpts),
 	}
-	for _, o := range []string{locker.IdemExecuted, locker.IdemReplayed, locker.IdemConflict, locker.IdemMismatch, locker.OutcomeCanceled, locker.OutcomeError} {
+	for _, o := range []string{locker.IdempotencyExecuted, locker.IdempotencyReplayed, locker.IdempotencyConflict, locker.IdempotencyMismatch, locker.OutcomeCanceled, locker.OutcomeError} {
 		a.idem[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, o := range []string{locker.OutcomeAcquired, locker.OutcomeReentered, locker.OutcomeBusy, locker.OutcomeCanceled,

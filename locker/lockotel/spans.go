@@ -202,7 +202,7 @@ func (t *Observer) StartIdempotency(ctx context.Context, name string) any {
 }
 
 // EndIdempotency closes it and counts the outcome.
-func (t *Observer) EndIdempotency(state any, e locker.IdemEvent) {
+func (t *Observer) EndIdempotency(state any, e locker.IdempotencyEvent) {
 	span := spanOf(state)
 	t.idem.Add(context.Background(), 1, t.attrs(e.Name).idem[e.Outcome].add...)
 	if span.IsRecording() {

@@ -39,6 +39,9 @@ type Page struct {
 	Next string `json:"next"`
 	// Redacted says the names are redacted (WithRedaction).
 	Redacted bool `json:"redacted"`
+	// Locker is the instance id of the Locker serving the page
+	// (Locker.ID), which its log records carry too.
+	Locker string `json:"locker"`
 	// CanRelease says the caller may force-release at all (some rows
 	// may still refuse; see Lock.CanRelease).
 	CanRelease bool `json:"canRelease"`
@@ -174,7 +177,7 @@ func (h *handler) page(ctx context.Context, prefix, cursor string, waiters int) 
 	if len(prefix) > maxNameBytes {
 		return nil, errPrefixTooLong
 	}
-	p := &Page{Prefix: prefix, Locks: []Lock{}, Redacted: h.o.redact != nil}
+	p := &Page{Prefix: prefix, Locks: []Lock{}, Redacted: h.o.redact != nil, Locker: h.lk.ID()}
 	var names []string
 	seen := map[string]bool{}
 	next := cursor

@@ -9,6 +9,8 @@ require (
 	google.golang.org/protobuf v1.36.6
 )
 
+require github.com/google/uuid v1.6.0 // indirect
+
 replace (
 	github.com/locktag/locktag => ../../..
 	github.com/locktag/locktag/interceptor/locktagv1 => ../../locktagv1

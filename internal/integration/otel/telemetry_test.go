@@ -203,7 +203,7 @@ func TestTelemetryIdempotency(t *testing.T) {
 	srv := redistest.Start(t)
 	lk, rec := instrumented(t, srv)
 	ctx := context.Background()
-	p := locker.IdemParams{Name: "POST /payments"}
+	p := locker.IdempotencyParams{Name: "POST /payments"}
 	name := lockotel.AttrLockName.String("POST /payments")
 
 	first, err := lk.Idempotent(ctx, "rec-1", "body-a", p)
@@ -224,11 +224,11 @@ func TestTelemetryIdempotency(t *testing.T) {
 	if _, err := lk.Idempotent(ctx, "rec-1", "body-b", p); !errors.Is(err, locker.ErrMismatch) {
 		t.Fatal(err)
 	}
-	if rec.span(t, "locktag.idempotency")[lockotel.AttrOutcome].AsString() != locker.IdemMismatch {
+	if rec.span(t, "locktag.idempotency")[lockotel.AttrOutcome].AsString() != locker.IdempotencyMismatch {
 		t.Fatal("mismatch not on the span")
 	}
 	for outcome, want := range map[string]int64{
-		locker.IdemExecuted: 1, locker.IdemConflict: 1, locker.IdemReplayed: 1, locker.IdemMismatch: 1,
+		locker.IdempotencyExecuted: 1, locker.IdempotencyConflict: 1, locker.IdempotencyReplayed: 1, locker.IdempotencyMismatch: 1,
 	} {
 		if got := rec.sum(t, "locktag.idempotency.outcomes", name, lockotel.AttrOutcome.String(outcome)); got != want {
 			t.Errorf("idempotency.outcomes{%s} = %d, want %d", outcome, got, want)

@@ -79,7 +79,7 @@ func traffic(t *testing.T, srv *redistest.Server, lk *locker.Locker) (stop func(
 		_, _ = lk.Obtain(wctx, "order:1", waiting) // waits until cancelled
 	}()
 	// An idempotency check, for locktag_idempotency_outcomes_total.
-	claim, err := lk.Idempotent(ctx, locker.IdempotencyName("POST /payments", "alice", "k1"), "fp", locker.IdemParams{Name: "POST /payments"})
+	claim, err := lk.Idempotent(ctx, locker.IdempotencyName("POST /payments", "alice", "k1"), "fp", locker.IdempotencyParams{Name: "POST /payments"})
 	if err != nil {
 		t.Fatal(err)
 	}

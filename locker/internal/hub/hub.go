@@ -1,0 +1,286 @@
+// Package hub is the locker's pub/sub side: per Redis node one Hub
+// multiplexes every waiting call of a Locker onto one subscriber
+// connection, delivers hand-overs to the waiter they name, keeps one
+// safety re-check per key, and carries the control channel that
+// force-release notices arrive on. It imports the driver seam and
+// callctx only; backends use it through Register, Watch and HandOver.
+//
+// Each key's channel is subscribed while at least
+// one local waiter waits on it (and for a short linger after). Messages on a
+// lock's channel:
+//
+//   - "token fence server_ms pttl_ms": the lock was handed to token for
+//     pttl_ms (a grant). The waiter whose token it names, if local, takes
+//     it; every local waiter of the key learns when that lease ends.
+//   - "!sid": a grant to one of subscriber sid's waiters lapsed, and Redis
+//     cut off all of sid's queue entries. If sid is this hub's, its waiters
+//     on the key re-check, which queues the live ones again.
+//   - "-": the lock is free (Redlock, whose masters keep no hand-over).
+//   - "token 0 0": the idempotency record token waits for has ended.
+//
+// Waiting needs no polling, and a lost message costs at most one lease: per
+// key the hub keeps one safety timer at the end of the current holder's
+// lease (as the last grant or busy reply told it), and when it fires the
+// first local waiter — one per process, not all of them — re-checks.
+package hub
+
+import (
+	"container/list"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+)
+
+// Hub multiplexes the waiters of one Locker onto one subscriber
+// connection per Redis node: the messages it reads, and the safety timer
+// per key, are described in the package documentation.
+type Hub struct {
+	drv    driver.Driver
+	bounds callctx.Bounds
+	linger time.Duration // how long a channel stays subscribed after its last waiter
+	sid    string        // this hub's subscriber id in queue entries (shared by a Locker's hubs)
+
+	dialMu sync.Mutex // serialises opening the listener
+
+	mu      sync.Mutex
+	lis     driver.Listener
+	closed  bool
+	chans   map[string]*subscription
+	waiters map[string]*Waiter
+
+	// The control channel (see control.go): "" when the hub has none.
+	// ctlOn is set while the channel is subscribed, or being subscribed,
+	// on the current listener; a broken listener clears it, and the next
+	// lease (or renewal) subscribes again. ctlFn handles its messages.
+	ctl   string
+	ctlFn func(payload string)
+	ctlOn atomic.Bool
+	// ctlLis is the listener the control channel was subscribed on; mu.
+	ctlLis driver.Listener
+}
+
+// subscription is one channel's state on the current listener. A
+// subscription from a listener that broke is dropped from chans; its holders
+// still leave it, which then has no effect.
+type subscription struct {
+	channel string
+	refs    int
+	ready   chan struct{} // closed when the SUBSCRIBE was confirmed or failed
+	err     error         // set before ready is closed
+	readyAt time.Time
+	linger  *time.Timer
+	lis     driver.Listener
+
+	// The local waiters on the channel, first come first served (values
+	// are *Waiter); guarded by hub.mu.
+	queue list.List
+	// safety fires when the holder's lease is expected to end; then the
+	// first local waiter re-checks. backstop re-arms it in case that
+	// waiter reports nothing (it left, or its call failed).
+	safety   *time.Timer
+	backstop time.Duration
+	seen     int64 // server ms of the report the timer follows
+}
+
+// Waiter is one waiting Obtain (or idempotency) call: what reaches it
+// arrives on its channels.
+type Waiter struct {
+	token string
+	Grant chan Grant    // the hand-over, at most one
+	Kick  chan struct{} // the listener broke: re-subscribe and re-check
+	Check chan struct{} // re-check: safety timer, cut off, or a free notice
+}
+
+// Grant is a hand-over: the lock was given to a waiter with fencing token
+// Fence at server time Server for a lease of PTTL.
+type Grant struct {
+	Fence  int64
+	Server int64         // ms, server clock
+	PTTL   time.Duration // the lease the grant set
+}
+
+// Config is what a Hub needs of its Locker's options.
+type Config struct {
+	Bounds callctx.Bounds // bounds each SUBSCRIBE
+	Linger time.Duration  // a channel stays subscribed this long after its last waiter
+	SID    string         // the Locker's subscriber id in queue entries
+}
+
+// New returns the hub of the node reached through drv. It opens no
+// connection until a waiter or the control channel needs one.
+func New(drv driver.Driver, cfg Config) *Hub {
+	return &Hub{drv: drv, bounds: cfg.Bounds, linger: cfg.Linger, sid: cfg.SID, chans: make(map[string]*subscription), waiters: make(map[string]*Waiter)}
+}
+
+// NewWaiter returns a waiter for token that is not registered for
+// hand-overs (Redlock's waiters, which only hear free notices).
+func NewWaiter(token string) *Waiter {
+	return &Waiter{token: token, Grant: make(chan Grant, 1), Kick: make(chan struct{}, 1), Check: make(chan struct{}, 1)}
+}
+
+// registered recycles the waiters of register: a waiting Obtain registers
+// one before its first try, so the uncontended path would otherwise pay
+// for its channels. Recycling is safe because every send to a
+// registered waiter's channels happens under hub.mu after finding it in
+// waiters (or in a subscription's queue, which it leaves first), and
+// unregister removes it under hub.mu, then empties its channels.
+var registered = sync.Pool{New: func() any { return NewWaiter("") }}
+
+// Register returns a waiter for token that hand-over messages reach.
+// Unregister it when done, and use it no more.
+func (h *Hub) Register(token string) *Waiter {
+	w := registered.Get().(*Waiter)
+	w.token = token
+	h.mu.Lock()
+	h.waiters[w.token] = w
+	h.mu.Unlock()
+	return w
+}
+
+// Unregister takes w out of the hub and recycles it.
+func (h *Hub) Unregister(w *Waiter) {
+	h.mu.Lock()
+	if h.waiters[w.token] == w {
+		delete(h.waiters, w.token)
+	}
+	h.mu.Unlock()
+	select {
+	case <-w.Grant:
+	default:
+	}
+	select {
+	case <-w.Kick:
+	default:
+	}
+	select {
+	case <-w.Check:
+	default:
+	}
+	w.token = ""
+	registered.Put(w)
+}
+
+// deliver runs on the listener's goroutine.
+func (h *Hub) deliver(channel, payload string) {
+	switch {
+	case channel == h.ctl && h.ctl != "":
+		h.ctlFn(payload)
+		return
+	case payload == "-":
+		h.mu.Lock()
+		if s := h.chans[channel]; s != nil {
+			s.checkFirst()
+		}
+		h.mu.Unlock()
+		return
+	case strings.HasPrefix(payload, "!"):
+		if payload[1:] == h.sid {
+			h.mu.Lock()
+			if s := h.chans[channel]; s != nil {
+				for e := s.queue.Front(); e != nil; e = e.Next() {
+					notify(e.Value.(*Waiter).Check)
+				}
+			}
+			h.mu.Unlock()
+		}
+		return
+	}
+	var f [4]string
+	n := 0
+	for rest := payload; n < 4; n++ {
+		var ok bool
+		f[n], rest, ok = strings.Cut(rest, " ")
+		if !ok {
+			n++
+			break
+		}
+	}
+	if n < 3 {
+		return
+	}
+	var g Grant
+	var err error
+	if g.Fence, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+		return
+	}
+	if g.Server, err = strconv.ParseInt(f[2], 10, 64); err != nil {
+		return
+	}
+	if n == 4 {
+		p, err := strconv.ParseInt(f[3], 10, 64)
+		if err != nil {
+			return
+		}
+		g.PTTL = time.Duration(p) * time.Millisecond
+		h.mu.Lock()
+		if s := h.chans[channel]; s != nil {
+			h.observeLocked(s, g.PTTL, g.Server, true)
+		}
+		h.mu.Unlock()
+	}
+	h.HandOver(f[0], g)
+}
+
+// HandOver tells the local waiter token, if any, that it holds the lock.
+// It may be told twice — by the releasing process's own reply and by the
+// notice — and keeps the first.
+func (h *Hub) HandOver(token string, g Grant) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	// Sent under mu: once unregister took it out, w may be recycled.
+	if w := h.waiters[token]; w != nil {
+		select {
+		case w.Grant <- g:
+		default:
+		}
+	}
+}
+
+// observeLocked records that the current holder's lease ends pttl from now,
+// as Redis reported at server time server (ms; 0: unknown): the first local
+// waiter re-checks then. The newest report by server time wins — a grant
+// notice delivered while a waiter was still handling an older busy reply
+// must not be undone by it, and a reply from the same millisecond as a
+// grant may predate it (notice tells which kind of report this is). h.mu
+// is held.
+func (h *Hub) observeLocked(s *subscription, pttl time.Duration, server int64, notice bool) {
+	if h.chans[s.channel] != s {
+		return
+	}
+	if server != 0 {
+		if server < s.seen || server == s.seen && !notice {
+			return
+		}
+		s.seen = server
+	}
+	d := max(pttl, 0) + 2*time.Millisecond
+	s.backstop = min(max(pttl, 20*time.Millisecond), time.Second)
+	if s.safety == nil {
+		s.safety = time.AfterFunc(d, func() { h.safetyFired(s) })
+		return
+	}
+	s.safety.Reset(d)
+}
+
+// safetyFired runs when the holder's lease should have ended with no news.
+func (h *Hub) safetyFired(s *subscription) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.chans[s.channel] != s || s.queue.Len() == 0 {
+		return
+	}
+	s.checkFirst()
+	s.safety.Reset(s.backstop)
+}
+
+// checkFirst tells the first local waiter to re-check; hub.mu is held.
+func (s *subscription) checkFirst() {
+	if e := s.queue.Front(); e != nil {
+		notify(e.Value.(*Waiter).Check)
+	}
+}

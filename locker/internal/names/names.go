@@ -1,0 +1,164 @@
+// Package names is the locker's key layout: the Redis keys, the channel
+// and the owner token of one holder of one lock, built as slices of one
+// string in storage the holder's lease lends (Buf), so a lock+unlock pays
+// one allocation for all of them. Every name of a lock shares the hash tag
+// {key}, so they live in one Redis Cluster slot; the derived names never
+// end in '}', so they cannot equal another lock's main key. The layout is
+// documented for operators in docs/locking.md.
+package names
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"strings"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/scripts"
+)
+
+// Names are the Redis keys, the channel and the script arguments of one
+// holder of one lock. The arguments every call of one holder passes are
+// boxed once, here: a lock+unlock would box each twice otherwise.
+type Names struct {
+	Keys     driver.Keys  // lock, waiter queue, waiter details, and on Redlock the last token (see Layout.LastKey)
+	Channel  string       // KEYS[1]+":c": the scripts make it themselves
+	TokenArg any          // the holder's owner token as a script argument
+	Scripts  *scripts.Set // the lock kind's scripts
+	LimitArg any          // acquire's extra argument: a semaphore's limit, a read/write hold's kind; nil for a mutex
+	LabelArg any          // acquire's last argument: the holder's label; nil for none (not sent)
+	// FirstArgs are acquire's arguments for the first try ('a'), and
+	// ReleaseArgs release's (token, HandoffGrant, window), made once per
+	// holder in its lease's storage (Buf); nil where a holder has none
+	// (the caller builds them per call). Read-only once made, so nested
+	// holds and concurrent calls share them.
+	FirstArgs, ReleaseArgs []any
+}
+
+// Buf is the storage a root lease lends its holder's names and its own
+// calls: the keys and their boxes, the prebuilt argument lists, and the
+// first try's call context. Obtain allocates the lease before the first
+// call, so a lock+unlock pays one allocation for all of it instead of one
+// per slice and context.
+type Buf struct {
+	keys     [4]string
+	keyArgs  [4]any
+	first    [8]any
+	release  [3]any
+	FirstCtx callctx.Deadline // the first try's (and a waiter's re-checks') call context, one call at a time
+}
+
+// Layout is how one Locker names its locks.
+type Layout struct {
+	Prefix string // WithKeyPrefix
+	// LastKey: a mutex's names carry a fourth key, prefix{key}:f, where a
+	// release leaves the lock for the rest of its lease, for its fencing
+	// token (gone in value.lua). Set on Redlock, whose masters each mint a
+	// token: the next holder's majority shares a master with the last
+	// one, which must remember that token to mint a larger one whatever
+	// its clock says.
+	LastKey   bool
+	WindowArg any // the grant window in ms, boxed once (release's last argument)
+}
+
+// Mutex returns the names of key's mutex and a new owner token, with the
+// names' storage in buf (nil: allocated).
+func (lay *Layout) Mutex(key string, buf *Buf) (Names, string) {
+	return lay.Kind(key, "", scripts.Mutex, nil, buf)
+}
+
+// Semaphore returns the names of the semaphore key with limit permits and
+// a new owner token. Its keys are apart from the mutex of the same key
+// (":s" after the hash tag), so the two never meet in one Redis value.
+func (lay *Layout) Semaphore(key string, limit int, buf *Buf) (Names, string) {
+	return lay.Kind(key, ":s", scripts.Sem, int64(limit), buf)
+}
+
+// RW returns the names of the read/write lock key (":rw") for a read
+// hold, or a write hold when write, and a new owner token.
+func (lay *Layout) RW(key string, write bool, buf *Buf) (Names, string) {
+	kind := scripts.RWRead
+	if write {
+		kind = scripts.RWWrite
+	}
+	return lay.Kind(key, ":rw", scripts.RW, kind, buf)
+}
+
+// Kind returns the names of key's lock of the kind whose keys end in
+// suffix, run by sc with acquire's extra argument arg, and a new owner
+// token. The names and the token are slices of one string: building them
+// one by one costs an allocation each.
+func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) (Names, string) {
+	if buf == nil {
+		buf = new(Buf)
+	}
+	var b strings.Builder
+	tag := len(lay.Prefix) + len(key) + 2 // prefix{key}
+	n := tag + len(suffix)                // the lock's own key
+	parts := [...]string{suffix, suffix + ":q", suffix + ":w", suffix + ":c", ":f"}
+	count := 4 // the last token's key only where kept (LastKey)
+	if lay.LastKey && suffix == "" {
+		count = 5
+	}
+	b.Grow(n + 3*(n+2) + (tag+2)*(count-4) + TokenLen)
+	var ends [6]int
+	for i, part := range parts[:count] {
+		b.WriteString(lay.Prefix)
+		b.WriteByte('{')
+		b.WriteString(key)
+		b.WriteByte('}')
+		b.WriteString(part)
+		ends[i+1] = b.Len()
+	}
+	var raw [16]byte
+	var enc [TokenLen]byte
+	_, _ = rand.Read(raw[:]) // never fails (crypto/rand documents it)
+	base64.RawURLEncoding.Encode(enc[:], raw[:])
+	b.Write(enc[:])
+	all := b.String()
+	part := func(i int) string { return all[ends[i]:ends[i+1]] }
+	token := all[ends[count]:]
+	buf.keys = [4]string{part(0), part(1), part(2)}
+	nkeys := 3
+	if count == 5 {
+		buf.keys[3] = part(4)
+		nkeys = 4
+	}
+	var tokenArg any = token
+	buf.release = [3]any{tokenArg, scripts.HandoffGrant, lay.WindowArg}
+	return Names{
+		Keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys]),
+		Channel:     part(3),
+		TokenArg:    tokenArg,
+		Scripts:     sc,
+		LimitArg:    arg,
+		ReleaseArgs: buf.release[:],
+	}, token
+}
+
+// WithFirstArgs returns n with acquire's first-try arguments made in buf
+// (see FirstArgs): token, ttl, wait, mode 'a', sid and window, then a
+// semaphore's limit or a read/write hold's kind when it has one, n's
+// label last when it has one.
+func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) Names {
+	buf.first = [8]any{n.TokenArg, ttlArg, waitArg, scripts.ModeAcquire, sidArg, windowArg}
+	i := 6
+	for _, a := range [...]any{n.LimitArg, n.LabelArg} {
+		if a != nil {
+			buf.first[i] = a
+			i++
+		}
+	}
+	n.FirstArgs = buf.first[:i]
+	return n
+}
+
+// TokenLen is the length of an owner token: 128 bits in base64url.
+const TokenLen = 22
+
+// NewToken returns 128 random bits, base64url-encoded.
+func NewToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand documents it)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

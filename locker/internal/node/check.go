@@ -1,0 +1,198 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+)
+
+// ListenerChannels is the pattern of the channels the drivers' subscriber
+// connections stay subscribed to (redigo's "locktag:listener", go-redis's
+// "locktag:listener:<random>"), whatever the key prefix.
+const ListenerChannels = "locktag:listener*"
+
+// Failed is the error of a check or ping that failed with err: it
+// matches ErrUnavailable when a node did not answer, and lockerr.ErrUnsupported
+// when one lacks a capability (a Redlock Locker's error can match both).
+func Failed(err error) error {
+	if err == nil {
+		return nil
+	}
+	var errs []error
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	} else {
+		errs = []error{err}
+	}
+	for _, e := range errs {
+		if !errors.Is(e, lockerr.ErrUnsupported) {
+			return lockerr.Unavailable(err)
+		}
+	}
+	return err
+}
+
+// Check runs Locker.Check on one node and remembers a pass (see Ping).
+// Its error is a driver's (the node did not answer) or wraps
+// lockerr.ErrUnsupported.
+func (nd *Node) Check(ctx context.Context) error {
+	ms, err := nd.Masters(ctx)
+	if err != nil {
+		if msg, ok := refusal(err); ok {
+			return fmt.Errorf("%w: the client library's own command refused (%s): allow it for this user (see docs/servers.md)", lockerr.ErrUnsupported, msg)
+		}
+		return err
+	}
+	var missing []string
+	key := nd.Sh.Cfg.Prefix + "{check}"
+	args := append([]any{key, "", ""}, nd.Sh.CheckCommands...)
+	scripting, publish := true, true
+	for _, d := range ms {
+		v, err := d.Eval(ctx, nd.Sh.CheckScript, driver.Keys{}, args...)
+		if err != nil {
+			msg, ok := refusal(err)
+			if !ok {
+				return err
+			}
+			missing = append(missing, "scripting: EVALSHA and EVAL refused ("+msg+"): allow them for this user (+evalsha +eval) and enable Lua on the server")
+			scripting = false
+			break
+		}
+		denied, unknown, err := checkReply(v)
+		if err != nil {
+			return err
+		}
+		if len(denied) > 0 {
+			publish = publish && !slices.Contains(denied, "PUBLISH")
+			missing = append(missing, fmt.Sprintf("commands the scripts call, denied to this user on keys %[1]s*: %[2]s: allow +%[3]s on ~%[1]s* &%[1]s*",
+				nd.Sh.Cfg.Prefix, strings.Join(denied, " "), strings.ToLower(strings.Join(denied, " +"))))
+		}
+		if len(unknown) > 0 {
+			publish = publish && !slices.Contains(unknown, "PUBLISH")
+			missing = append(missing, "commands the scripts call, unknown to the server: "+strings.Join(unknown, " "))
+		}
+		if len(denied) > 0 || len(unknown) > 0 {
+			break // the same user on every master
+		}
+	}
+	if err := nd.checkPubSub(ctx, ms, scripting && publish); err != nil {
+		msg, ok := refusal(err)
+		switch {
+		case errors.Is(err, errNotDelivered):
+			missing = append(missing, err.Error())
+		case !ok:
+			return err
+		default:
+			missing = append(missing, fmt.Sprintf("pub/sub: SUBSCRIBE refused (%s): allow +subscribe +unsubscribe +ping and the channels &%s* &%s for this user",
+				msg, nd.Sh.Cfg.Prefix, ListenerChannels))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w: %s (see docs/servers.md)", lockerr.ErrUnsupported, strings.Join(missing, "; "))
+	}
+	nd.capable.Store(true)
+	return nil
+}
+
+// errNotDelivered: a message a script published did not reach the
+// subscriber connection.
+var errNotDelivered = errors.New("pub/sub: a message a script published did not reach the subscriber connection (a proxy that does not forward pub/sub?)")
+
+// checkPubSub opens a subscriber connection of its own, subscribes to a
+// channel of this check and, when publish is set, has each master's check
+// script publish on it and waits for every message.
+func (nd *Node) checkPubSub(ctx context.Context, ms []driver.Driver, publish bool) error {
+	channel := nd.Sh.Cfg.Prefix + "check:" + names.NewToken()
+	got := make(chan string, len(ms))
+	broken := make(chan error, 1)
+	lis, err := nd.Drv.Listen(ctx, func(ch, payload string) {
+		if ch == channel {
+			select {
+			case got <- payload:
+			default:
+			}
+		}
+	}, func(err error) {
+		select {
+		case broken <- err:
+		default:
+		}
+	})
+	if err != nil {
+		return err
+	}
+	defer lis.Close()
+	if err := lis.Subscribe(ctx, channel); err != nil {
+		// A refusal of the listener's first SUBSCRIBE comes on the
+		// connection (redigo reads it there), which then ends: this
+		// SUBSCRIBE fails with ErrListenerClosed, or with the closed
+		// connection's error when it was written as that happened. broken
+		// has the reason, in either case soon.
+		select {
+		case b := <-broken:
+			if _, ok := refusal(b); ok || errors.Is(err, driver.ErrListenerClosed) {
+				err = b
+			}
+		case <-ctx.Done():
+		}
+		return err
+	}
+	if !publish {
+		return nil
+	}
+	args := append([]any{nd.Sh.Cfg.Prefix + "{check}", channel, ""}, nd.Sh.CheckCommands...)
+	for i, d := range ms {
+		args[2] = strconv.Itoa(i)
+		if _, err := d.Eval(ctx, nd.Sh.CheckScript, driver.Keys{}, args...); err != nil {
+			return err
+		}
+	}
+	for range ms {
+		select {
+		case <-got:
+		case err := <-broken:
+			return err
+		case <-ctx.Done():
+			return errNotDelivered
+		}
+	}
+	return nil
+}
+
+// checkReply reads check.lua's reply: the commands denied to the user and
+// those the server does not know.
+func checkReply(v any) (denied, unknown []string, err error) {
+	a, ok := v.([]any)
+	if !ok || len(a) == 0 {
+		return nil, nil, fmt.Errorf("locker: unexpected check reply %v", v)
+	}
+	for _, p := range a[1:] {
+		s, _ := p.(string)
+		if c, ok := strings.CutSuffix(s, "?"); ok {
+			unknown = append(unknown, c)
+		} else {
+			denied = append(denied, s)
+		}
+	}
+	return denied, unknown, nil
+}
+
+// refusal returns the server's message when err is its refusal of a
+// command (an ACL, a command the server does not have or allow), as
+// opposed to a failure to reach it.
+func refusal(err error) (string, bool) {
+	msg := err.Error()
+	for _, s := range []string{"NOPERM", "unknown command", "unknown subcommand", "ACL failure", "can't run this command", "not allowed"} {
+		if strings.Contains(msg, s) {
+			return msg, true
+		}
+	}
+	return "", false
+}

@@ -1,0 +1,98 @@
+package node
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/scripts"
+)
+
+// Config is what the engine takes from a Locker's options.
+type Config struct {
+	Prefix      string         // WithKeyPrefix: keys, the check's and the control channel
+	Bounds      callctx.Bounds // WithCallTimeout
+	Linger      time.Duration  // a channel stays subscribed this long after its last waiter
+	MaxCalls    int            // WithMaxConcurrentCalls, per node; 0: unbounded
+	AckReplicas int            // WithReplicaAck; 0: none
+	AckTimeout  time.Duration  // WithReplicaAck
+	Drift       float64        // WithDriftFactor (Redlock)
+	NodeTimeout time.Duration  // WithNodeTimeout (Redlock); 0: derived from the lease
+}
+
+// Hooks are how the engine tells its Locker what happens below it
+// (telemetry), without importing it. A nil hook is not called.
+type Hooks struct {
+	// Waiting is called when an Obtain starts waiting for a busy lock,
+	// with its Terms.Ref; the function it returns is called when the wait
+	// ends.
+	Waiting func(ref any) (done func())
+}
+
+// Shared is what a Locker's backend and nodes share with it.
+type Shared struct {
+	Cfg    Config
+	Hooks  Hooks
+	SID    string       // the Locker's instance id (a UUID): names its waiters in queue entries (see package hub)
+	Layout names.Layout // how this Locker names its keys
+	// Script arguments made once: boxing them per call would allocate.
+	SIDArg, WindowArg any
+	// CheckScript is check.lua under a comment naming this Locker, so
+	// that its first run meets NOSCRIPT and exercises the EVAL fallback;
+	// CheckCommands are its command arguments (see Node.Check).
+	CheckScript   *driver.Script
+	CheckCommands []any
+	// The last two millisecond arguments boxed (see MSArg).
+	msBoxes [2]atomic.Pointer[msBox]
+	msNext  atomic.Uint32
+}
+
+// NewShared returns what a Locker with cfg shares with its engine: a new
+// instance id, the key layout (LastKey for Redlock) and the arguments
+// made once.
+func NewShared(cfg Config, grantWindow time.Duration, lastKey bool, hooks Hooks) *Shared {
+	sh := &Shared{Cfg: cfg, Hooks: hooks}
+	sh.SID = uuid.NewString() // the Locker's instance id; it names its waiters in queue entries
+	sh.SIDArg, sh.WindowArg = sh.SID, scripts.MS(grantWindow)
+	sh.Layout = names.Layout{Prefix: cfg.Prefix, LastKey: lastKey, WindowArg: sh.WindowArg}
+	sh.CheckScript = driver.NewScript("-- check by " + sh.SID + "\n" + scripts.CheckSource)
+	for _, c := range scripts.Commands() {
+		sh.CheckCommands = append(sh.CheckCommands, c)
+	}
+	return sh
+}
+
+// Waiting reports the start of a wait for the Obtain with Terms t; call
+// the function it returns when the wait ends.
+func (sh *Shared) Waiting(t Terms) func() {
+	if sh.Hooks.Waiting == nil {
+		return func() {}
+	}
+	return sh.Hooks.Waiting(t.Ref)
+}
+
+// msBox is a duration in milliseconds as a script argument.
+type msBox struct {
+	ms  int64
+	arg any
+}
+
+// MSArg returns scripts.MS(d) as a script argument. Most calls pass the
+// same few values (a route's TTL and wait), so the last two boxed are
+// reused: an int64 above 255 costs an allocation each time it is boxed.
+func (sh *Shared) MSArg(d time.Duration) any {
+	m := scripts.MS(d)
+	for i := range sh.msBoxes {
+		if b := sh.msBoxes[i].Load(); b != nil && b.ms == m {
+			return b.arg
+		}
+	}
+	b := &msBox{ms: m, arg: m}
+	// Round robin: a TTL and a wait that alternate keep one slot each.
+	sh.msBoxes[sh.msNext.Add(1)%uint32(len(sh.msBoxes))].Store(b)
+	return b.arg
+}

@@ -1,0 +1,95 @@
+package quorum
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/tally"
+)
+
+// The operations of a held Redlock lock: each fans out to every master and
+// decides by tally.
+
+// Reenter adds a hold on every master: held when a majority did.
+func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
+	try := b.try(ctx, n, token, ttl, 0, scripts.ModeReenter, true)
+	return try.holds, try.obtained, try.err
+}
+
+// Release drops one hold on every master: done when a majority released it;
+// lockerr.ErrNotHeld when so many did not hold it that no majority is left.
+func (b *Backend) Release(ctx context.Context, n names.Names, token string, ttl time.Duration) error {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Release, n.Keys, token, scripts.HandoffNotify, 0)
+	t := tally.Count("release", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		return x >= 0, nil
+	})
+	switch {
+	case t.Won():
+		return nil
+	case t.Refused():
+		return lockerr.ErrNotHeld
+	}
+	return t.Err()
+}
+
+// Keep is Release's twin for Lease.ReleaseAfter: done when a majority kept
+// the lock. A master that missed it frees the lock at once, so the window
+// holds while a majority keeps it.
+func (b *Backend) Keep(ctx context.Context, n names.Names, token string, ttl, d time.Duration) error {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), n.Scripts.Keep, n.Keys, token, scripts.MS(d))
+	t := tally.Count("keep", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		return x >= 0, nil
+	})
+	switch {
+	case t.Won():
+		return nil
+	case t.Refused():
+		return lockerr.ErrNotHeld
+	}
+	return t.Err()
+}
+
+// Extend resets the lease on every master: held when a majority extended
+// it; lost (false) when so many refused that no majority is left.
+func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Extend, n.Keys.First(1), token, scripts.MS(ttl))
+	t := tally.Count("extend", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		return x == 1, nil
+	})
+	switch {
+	case t.Won():
+		return true, nil
+	case t.Refused():
+		return false, nil
+	}
+	return false, t.Err()
+}
+
+// PTTL is the lease left on the majority: the quorum-th longest.
+func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
+	res := b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.PTTL, n.Keys.First(1), token)
+	var left []time.Duration
+	t := tally.Count("ttl", b.need, res, func(_ int, v any) (bool, error) {
+		x, _ := v.(int64)
+		if x < 0 {
+			return false, nil
+		}
+		left = append(left, time.Duration(x)*time.Millisecond)
+		return true, nil
+	})
+	switch {
+	case t.Won():
+		slices.Sort(left)
+		return left[len(left)-b.need], nil
+	case t.Broken():
+		return 0, t.Err()
+	}
+	return 0, lockerr.ErrNotHeld
+}

@@ -1,0 +1,279 @@
+// Package quorum is the Redlock backend over N independent masters: every
+// call fans out to all masters in parallel, each bounded by a short
+// per-master timeout, and every decision is a tally (package tally). It
+// implements node.Backend and node.Admin; it keeps mutexes only.
+package quorum
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/tally"
+)
+
+// Backend is the Redlock backend over N independent masters: a lock is
+// held when a majority (N/2+1) granted it within its validity, TTL -
+// elapsed - drift. Every call fans out to all masters in parallel with a
+// short per-master timeout; every decision is a tally (package tally).
+type Backend struct {
+	*node.Shared
+	nodes []*node.Node
+	need  int // len(nodes)/2 + 1
+}
+
+// New returns the Redlock backend over nodes, one per master.
+func New(sh *node.Shared, nodes []*node.Node) *Backend {
+	return &Backend{Shared: sh, nodes: nodes, need: len(nodes)/2 + 1}
+}
+
+// ValidUntil subtracts the clock drift allowance from the lease.
+func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
+	return sent.Add(ttl - b.drift(ttl))
+}
+
+func (b *Backend) drift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*b.Cfg.Drift) + 2*time.Millisecond
+}
+
+func (b *Backend) nodeTimeout(ttl time.Duration) time.Duration {
+	if b.Cfg.NodeTimeout > 0 {
+		return b.Cfg.NodeTimeout
+	}
+	return min(max(ttl/10, 50*time.Millisecond), 500*time.Millisecond)
+}
+
+// fanout runs s on every master in parallel, each call bounded by timeout.
+func (b *Backend) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []tally.Reply {
+	return node.Fanout(ctx, b.nodes, timeout, s, keys, args...)
+}
+
+// quorumTry is the outcome of one acquire round.
+type quorumTry struct {
+	obtained bool
+	fence    int64
+	holds    int           // the hold count reached (re-entry)
+	sent     time.Time     // when the round was sent
+	pttl     time.Duration // the shortest remaining lease of a busy master
+	err      error         // a *QuorumError when too many masters failed
+}
+
+// try runs acquire.lua on every master and decides by majority. A round
+// that does not win undoes what it took.
+func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
+	out := quorumTry{sent: time.Now(), pttl: ttl}
+	var res []tally.Reply
+	if n.LabelArg != nil {
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg, n.LabelArg)
+	} else {
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg)
+	}
+	took := make([]bool, len(res)) // holds this token now, or may (error)
+	granted := 0
+	same := true // every granting master minted the same token
+	t := tally.Count("obtain", b.need, res, func(i int, v any) (bool, error) {
+		rep, err := scripts.ParseReply(v, ttl)
+		if err != nil {
+			return false, err
+		}
+		if rep.Status != scripts.StatusObtained && rep.Status != scripts.StatusReentered {
+			if rep.PTTL > 0 {
+				out.pttl = min(out.pttl, rep.PTTL)
+			}
+			return false, nil
+		}
+		granted++
+		took[i] = true
+		same = same && (granted == 1 || rep.Fence == out.fence)
+		out.fence = max(out.fence, rep.Fence)
+		out.holds = max(out.holds, int(rep.Holds))
+		return true, nil
+	})
+	for i, err := range t.Errs {
+		// A master whose reply was lost may have run the script: its hold
+		// is undone with the rest, or a re-entry left there would outlive
+		// the last release (and a retried re-entry count one hold too
+		// many). Only a call never sent certainly changed nothing, and a
+		// re-entry's undo there would drop the outer hold instead.
+		took[i] = took[i] || (err != nil && !(reentry && errors.Is(err, lockerr.ErrNotSent)))
+	}
+	if t.Won() && time.Until(b.ValidUntil(out.sent, ttl)) > 0 {
+		// When every granting master minted the same token, each counter
+		// already holds it: nothing to write back (the steady state, since
+		// the write-back levels the counters).
+		if reentry || same || b.raiseFence(ctx, n, token, ttl, out.fence, took) {
+			out.obtained = true
+			return out
+		}
+	}
+	if t.Broken() && !reentry {
+		// Too many masters failed: obtain returns and the token is not
+		// used again, so the clean-up need not hold the caller up.
+		out.err = t.Err()
+		go b.undo(n, token, took)
+		return out
+	}
+	b.undo(n, token, took)
+	if t.Broken() {
+		out.err = t.Err()
+	}
+	return out
+}
+
+// raiseFence writes the lock's fencing token (the largest any master
+// minted) back into the lock on the masters that granted it, and reports
+// whether a majority took it. The next holder's majority shares at least one
+// of those masters, whose lock (or what its release leaves there until
+// the lease would have ended: gone in value.lua) then gives it a larger
+// token.
+func (b *Backend) raiseFence(ctx context.Context, n names.Names, token string, ttl time.Duration, fence int64, took []bool) bool {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.Keys.First(1), token, fence)
+	return tally.Count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).Won()
+}
+
+// undo releases a token on the masters where it holds, or may hold, the
+// lock, leaving its fencing token there as a release does (gone in
+// value.lua); on a fresh context, since it must happen even when ctx
+// ended.
+func (b *Backend) undo(n names.Names, token string, took []bool) {
+	if !slices.Contains(took, true) {
+		return
+	}
+	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	for i, nd := range b.nodes {
+		if took[i] {
+			wg.Go(func() { _, _ = nd.Drv.Eval(ctx, scripts.Release, n.Keys, token, scripts.HandoffNotify, 0) })
+		}
+	}
+	wg.Wait()
+}
+
+// Obtain is Locker.Obtain on Redlock. A busy Redlock lock is waited for by free
+// notices: the waiter's failed round flags the lock on each master, the
+// release then publishes "-" on the key's channel, and the first local waiter
+// of each process tries again. Masters have no queue (their queues could
+// hand the lock to different waiters and split the vote), so the order
+// across processes is not first-come-first-served.
+func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
+	waitUntil := time.Now().Add(t.Wait)
+	mode := scripts.ModeAcquire
+	if t.Wait > 0 {
+		mode = scripts.ModeNotify
+	}
+	var w *hub.Waiter
+	subs := make([]hub.Member, len(b.nodes))
+	defer func() {
+		for i, m := range subs {
+			b.nodes[i].Hub.Leave(m)
+		}
+	}()
+	var timer *time.Timer
+	queued := false // registered as a waiter on some master
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		sent := time.Now()
+		try := b.try(ctx, n, token, t.TTL, time.Until(waitUntil), mode, false)
+		queued = queued || mode == scripts.ModeNotify
+		var err error
+		switch left := time.Until(waitUntil); {
+		case try.obtained:
+			return node.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
+		case ctx.Err() != nil:
+			err = errors.Join(lockerr.ErrNotObtained, ctx.Err())
+		case try.err != nil:
+			err = try.err
+		case left <= 0:
+			err = lockerr.ErrNotObtained
+		}
+		if err != nil {
+			if queued {
+				go b.withdraw(n, token) // the token is done: off the caller's path
+			}
+			return node.Held{}, err
+		}
+		left := time.Until(waitUntil)
+		if w == nil {
+			defer b.Waiting(t)()
+			w = hub.NewWaiter(token)
+			missed := false
+			for i, nd := range b.nodes {
+				m, mi, err := nd.Hub.Join(ctx, n.Channel, sent, w)
+				if err != nil {
+					continue // that master's notices are lost; the timer covers it
+				}
+				subs[i] = m
+				missed = missed || mi
+			}
+			if missed {
+				continue // a release may have come before the subscription
+			}
+		}
+		// Re-check when the shortest lease would end (with jitter, so the
+		// processes woken by an expiry do not all come at once), or at once on
+		// a free notice.
+		next := min(try.pttl+time.Duration(rand.Int64N(int64(try.pttl/10+time.Millisecond))), left)
+		if timer == nil {
+			timer = time.NewTimer(next)
+		} else {
+			timer.Reset(next)
+		}
+		select {
+		case <-w.Check:
+		case <-timer.C:
+		case <-ctx.Done():
+			go b.withdraw(n, token)
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+		}
+	}
+}
+
+// withdraw takes a Redlock waiter out of every master's queue.
+func (b *Backend) withdraw(n names.Names, token string) {
+	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
+	defer cancel()
+	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, token, scripts.ModeDrop, scripts.HandoffNotify, 0)
+}
+
+// Semaphores: a permit set kept by quorum would need each master to agree
+// on which waiters hold the N permits; not implemented, so refused.
+func (b *Backend) Semaphores() error {
+	return fmt.Errorf("%w: Redlock keeps no semaphores or read/write locks (Params.Limit, Params.Mode); use a Locker from New", lockerr.ErrKindUnsupported)
+}
+
+// Records: Redlock keeps no idempotency records (see the error).
+func (b *Backend) Records() (*node.Node, error) {
+	return nil, fmt.Errorf("%w: Redlock (NewRedlock) keeps no idempotency records: "+
+		"a record on one master is lost or split by that master's failover, so a key could execute twice; "+
+		"use a Locker from New on one Redis deployment for idempotency", lockerr.ErrIdempotencyUnsupported)
+}
+
+// Ping checks that every master answers.
+func (b *Backend) Ping(ctx context.Context) error {
+	return node.Failed(errors.Join(b.everyMaster(ctx, (*node.Node).Ping)...))
+}
+
+// Close closes every master's subscriber connection and driver.
+func (b *Backend) Close() error {
+	var errs []error
+	for _, nd := range b.nodes {
+		errs = append(errs, nd.Close())
+	}
+	return errors.Join(errs...)
+}

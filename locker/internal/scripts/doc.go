@@ -1,0 +1,10 @@
+// Package scripts holds every Lua script the locker runs: the fragments
+// under lua/ (embedded), the scripts assembled from them, their argument
+// modes and reply statuses, and the registry that names each one
+// (ByName). testdata/scripts/<name>.lua is each script exactly as Redis
+// runs it; TestScriptsGolden keeps the two equal:
+//
+//	go test ./locker/internal/scripts -run TestScriptsGolden -args -update
+//
+// The package is a leaf: it imports only the driver seam.
+package scripts

@@ -1,0 +1,230 @@
+package scripts
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// generalOf returns src with its fast path's guard, cond (the first line
+// of the fast path's if), made false: the same script, every call taking
+// the general path.
+func generalOf(t *testing.T, src, cond string) *driver.Script {
+	t.Helper()
+	if !strings.Contains(src, cond) {
+		t.Fatalf("fast path guard %q not in the script", cond)
+	}
+	return driver.NewScript(strings.Replace(src, cond, "if false and ", 1))
+}
+
+// clock matches what the scripts mint from the server clock (fences in
+// µs, grant times and lease ends in ms): runs of ten digits or more.
+var clock = regexp.MustCompile(`\d{10,}`)
+
+// eval runs s on srv with keys and args.
+func eval(t *testing.T, srv *redistest.Server, s *driver.Script, keys []string, args ...any) any {
+	t.Helper()
+	a := append([]any{s.Source(), len(keys)}, anys(keys)...)
+	v, err := srv.Do("EVAL", append(a, args...)...)
+	if err != nil {
+		t.Fatalf("EVAL: %v", err)
+	}
+	return v
+}
+
+func anys(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
+}
+
+// state dumps keys with the clock's numbers masked, a key's name replaced
+// by its suffix after the hash tag (so two lock names compare), and its
+// expiry rounded to seconds.
+func state(t *testing.T, srv *redistest.Server, keys []string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, k := range keys {
+		typ, _ := redis.String(srv.Do("TYPE", k))
+		var v any
+		switch typ {
+		case "string":
+			v, _ = redis.String(srv.Do("GET", k))
+		case "zset":
+			v, _ = redis.Strings(srv.Do("ZRANGE", k, 0, -1, "WITHSCORES"))
+		case "hash":
+			m, _ := redis.StringMap(srv.Do("HGETALL", k))
+			ks := make([]string, 0, len(m))
+			for f, x := range m {
+				ks = append(ks, f+"="+x)
+			}
+			slices.Sort(ks)
+			v = ks
+		}
+		pttl, _ := redis.Int64(srv.Do("PTTL", k))
+		if pttl > 0 {
+			pttl = (pttl + 500) / 1000
+		}
+		fmt.Fprintf(&b, "%s %s %v ttl %ds\n", k[strings.Index(k, "}"):], typ, v, pttl)
+	}
+	return clock.ReplaceAllString(b.String(), "#")
+}
+
+// reply formats a script reply with the clock's numbers masked.
+func reply(v any) string {
+	if b, ok := v.([]byte); ok {
+		v = string(b)
+	}
+	if a, ok := v.([]any); ok {
+		parts := make([]string, len(a))
+		for i, x := range a {
+			parts[i] = reply(x)
+		}
+		return "[" + strings.Join(parts, " ") + "]"
+	}
+	return clock.ReplaceAllString(fmt.Sprint(v), "#")
+}
+
+// lockKeys are a lock's keys for name with suffix (see names.Layout).
+func lockKeys(name, suffix string, last bool) []string {
+	base := "t:{" + name + "}" + suffix
+	keys := []string{base, base + ":q", base + ":w"}
+	if last {
+		keys = append(keys, "t:{"+name+"}:f")
+	}
+	return keys
+}
+
+// TestFastPathsMatchGeneral: every fast path (a script's uncontended case,
+// written out ahead of its shared functions) replies and leaves the keys
+// as the general path of the same script does for the same Redis state:
+// each case runs once as registered and once with the fast path's guard
+// made false, on two lock names prepared alike, and compares.
+func TestFastPathsMatchGeneral(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = 10000
+	acquire := func(s *driver.Script, extra ...any) func(t *testing.T, keys []string) any {
+		return func(t *testing.T, keys []string) any {
+			args := append([]any{"tok", ttl, 0, ModeAcquire, "sid", 250}, extra...)
+			return eval(t, srv, s, keys, args...)
+		}
+	}
+	release := func(s *driver.Script, handoff string) func(t *testing.T, keys []string) any {
+		return func(t *testing.T, keys []string) any {
+			return eval(t, srv, s, keys, "tok", handoff, 250)
+		}
+	}
+	mutexAcquire := luaAcquireFree + luaValue + luaCommon + luaAcquire
+	mutexRelease := luaRelease + luaValue + luaReleaseHeld + luaCommon + luaReleaseHandoff
+	const acquireGuard = "if ARGV[4] == 'a' and "
+	const releaseGuard = "if string.sub(v, 1, i - 1) == token .. ' ' and "
+	for _, tc := range []struct {
+		name          string
+		suffix        string
+		last          bool                // Redlock's last-token key
+		setup         func(keys []string) // the state both runs start from
+		fast, general func(t *testing.T, keys []string) any
+	}{
+		{name: "mutex acquire", fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, acquireGuard))},
+		{name: "mutex acquire labelled", fast: acquire(Acquire, "svc"), general: acquire(generalOf(t, mutexAcquire, acquireGuard), "svc")},
+		{name: "redlock acquire after a release", last: true,
+			setup: func(keys []string) {
+				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123", "PX", ttl)
+			},
+			fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, acquireGuard))},
+		{name: "mutex release",
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
+			fast:  release(Release, HandoffGrant), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffGrant)},
+		{name: "redlock release", last: true,
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 0) },
+			fast:  release(Release, HandoffNotify), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffNotify)},
+		{name: "semaphore acquire", suffix: ":s",
+			fast:    acquire(Sem.Acquire, int64(3)),
+			general: acquire(generalOf(t, luaSemAcquireIdle+luaValue+luaCommon+luaSemCommon+luaSemKind+luaSemAcquire, acquireGuard), int64(3))},
+		{name: "semaphore acquire labelled", suffix: ":s",
+			fast:    acquire(Sem.Acquire, int64(3), "svc"),
+			general: acquire(generalOf(t, luaSemAcquireIdle+luaValue+luaCommon+luaSemCommon+luaSemKind+luaSemAcquire, acquireGuard), int64(3), "svc")},
+		{name: "read acquire", suffix: ":rw",
+			fast:    acquire(RW.Acquire, "r"),
+			general: acquire(generalOf(t, luaRWAcquireIdle+luaValue+luaCommon+luaSemCommon+luaRWKind+luaRWAcquire, acquireGuard), "r")},
+		{name: "write acquire", suffix: ":rw",
+			fast:    acquire(RW.Acquire, "w"),
+			general: acquire(generalOf(t, luaRWAcquireIdle+luaValue+luaCommon+luaSemCommon+luaRWKind+luaRWAcquire, acquireGuard), "w")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var replies, states [2]string
+			for i, run := range []func(*testing.T, []string) any{tc.fast, tc.general} {
+				keys := lockKeys(fmt.Sprintf("%s-%d", tc.name, i), tc.suffix, tc.last)
+				if tc.setup != nil {
+					tc.setup(keys)
+				}
+				replies[i] = reply(run(t, keys))
+				states[i] = state(t, srv, keys)
+			}
+			if !sameReply(replies[0], replies[1]) {
+				t.Errorf("replies differ:\nfast    %s\ngeneral %s", replies[0], replies[1])
+			}
+			if states[0] != states[1] {
+				t.Errorf("keys differ:\nfast:\n%sgeneral:\n%s", states[0], states[1])
+			}
+		})
+	}
+}
+
+// sameReply compares a fast path's reply, the fence alone, with the
+// general path's: {1, fence, 1, ttl, 0} says the same.
+func sameReply(fast, general string) bool {
+	return fast == general || "[1 "+fast+" 1 "+fmt.Sprint(10000)+" 0]" == general
+}
+
+// TestMultiAcquireMatchesAcquire: multi_acquire.lua, ObtainMany's one
+// round trip, leaves every lock as one acquire per key does.
+func TestMultiAcquireMatchesAcquire(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := lockKeys("a", "", false), lockKeys("b", "", false)
+	v := eval(t, srv, MultiAcquire, []string{a[0], a[1], b[0], b[1]}, 10000, "tok", "tok", "svc")
+	if got := reply(v); got != "[# #]" {
+		t.Fatalf("multi_acquire reply %s, want two fences", got)
+	}
+	c, d := lockKeys("c", "", false), lockKeys("d", "", false)
+	for _, keys := range [][]string{c, d} {
+		eval(t, srv, Acquire, keys, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
+	}
+	if multi, one := state(t, srv, append(a, b...)), state(t, srv, append(c, d...)); multi != one {
+		t.Errorf("keys differ:\nmulti_acquire:\n%sacquire:\n%s", multi, one)
+	}
+}
+
+// TestFastPathComparisonFails: the comparison above catches a general
+// path that writes anything else (a control run: a label the fast run
+// did not pass), and the Redlock fence after a release is exact in both
+// runs: one more than the kept token.
+func TestFastPathComparisonFails(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := lockKeys("a", "", false), lockKeys("b", "", false)
+	eval(t, srv, Acquire, a, "tok", 10000, 0, ModeAcquire, "sid", 250)
+	eval(t, srv, generalOf(t, luaAcquireFree+luaValue+luaCommon+luaAcquire, "if ARGV[4] == 'a' and "), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
+	if state(t, srv, a) == state(t, srv, b) {
+		t.Fatal("a labelled and an unlabelled lock compare equal")
+	}
+	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+luaValue+luaCommon+luaAcquire, "if ARGV[4] == 'a' and ")} {
+		keys := lockKeys(fmt.Sprintf("r%d", i), "", true)
+		_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123", "PX", 10000)
+		v := eval(t, srv, s, keys, "tok", 10000, 0, ModeAcquire, "sid", 0)
+		if a, ok := v.([]any); ok {
+			v = a[1]
+		}
+		if v != int64(1234567890123457) {
+			t.Errorf("run %d: fence %v after a kept token 1234567890123456", i, v)
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package scripts
+
+import (
+	"sync"
+
+	"github.com/locktag/locktag/locker/driver"
+)
+
+// ByName is every script the locker runs, by name, as Redis runs it (its
+// fragments assembled). The golden files under testdata/scripts are these
+// sources, one file a name, so a reviewer reads exactly what Redis runs;
+// TestScriptsGolden keeps the two equal. The start-up check's script is
+// left out: it carries the Locker's id.
+func ByName() map[string]*driver.Script {
+	return map[string]*driver.Script{
+		"ping":          Ping,
+		"mutex_acquire": Acquire,
+		"mutex_release": Release,
+		"mutex_leave":   Leave,
+		"mutex_extend":  Extend,
+		"mutex_pttl":    PTTL,
+		"mutex_keep":    Keep,
+		"mutex_force":   Force,
+		"sem_acquire":   Sem.Acquire,
+		"sem_release":   Sem.Release,
+		"sem_leave":     Sem.Leave,
+		"sem_extend":    SemExtend,
+		"sem_pttl":      SemPTTL,
+		"sem_force":     SemForce,
+		"rw_acquire":    RW.Acquire,
+		"rw_release":    RW.Release,
+		"rw_leave":      RW.Leave,
+		"rw_force":      RWForce,
+		"multi_acquire": MultiAcquire,
+		"redlock_raise": Raise,
+		"idem_begin":    IdemBegin,
+		"idem_end":      IdemEnd,
+		"idem_renew":    IdemRenew,
+		"inspect":       Inspect,
+		"list":          List,
+		"rate":          Rate,
+		"rate_inspect":  RateInspect,
+	}
+}
+
+// Named reports whether s is the script registered as name: tests pick
+// the calls they intercept by it.
+func Named(s *driver.Script, name string) bool {
+	r, ok := registered()[name]
+	return ok && r == s
+}
+
+// registered is ByName made once, for Named.
+var registered = sync.OnceValue(ByName)

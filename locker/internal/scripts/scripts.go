@@ -1,0 +1,101 @@
+package scripts
+
+import "github.com/locktag/locktag/locker/driver"
+
+// The scripts that can hand a lock over share common.lua's functions,
+// after value.lua's (the lock's value, fencing). A mutex's acquire and
+// release run their uncontended path first (acquire_free.lua,
+// release.lua), so it defines no helper at all.
+var (
+	Acquire = driver.NewScript(luaAcquireFree + luaValue + luaCommon + luaAcquire)
+	Release = driver.NewScript(luaRelease + luaValue + luaReleaseHeld + luaCommon + luaReleaseHandoff)
+	Leave   = driver.NewScript(luaValue + luaCommon + luaLeave)
+	Extend  = driver.NewScript(luaExtend)
+	PTTL    = driver.NewScript(luaPTTL)
+	Keep    = driver.NewScript(luaValue + luaCommon + luaKeep)
+)
+
+// The semaphore's (and the read/write lock's) renewal and lease reads.
+var (
+	SemExtend = driver.NewScript(luaValue + luaCommon + luaSemExtend)
+	SemPTTL   = driver.NewScript(luaValue + luaCommon + luaSemPTTL)
+)
+
+// The operator's scripts: force-release of each kind, one lock's state,
+// a SCAN step of List.
+var (
+	Force    = driver.NewScript(luaValue + luaCommon + luaForce)
+	SemForce = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemForce)
+	RWForce  = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemForce)
+	Inspect  = driver.NewScript(luaInspect)
+	List     = driver.NewScript(luaList)
+)
+
+// The other scripts: Redlock's fence write-back, ObtainMany's one-script
+// path, the idempotency records, the rate limiter, and a health ping.
+var (
+	Raise        = driver.NewScript(luaValue + luaRaise)
+	MultiAcquire = driver.NewScript(luaMultiAcquire)
+	IdemBegin    = driver.NewScript(luaIdemBegin)
+	IdemEnd      = driver.NewScript(luaIdemEnd)
+	IdemRenew    = driver.NewScript(luaIdemRenew)
+	Rate         = driver.NewScript(luaRate)
+	RateInspect  = driver.NewScript(luaRateInspect)
+	Ping         = driver.NewScript("return 1")
+)
+
+// Set is one lock kind's scripts: a holder's names carry its kind's set,
+// so the backend runs the right script without asking which kind. The
+// scripts of every set take the same arguments, except Acquire, to which
+// a semaphore adds its limit and a read/write lock the hold's kind.
+type Set struct {
+	Acquire, Release, Leave, Extend, PTTL *driver.Script
+	// Keep drops a hold, keeping the lock for a while after the last
+	// (Lease.ReleaseAfter); nil when the kind cannot.
+	Keep *driver.Script
+	// ExtendKeys is how many of the holder's keys Extend and PTTL need.
+	ExtendKeys int
+	Family     int // FamilyMutex, FamilySemaphore or FamilyRW
+}
+
+var (
+	// Mutex: one holder at a time (acquire.lua ...).
+	Mutex = &Set{Acquire, Release, Leave, Extend, PTTL, Keep, 1, FamilyMutex}
+	// Sem: Params.Limit holders at a time (sem_*.lua). The uncontended
+	// take and release run ahead of the shared functions
+	// (sem_acquire_idle.lua, sem_release.lua): defining them is most of a
+	// short call's cost.
+	Sem = &Set{
+		Acquire:    driver.NewScript(luaSemAcquireIdle + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
+		Release:    driver.NewScript(luaSemIdle + luaSemRelease + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemReleaseQueued),
+		Leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
+		Extend:     SemExtend,
+		PTTL:       SemPTTL,
+		ExtendKeys: 3,
+		Family:     FamilySemaphore,
+	}
+	// RW: many readers or one writer (rw_*.lua, with the semaphore's
+	// release, leave, extend and pttl); the kind is acquire's extra
+	// argument.
+	RW = &Set{
+		Acquire:    driver.NewScript(luaRWAcquireIdle + luaValue + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
+		Release:    driver.NewScript(luaRWIdle + luaSemRelease + luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemReleaseQueued),
+		Leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
+		Extend:     SemExtend,
+		PTTL:       SemPTTL,
+		ExtendKeys: 3,
+		Family:     FamilyRW,
+	}
+)
+
+// Lock families: a lease re-enters only a lease of its own family.
+const (
+	FamilyMutex = iota
+	FamilySemaphore
+	FamilyRW
+	FamilyMulti // a multi-key root, re-entered only through its parts
+)
+
+// RWRead and RWWrite are rw_acquire.lua's kind argument, boxed once
+// (boxing per call allocates).
+var RWRead, RWWrite any = "r", "w"

@@ -1,0 +1,35 @@
+-- multi_acquire: take the mutexes of several keys at once, all or none:
+-- every lock must be free with nobody queued for it (a queued waiter comes
+-- first: the caller then takes the keys one by one, in order, through the
+-- queues). Only on a deployment where every key is on one node and
+-- scripts may span slots (a single server, Sentinel); see single/multi.go.
+-- KEYS, per lock i (from 0): [2i+1] lock, [2i+2] waiter queue — the
+-- layout of value.lua and common.lua.
+-- ARGV: ttl_ms, then one owner token per lock, then optionally the
+-- holders' label (see acquire.lua).
+-- Reply: 0 when some lock is held or has waiters (nothing was written),
+-- else the array of the fencing tokens minted, in KEYS order.
+-- The values are written as take in value.lua writes them ("owner fence
+-- holds waiting granted[ label]"), so every other script reads these
+-- locks as its own. A free lock has no earlier token at hand: each gets
+-- the server clock in microseconds (mint in value.lua); tokens are per
+-- key, so the keys may share it.
+local ttl = tonumber(ARGV[1])
+local n = #KEYS / 2
+local label = ARGV[n + 2]
+for i = 0, n - 1 do
+  if redis.call('EXISTS', KEYS[2 * i + 1], KEYS[2 * i + 2]) > 0 then
+    return 0
+  end
+end
+local t = redis.call('TIME')
+local us = string.sub('00000' .. t[2], -6)
+local f = tonumber(t[1] .. us)
+local tail = ' ' .. t[1] .. us .. ' 1 0 ' .. t[1] .. string.sub(us, 1, 3)
+if label and label ~= '' then tail = tail .. ' ' .. label end
+local fences = {}
+for i = 0, n - 1 do
+  redis.call('SET', KEYS[2 * i + 1], ARGV[i + 2] .. tail, 'PX', ttl)
+  fences[i + 1] = f
+end
+return fences

@@ -1,0 +1,440 @@
+-- The lock's value and its fencing token: in every script of the mutex,
+-- before common.lua, after the uncontended paths of acquire and release
+-- (acquire_free.lua, release.lua), which run first so that they finish
+-- before any helper is defined: each definition makes a closure on every
+-- call of the script, a large part of the free lock's acquire and release
+-- (docs/benchmarks.md).
+-- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
+--         lease as expiry; waiting is 1 when the lock came from the queue or
+--         waiters joined while it was held (its release then goes through
+--         free); granted is when the owner got it (server ms), label the
+--         owner's description (Params.Label), only when it has one. What
+--         follows waiting is kept as it is by every rewrite of the value.
+-- KEYS[4] on Redlock only: the lock's last value, which a release leaves
+--         on each master until the released lease would have ended (see
+--         gone), for its token.
+-- The fencing token lives in the lock's value (and for a lease after a
+-- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
+-- behind once its lease is over (see mint).
+
+local function now_ms(t)
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+
+local function now_us(t)
+  return tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+
+-- parse reads the lock value; rest is what follows waiting (" granted[
+-- label]", or "" for a value written before grant times were kept).
+local function parse(v)
+  local o, f, n, w, rest = string.match(v, '^(%S+) (%d+) (%d+) (%d)(.*)$')
+  return o, f, tonumber(n), w, rest
+end
+
+local function fmt(x) return string.format('%.0f', x) end
+
+-- mint returns a fencing token larger than every earlier one for this
+-- key: one more than prev, the lock's last token, where one is at hand,
+-- else the server clock in microseconds (nowus). A lock's last token is
+-- at hand while the lock exists (a hand-over), and on Redlock for a lease
+-- after its release (there, masters that remember the same token mint the
+-- same next one: no write-back round). Once it is gone the clock is larger
+-- than every earlier token, as long as the server clock does not go back
+-- (a restart without persistence relies on the same): each token is at
+-- most the clock when its chain of hand-overs began plus one per
+-- hand-over, and each hand-over is a script call of its own, which takes
+-- the server more than a microsecond.
+local function mint(prev, nowus)
+  if prev and prev > 0 then return prev + 1 end
+  return nowus
+end
+
+-- take makes owner the holder for ttl ms, granted at nowus (server
+-- microseconds), with label (nil or '': none) and a token larger than
+-- prev (nil: none at hand).
+local function take(owner, ttl, waiting, nowus, label, prev)
+  local f = mint(prev, nowus)
+  local v = owner .. ' ' .. fmt(f) .. ' 1 ' .. waiting .. ' ' .. fmt(math.floor(nowus / 1000))
+  if label and label ~= '' then v = v .. ' ' .. label end
+  redis.call('SET', KEYS[1], v, 'PX', ttl)
+  return f
+end
+
+-- gone deletes the lock after its last hold. Redlock (handoff 'n', with
+-- KEYS[4]) moves it to KEYS[4] instead, where it stays for the rest of
+-- its lease, at least a lease after its token was minted: the next
+-- holder's majority shares a master with this one, which then mints a
+-- larger token even when its clock is behind the clock that minted this
+-- one (last, mint's prev).
+local function gone(handoff)
+  if handoff == 'n' and KEYS[4] then
+    redis.call('RENAME', KEYS[1], KEYS[4])
+  else
+    redis.call('DEL', KEYS[1])
+  end
+end
+
+-- last is the token of the lock's last holder that this master keeps
+-- (Redlock, see gone), or nil.
+local function last()
+  if not KEYS[4] then return nil end
+  local v = redis.call('GET', KEYS[4])
+  return v and tonumber(string.match(v, '^%S+ (%d+)'))
+end
+-- Shared by the scripts that take or hand over a lock.
+-- KEYS[1] lock: see value.lua, which comes before this file in every
+--         script (now_ms, now_us, parse, fmt, mint, take, gone, last).
+-- KEYS[2] waiter queue: zset of waiter tokens scored by arrival in server
+--         microseconds (first come, first served). A token's entry is found
+--         by ZSCORE and removed by ZREM: no queue operation reads the queue.
+-- KEYS[3] waiter details: hash, always with an expiry (every script that
+--         can make it sets one, at least as long as the queue's), and
+--         there whenever KEYS[2] is (each queued token has its entry
+--         here). token -> "deadline_ms ttl_ms sid[ label]" (sid:
+--         the waiter's subscriber, one per Locker; label as the lock's,
+--         which a grant copies there); "!" -> " sid:us sid:us ...", the
+--         subscribers cut off and when (server microseconds): a
+--         subscriber's entries that arrived before its cut-off are gone (a
+--         grant to one of them lapsed), read with a waiter's entry in one
+--         HMGET; "?" -> "token sid fence" of the last grant from the queue,
+--         until it is released.
+-- Each redis.call costs about as much as a small command round trip inside
+-- the server, so the uncontended paths make as few as they can.
+-- The lock's channel is KEYS[1]..':c' (see package names): made
+-- here, on the paths that publish, rather than sent with every call.
+local function chan() return KEYS[1] .. ':c' end
+
+-- keep makes key live at least ms milliseconds more.
+local function keep(key, ms)
+  if redis.call('PTTL', key) < ms then
+    redis.call('PEXPIRE', key, ms)
+  end
+end
+
+-- cut reports whether sid's entry that arrived at arrival (microseconds)
+-- was cut off by a lapsed grant; cuts is KEYS[3]'s "!" (false: none; nil:
+-- not read yet).
+local function cut(sid, arrival, cuts)
+  if cuts == nil then cuts = redis.call('HGET', KEYS[3], '!') end
+  if not cuts then return false end
+  local i = string.find(cuts, ' ' .. sid .. ':', 1, true)
+  return i ~= nil and arrival < tonumber(string.match(cuts, '^(%d+)', i + #sid + 2))
+end
+
+-- pop removes waiters from the head of the queue until a live one (its wait
+-- not over, not cut off), and returns its token, ttl, sid and label ('':
+-- none), or nil. Each entry is popped once, so the loop costs O(log N) per
+-- entry it removes. The live one's details stay in KEYS[3]: the caller
+-- drops them after writing its own there, so that the hash does not empty
+-- (and lose its expiry) on the way.
+local function pop(nowms)
+  while true do
+    local h = redis.call('ZPOPMIN', KEYS[2])
+    if #h == 0 then return nil end
+    local w = h[1]
+    local info = redis.call('HMGET', KEYS[3], w, '!')
+    if info[1] then
+      local dl, ttl, sid, label = string.match(info[1], '^(%d+) (%d+) (%S+) ?(.*)$')
+      if tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]), info[2]) then
+        return w, tonumber(ttl), sid, label
+      end
+      redis.call('HDEL', KEYS[3], w)
+    end
+  end
+end
+
+-- live reports whether a live waiter is queued, dropping dead ones first
+-- (Redlock's free notices).
+local function live(nowms)
+  while true do
+    local h = redis.call('ZRANGE', KEYS[2], 0, 0)
+    if #h == 0 then return false end
+    local info = redis.call('HGET', KEYS[3], h[1])
+    if info then
+      local dl = string.match(info, '^(%d+)')
+      if tonumber(dl) >= nowms then return true end
+    end
+    redis.call('ZREM', KEYS[2], h[1])
+    redis.call('HDEL', KEYS[3], h[1])
+  end
+end
+
+-- grant hands the free lock to the first live waiter and records the grant.
+-- A waiter other than self gets the lock for at most window ms: it confirms
+-- by extending the lease (its first renewal), so a grant to a waiter that
+-- has gone lapses within the window instead of a whole lease. Every process
+-- waiting on the key is told "token fence server_ms pttl_ms", so each can
+-- re-check when that lease ends. prev is the lock's last token, when one
+-- is at hand (see mint). Returns the new owner, fence and pttl, or nil.
+local function grant(channel, self, nowus, window, prev)
+  local nowms = math.floor(nowus / 1000)
+  local w, ttl, sid, label = pop(nowms)
+  if not w then
+    redis.call('HDEL', KEYS[3], '?')
+    return nil
+  end
+  local px = ttl
+  if w ~= self then px = math.min(ttl, window) end
+  local f = take(w, px, '1', nowus, label, prev)
+  -- The grant record takes the place of the waiter's entry in a hash that
+  -- keeps its expiry (see pop). It matters while waiters are queued (see
+  -- lapse), and the hash lives as long as the queue.
+  redis.call('HSET', KEYS[3], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
+  redis.call('HDEL', KEYS[3], w)
+  if w ~= self or redis.call('EXISTS', KEYS[2]) == 1 then
+    redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+  end
+  return w, f, px
+end
+
+-- cut_off runs when a holder that came from the queue let its lease run out
+-- without releasing: it gave up, paused or crashed. Every entry its
+-- subscriber sid queued before nowus is cut off (its other waiters are
+-- likely gone too), and the subscriber is told ("!sid"), so those of its
+-- waiters that are alive queue again. Every lock kind's lapse ends here
+-- (lapse below; sem_purge in sem_common.lua).
+local function cut_off(channel, sid, nowus)
+  local cuts = redis.call('HGET', KEYS[3], '!') or ''
+  local i = string.find(cuts, ' ' .. sid .. ':', 1, true)
+  if i then
+    local j = string.find(cuts, ' ', i + 1, true)
+    cuts = string.sub(cuts, 1, i - 1) .. (j and string.sub(cuts, j) or '')
+  end
+  redis.call('HSET', KEYS[3], '!', cuts .. ' ' .. sid .. ':' .. fmt(nowus))
+  redis.call('PUBLISH', channel, '!' .. sid)
+end
+
+-- lapse runs when the lock is found free while waiters are queued. If the
+-- last grant from the queue is still recorded, its grantee's lease ran out
+-- (a release drops the record, and so does a waiter that queues behind a
+-- holder that did not come from the queue: acquire.lua): its subscriber is
+-- cut off. Returns the grant's token (mint's prev), or nil.
+local function lapse(channel, nowus)
+  local g = redis.call('HGET', KEYS[3], '?')
+  if not g then return nil end
+  redis.call('HDEL', KEYS[3], '?')
+  local _, sid, f = string.match(g, '^(%S+) (%S+) (%d+)$')
+  cut_off(channel, sid, nowus)
+  return tonumber(f)
+end
+
+-- enqueue adds token to the queue; fresh says it cannot be there yet.
+-- Otherwise an entry it has keeps its place, unless it was cut off. label
+-- (nil or '': none) is what the lock will say about token once granted.
+-- follow says the details hash holds nothing that must outlive the queue
+-- (a mutex's: waiters' entries, cut-offs, the last grant, see lapse), so
+-- it takes the queue's expiry; else it is only ever stretched (a
+-- semaphore's holds its permits' records too).
+local function enqueue(token, nowus, wait, ttl, sid, fresh, label, follow)
+  local nowms = math.floor(nowus / 1000)
+  local add = fresh
+  if not fresh then
+    local s = redis.call('ZSCORE', KEYS[2], token)
+    add = not s or cut(sid, tonumber(s))
+  end
+  if add then
+    redis.call('ZADD', KEYS[2], fmt(nowus), token)
+    local info = fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid
+    if label and label ~= '' then info = info .. ' ' .. label end
+    redis.call('HSET', KEYS[3], token, info)
+    local life = wait + 1000
+    if redis.call('PTTL', KEYS[2]) < life then
+      redis.call('PEXPIRE', KEYS[2], life)
+      if follow then
+        redis.call('PEXPIRE', KEYS[3], life)
+      else
+        keep(KEYS[3], life)
+      end
+    end
+  end
+  return nowms
+end
+
+-- free runs when the lock's last hold went with its waiting flag set.
+-- handoff 'g' hands it to the queue's head, whose take overwrites the lock
+-- (or deletes it when nobody is left), and returns (owner, fence,
+-- server_ms, pttl_ms) of the hand-over; 'n' (Redlock, whose masters must
+-- not pick a holder each on their own; the caller has deleted the lock)
+-- publishes the free notice "-" when live waiters are queued, and they
+-- try again. prev is the freed lock's token.
+local function free(channel, handoff, window, prev)
+  local nowus = now_us(redis.call('TIME'))
+  local nowms = math.floor(nowus / 1000)
+  if handoff == 'n' then
+    if live(nowms) then redis.call('PUBLISH', channel, '-') end
+    return nil
+  end
+  local w, f, px = grant(channel, nil, nowus, window, prev)
+  if not w then redis.call('DEL', KEYS[1]) end
+  return w, f, nowms, px
+end
+-- Shared by the semaphore scripts (a lock with N permits), after common.lua.
+-- KEYS[1] permits: zset of holder tokens scored by the end of their lease
+--         (server ms); each permit is a lease of its own, so a holder that
+--         crashed frees its permit when its lease ends.
+-- KEYS[2] waiter queue and KEYS[3] waiter details, as in common.lua; the
+--         details hash also holds "=" .. token -> "fence holds granted[
+--         label]" for each permit holder (granted: server ms; label: as a
+--         mutex's), "?" .. token -> sid for a holder that came from the
+--         queue (the grant record: its subscriber), "#" -> the limit the
+--         last holder or waiter came with, which releases use to hand
+--         permits on (and Inspect shows), "Q" -> "1" once a waiter queued
+--         (see sem_release.lua), and "F" -> the last fencing token minted
+--         (every permit, and every read/write lock's writer, mints one; see
+--         mint in value.lua).
+-- The details hash exists whenever permits are held or waiters queued, so
+-- a take on those paths has the lock's last token at hand (F) and mints
+-- one more (mint in value.lua); the clock it falls back on is the queued
+-- paths' nowms * 1000. An idle lock has no details, and its take mints
+-- from the clock in microseconds (sem_acquire_idle.lua).
+
+-- sem_purge drops the permits whose lease has ended. A permit that came
+-- from the queue and ended unreleased is a lapsed grant, as a mutex's (see
+-- lapse in common.lua): its subscriber's entries queued before now are cut
+-- off, so a process that froze or crashed with many waiters queued costs
+-- the others one grant window, not one per waiter. Permits granted
+-- together and lapsed together cut their subscriber off once.
+local function sem_purge(nowms)
+  local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowms)
+  local done = {}
+  for _, t in ipairs(gone) do
+    local sid = redis.call('HGET', KEYS[3], '?' .. t)
+    redis.call('ZREM', KEYS[1], t)
+    redis.call('HDEL', KEYS[3], '=' .. t, '?' .. t)
+    if sid and not done[sid] then
+      done[sid] = true
+      cut_off(chan(), sid, nowms * 1000)
+    end
+  end
+end
+
+-- sem_expire makes the holders and details keys live at least px + 1s
+-- more. (A take on an idle lock sets both outright: sem_acquire_idle.lua.)
+local function sem_expire(px)
+  keep(KEYS[1], px + 1000)
+  keep(KEYS[3], px + 1000)
+end
+
+-- holder_info is a permit holder's record: "fence holds granted[ label]".
+local function holder_info(f, nowms, label)
+  local h = fmt(f) .. ' 1 ' .. fmt(nowms)
+  if label and label ~= '' then h = h .. ' ' .. label end
+  return h
+end
+
+-- sem_take gives token (described by label) a permit for px ms of limit,
+-- and returns its fencing token; sid is the subscriber of a waiter granted
+-- from the queue (nil for a caller that takes at once).
+local function sem_take(token, px, nowms, label, limit, sid)
+  local f = mint(tonumber(redis.call('HGET', KEYS[3], 'F')), nowms * 1000)
+  redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
+  redis.call('HSET', KEYS[3], '=' .. token, holder_info(f, nowms, label), '#', limit, 'F', fmt(f))
+  if sid then redis.call('HSET', KEYS[3], '?' .. token, sid) end
+  sem_expire(px)
+  return f
+end
+
+-- sem_held returns token's fence, holds, lease left and the rest of its
+-- record (" granted[ label]"), or nil.
+local function sem_held(token, nowms)
+  local s = redis.call('ZSCORE', KEYS[1], token)
+  if not s or tonumber(s) <= nowms then return nil end
+  local h = redis.call('HGET', KEYS[3], '=' .. token)
+  if not h then return nil end
+  local f, n, rest = string.match(h, '^(%d+) (%d+)(.*)$')
+  return f, tonumber(n), tonumber(s) - nowms, rest
+end
+
+-- sem_left is the lease left of the permit that ends first (when a busy
+-- caller should look again), or -2 when none is held.
+local function sem_left(nowms)
+  local e = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  if #e == 0 then return -2 end
+  return tonumber(e[2]) - nowms
+end
+
+-- sem_grant hands free permits to the live waiters at the head of the
+-- queue, first come first served. A waiter other than self gets its permit
+-- for at most window ms (it confirms with its first renewal, as a mutex's
+-- grant) and is told on the channel "token fence server_ms pttl_ms".
+-- Returns self's fence and pttl when self got one.
+local function sem_grant(self, nowms, window, limit)
+  local mf, mpx
+  while redis.call('ZCARD', KEYS[1]) < limit do
+    local w, ttl, sid, label = pop(nowms)
+    if not w then break end
+    local px = ttl
+    if w ~= self then px = math.min(ttl, window) end
+    local f = sem_take(w, px, nowms, label, limit, sid)
+    redis.call('HDEL', KEYS[3], w) -- its entry as a waiter (see pop)
+    if w == self then
+      mf, mpx = f, px
+    else
+      redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+    end
+  end
+  return mf, mpx
+end
+
+-- sem_drop frees token's permit and, when waiters are queued, hands free
+-- permits on with hand_on (the kind's: sem_kind.lua, rw_kind.lua). A
+-- leaving waiter's (sem_leave.lua); a release does the same written out
+-- (sem_release.lua).
+local function sem_drop(token, nowms, window, hand_on)
+  redis.call('ZREM', KEYS[1], token)
+  redis.call('HDEL', KEYS[3], '=' .. token, '?' .. token)
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    sem_purge(nowms)
+    hand_on(nowms, window)
+  end
+end
+
+-- sem_reenter answers a caller whose token already holds here: a retried
+-- take (mode 'a' or 'r') reports the hold as it is; a re-entry ('e') adds a
+-- hold and stretches the lease to ttl. A re-entry whose hold is gone is
+-- refused (it must not take afresh). nil: go on with a take.
+local function sem_reenter(token, ttl, mode, nowms)
+  local f, n, left, rest = sem_held(token, nowms)
+  if not f then
+    if mode == 'e' then return {0, 0, 0, -2, 0} end
+    return nil
+  end
+  if mode ~= 'e' then
+    return {1, tonumber(f), n, left, 0}
+  end
+  n = n + 1
+  redis.call('HSET', KEYS[3], '=' .. token, f .. ' ' .. n .. rest)
+  if left < ttl then
+    redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
+    sem_expire(ttl)
+    left = ttl
+  end
+  return {2, tonumber(f), n, left, 0}
+end
+-- A semaphore hands free permits to the queue's head, up to the limit the
+-- last waiter queued with.
+local function hand_on(nowms, window)
+  sem_grant(nil, nowms, window, tonumber(redis.call('HGET', KEYS[3], '#') or '0'))
+end
+-- sem_leave: a queued waiter gives up. If it was granted a permit meanwhile,
+-- mode 'k' keeps it (reply as sem_acquire's) and mode 'r' releases it to
+-- the next waiter. ARGV: token, mode, handoff (unused), window_ms.
+local token, mode, window = ARGV[1], ARGV[2], tonumber(ARGV[4])
+local nowms = now_ms(redis.call('TIME'))
+local f, n, left = sem_held(token, nowms)
+if f then
+  if mode == 'k' then
+    return {1, tonumber(f), n, left, 0}
+  end
+  sem_drop(token, nowms, window, hand_on)
+  return {0, 0, 0, -2, 0}
+end
+redis.call('ZREM', KEYS[2], token)
+redis.call('HDEL', KEYS[3], token, '~' .. token)
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  -- A read/write queue's head may have waited only for this waiter (a
+  -- writer that gave up, with readers behind it).
+  hand_on(nowms, window)
+end
+return {0, 0, 0, sem_left(nowms), 0}

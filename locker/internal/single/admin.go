@@ -1,0 +1,26 @@
+package single
+
+import (
+	"context"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/scripts"
+)
+
+// Quorum: a lock lives on the one node, which alone makes its state.
+func (b *Backend) Quorum() ([]*node.Node, int) { return []*node.Node{b.nd}, 1 }
+
+// Handoff: a force-release hands the lock to the queue's head.
+func (b *Backend) Handoff() (string, any) { return scripts.HandoffGrant, b.WindowArg }
+
+// Masters: the deployment's masters, when the driver exposes them
+// (driver.Masters), else the one node.
+func (b *Backend) Masters(ctx context.Context) ([]driver.Driver, error) {
+	ms, err := b.nd.Masters(ctx)
+	if err != nil {
+		return nil, lockerr.Unavailable(err)
+	}
+	return ms, nil
+}

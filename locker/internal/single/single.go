@@ -1,0 +1,329 @@
+// Package single is the backend on one Redis deployment (a server, a
+// Sentinel set-up or a Cluster behind its driver): a busy lock is waited
+// for in a first-come-first-served queue in Redis, and a release hands
+// the lock straight to the queue's head. It implements node.Backend,
+// node.Admin and node.MultiFast.
+package single
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/scripts"
+)
+
+// Backend is the backend on one Redis deployment (a server, a Sentinel
+// set-up or a Cluster behind its driver). A busy lock is waited for in a
+// queue in Redis: release hands the lock straight to the queue's head and
+// publishes the grant (see wait).
+type Backend struct {
+	*node.Shared
+	nd    *node.Node
+	multi atomic.Bool // ObtainMany's one-script path is on (see multi.go)
+}
+
+// New returns the backend on nd. multi turns ObtainMany's one-script path
+// on: for a driver that does not spread keys over masters (no
+// driver.Masters) and no WithReplicaAck, where each key's acquisition is
+// acknowledged on its own.
+func New(sh *node.Shared, nd *node.Node, multi bool) *Backend {
+	b := &Backend{Shared: sh, nd: nd}
+	b.multi.Store(multi)
+	return b
+}
+
+// Obtain takes the lock, or queues in Redis and waits for the hand-over
+// (see wait.go).
+func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
+	var w *hub.Waiter
+	if t.Wait > 0 {
+		// Registered before the first try so that a hand-over published
+		// right after it is not dropped.
+		w = b.nd.Hub.Register(token)
+		defer b.nd.Hub.Unregister(w)
+	}
+	sent := time.Now()
+	r, err := b.acquire(ctx, n, t.TTL, t.Wait, scripts.ModeAcquire, t.Call)
+	switch {
+	case err == nil:
+	case !errors.Is(err, lockerr.ErrNotReplicated):
+		b.abandon(n, token, err)
+		return node.Held{}, lockerr.ObtainFailed(ctx, err)
+	case r.Status == scripts.StatusObtained:
+		return b.unreplicated(n, token, err)
+	}
+	// (A busy reply's queue entry need not reach the replicas: it is not
+	// ownership.)
+	if r.Status == scripts.StatusObtained {
+		if b.Cfg.AckReplicas > 0 && !r.Fast {
+			// Obtained by a path whose writes this call's WAIT may not
+			// cover (see granted).
+			return b.granted(ctx, n, token, r.Fence, sent, t)
+		}
+		return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
+	}
+	if t.Wait <= 0 {
+		return node.Held{}, lockerr.ErrNotObtained
+	}
+	return b.wait(ctx, n, token, t, w, sent, r)
+}
+
+// acquire runs acquire.lua for n's holder (n.TokenArg), with its call
+// context in dc (nil: allocated). Under WithReplicaAck a first try
+// (scripts.ModeAcquire) is acknowledged: a shortfall is an error matching
+// lockerr.ErrNotReplicated, returned with the reply.
+func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Duration, mode string, dc *callctx.Deadline) (scripts.Reply, error) {
+	cctx := b.Cfg.Bounds.CallIn(ctx, dc)
+	ack := mode == scripts.ModeAcquire && b.Cfg.AckReplicas > 0
+	if mode == scripts.ModeAcquire && n.FirstArgs != nil {
+		// The first try's arguments, made with the holder (Names.FirstArgs).
+		v, err := b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.FirstArgs...)
+		return parseAcked(v, err, ttl)
+	}
+	// A re-check's wait is what is left of it, a new value each time: only
+	// a first try's is worth keeping boxed.
+	var waitArg any
+	if mode == scripts.ModeAcquire {
+		waitArg = b.MSArg(wait)
+	} else {
+		waitArg = scripts.MS(wait)
+	}
+	var v any
+	var err error
+	switch {
+	case n.LimitArg != nil && n.LabelArg != nil:
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LimitArg, n.LabelArg)
+	case n.LimitArg != nil:
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LimitArg)
+	case n.LabelArg != nil:
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LabelArg)
+	default:
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg)
+	}
+	return parseAcked(v, err, ttl)
+}
+
+// eval runs s; with ack, acknowledged by WithReplicaAck's replicas: the
+// driver WAITs on the script's connection, and a shortfall is an error
+// matching lockerr.ErrNotReplicated, returned with the script's reply.
+func (b *Backend) eval(ctx context.Context, ack bool, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
+	if !ack {
+		return b.nd.Drv.Eval(ctx, s, keys, args...)
+	}
+	v, acked, err := b.nd.Drv.(driver.Acker).EvalAck(ctx, b.Cfg.AckReplicas, b.Cfg.AckTimeout, s, keys, args...)
+	if err != nil {
+		return nil, err
+	}
+	if acked < b.Cfg.AckReplicas {
+		return v, &lockerr.NotReplicated{Acked: acked, Want: b.Cfg.AckReplicas, Timeout: b.Cfg.AckTimeout}
+	}
+	return v, nil
+}
+
+// parseAcked parses the reply of an acquire call that failed with err,
+// or ran but was not acknowledged (err matches lockerr.ErrNotReplicated: the
+// reply and the error are returned).
+func parseAcked(v any, err error, ttl time.Duration) (scripts.Reply, error) {
+	if err != nil && (v == nil || !errors.Is(err, lockerr.ErrNotReplicated)) {
+		return scripts.Reply{}, err
+	}
+	r, perr := scripts.ParseReply(v, ttl)
+	if perr != nil {
+		return scripts.Reply{}, perr
+	}
+	return r, err
+}
+
+// unreplicated releases by token a lock obtained without the replicas'
+// acknowledgement (WithReplicaAck) and returns err, which matches
+// lockerr.ErrNotReplicated and lockerr.ErrUnavailable. The release is a cleanup on a
+// fresh context: the lock must not stay held by a caller told it failed.
+func (b *Backend) unreplicated(n names.Names, token string, err error) (node.Held, error) {
+	_, _ = b.leave(context.Background(), n, token, scripts.ModeDrop)
+	return node.Held{}, err
+}
+
+// granted confirms, under WithReplicaAck, a grant that no acknowledged
+// write of this caller covers yet — a hand-over by another holder's
+// release, a re-check that found the lock already handed over, a retried
+// call — with an acknowledged renewal (confirm): its write follows the
+// grant's in the replication stream, so a replica that acknowledged it
+// has the grant too. A grant that lapsed meanwhile fails with lockerr.ErrLate.
+func (b *Backend) granted(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t node.Terms) (node.Held, error) {
+	h, ok, err := b.confirm(ctx, n, token, fence, at, t)
+	switch {
+	case errors.Is(err, lockerr.ErrNotReplicated):
+		return b.unreplicated(n, token, err)
+	case err != nil:
+		b.abandon(n, token, nil)
+		return node.Held{}, lockerr.ObtainFailed(ctx, err)
+	case !ok:
+		return node.Held{}, lockerr.Late
+	}
+	return h, nil
+}
+
+// leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
+// fresh context: it is clean-up that must happen even when ctx ended.
+func (b *Backend) leave(ctx context.Context, n names.Names, token, mode string) (scripts.Reply, error) {
+	cctx, cancel := b.Cfg.Bounds.Cleanup(ctx)
+	defer cancel()
+	v, err := b.nd.Drv.Eval(cctx, n.Scripts.Leave, n.Keys, token, mode, scripts.HandoffGrant, b.WindowArg)
+	if err != nil {
+		return scripts.Reply{}, err
+	}
+	return scripts.ParseReply(v, 0)
+}
+
+// abandon cleans up after an acquire that failed with err and whose outcome
+// is unknown (its reply was lost or its context ended mid-call): the script
+// may have run, so the token may hold the lock or sit in the queue. Best
+// effort, on a fresh context, and off the caller's path: the token is not
+// used again, and a Redis that does not answer would otherwise hold the
+// caller's refusal up for a second call timeout (the clean-up's own). A
+// first call that never left this process (err matches lockerr.ErrNotSent: no
+// connection or call slot could be had) wrote nothing, and nothing is sent
+// for it: a burst of failures must not turn into a burst of clean-up calls.
+// A queued waiter's failed re-check passes err nil: its earlier call queued
+// it, so it always cleans up.
+func (b *Backend) abandon(n names.Names, token string, err error) {
+	if errors.Is(err, lockerr.ErrNotSent) {
+		return
+	}
+	go func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) }()
+	// The lost call may still be on its way on its dead connection and run
+	// after this clean-up; a second one a call timeout later catches that.
+	// Anything later still is bounded by the lease and the wait.
+	time.AfterFunc(b.Cfg.Bounds.Timeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) })
+}
+
+// lease turns a grant of pttl, asked for at sent, into a held lock, or —
+// when that lease has ended already — releases it by token and reports
+// lockerr.ErrLate.
+func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence int64, sent time.Time, pttl time.Duration) (node.Held, error) {
+	if time.Until(sent.Add(pttl)) > 0 {
+		return node.Held{Fence: fence, At: sent, Granted: pttl}, nil
+	}
+	_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
+	return node.Held{}, lockerr.Late
+}
+
+// Reenter adds a hold to the lock token holds (acquire.lua, mode 'e').
+func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
+	r, err := b.acquire(ctx, n, ttl, 0, scripts.ModeReenter, nil)
+	if err != nil {
+		return 0, false, err
+	}
+	return int(r.Holds), r.Status == scripts.StatusReentered, nil
+}
+
+// Extend resets token's lease; under WithReplicaAck, acknowledged.
+func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
+	cctx, cancel := b.Cfg.Bounds.Call(ctx)
+	defer cancel()
+	// Under WithReplicaAck a renewal is acknowledged: one the replicas
+	// did not confirm fails like a call that did not answer (retried until
+	// the lease's local deadline).
+	v, err := b.eval(cctx, b.Cfg.AckReplicas > 0, n.Scripts.Extend, n.Keys.First(n.Scripts.ExtendKeys), token, scripts.MS(ttl))
+	if err != nil {
+		return false, lockerr.Unavailable(err)
+	}
+	x, _ := v.(int64)
+	return x == 1, nil
+}
+
+// Release drops a hold; a hand-over to a local waiter wakes it at once.
+func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ time.Duration) error {
+	var v any
+	var err error
+	if n.ReleaseArgs != nil {
+		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.ReleaseArgs...)
+	} else {
+		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.TokenArg, scripts.HandoffGrant, b.WindowArg)
+	}
+	if err != nil {
+		return lockerr.Unavailable(err)
+	}
+	switch x := v.(type) {
+	case int64:
+		if x < 0 {
+			return lockerr.ErrNotHeld
+		}
+	case []any:
+		// Handed to a waiter: wake it here if it is ours.
+		if len(x) == 5 {
+			token, _ := x[1].(string)
+			fence, _ := x[2].(int64)
+			server, _ := x[3].(int64)
+			pttl, _ := x[4].(int64)
+			b.nd.Hub.HandOver(token, hub.Grant{Fence: fence, Server: server, PTTL: time.Duration(pttl) * time.Millisecond})
+		}
+	}
+	return nil
+}
+
+// Keep drops a hold, keeping the lock for d after the last.
+func (b *Backend) Keep(ctx context.Context, n names.Names, token string, _, d time.Duration) error {
+	v, err := b.nd.Drv.Eval(ctx, n.Scripts.Keep, n.Keys, n.TokenArg, scripts.MS(d))
+	if err != nil {
+		return lockerr.Unavailable(err)
+	}
+	if x, _ := v.(int64); x < 0 {
+		return lockerr.ErrNotHeld
+	}
+	return nil
+}
+
+// PTTL returns the lease token has left.
+func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
+	cctx, cancel := b.Cfg.Bounds.Call(ctx)
+	defer cancel()
+	v, err := b.nd.Drv.Eval(cctx, n.Scripts.PTTL, n.Keys.First(n.Scripts.ExtendKeys), token)
+	if err != nil {
+		return 0, lockerr.Unavailable(err)
+	}
+	if x, _ := v.(int64); x >= 0 {
+		return time.Duration(x) * time.Millisecond, nil
+	}
+	return 0, lockerr.ErrNotHeld
+}
+
+// ValidUntil: one node's lease ends when Redis says; no drift allowance.
+func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
+
+// Records: one deployment keeps idempotency records on its node.
+func (b *Backend) Records() (*node.Node, error) { return b.nd, nil }
+
+// Semaphores: one deployment keeps every lock kind.
+func (b *Backend) Semaphores() error { return nil }
+
+// Ping checks that the node answers (runs Check until it passed).
+func (b *Backend) Ping(ctx context.Context) error {
+	cctx, cancel := b.Cfg.Bounds.Call(ctx)
+	defer cancel()
+	return node.Failed(b.nd.Ping(cctx))
+}
+
+// Close closes the node's subscriber connection and driver.
+func (b *Backend) Close() error { return b.nd.Close() }
+
+// Rates: one deployment keeps rate keys on its one node.
+func (b *Backend) Rates() (*node.Node, error) { return b.nd, nil }
+
+// Check runs Locker.Check on the node.
+func (b *Backend) Check(ctx context.Context) error {
+	cctx, cancel := b.Cfg.Bounds.Call(ctx)
+	defer cancel()
+	return node.Failed(b.nd.Check(cctx))
+}
+
+// Healthy: one deployment is usable exactly when it answers.
+func (b *Backend) Healthy(ctx context.Context) error { return b.Ping(ctx) }

@@ -1,0 +1,114 @@
+package locker
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Release and the end of a lease.
+
+// Release drops this hold; the lock is freed (and handed to the next waiter)
+// when the last hold is released. Release ignores ctx's cancellation, so a
+// cancelled request still releases its lock, and is bounded by the call
+// timeout. It returns ErrNotHeld, touching nothing, when the lock is no
+// longer held by this lease (lost, expired, or released before).
+func (le *Lease) Release(ctx context.Context) error {
+	span := le.l.tel.startRelease(ctx)
+	err := le.release(ctx, 0)
+	le.l.tel.endRelease(span, le, err)
+	if err != nil {
+		le.l.logRelease(ctx, le, err)
+	}
+	return err
+}
+
+// ReleaseAfter drops this hold like Release, except that the last hold
+// keeps the lock in Redis for d more instead of freeing it: the lease ends
+// here (its context is cancelled with cause ErrNotHeld, no more renewals),
+// and the lock ends by itself d later, then goes to the next waiter. Until
+// then every other Obtain finds it busy — what keeps a resubmitted request
+// from running twice. d <= 0 is Release. A semaphore's permit cannot be
+// kept: ReleaseAfter returns an error matching ErrKindUnsupported and
+// touches nothing.
+func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return le.Release(ctx)
+	}
+	if le.n.Scripts.Keep == nil && le.parts == nil {
+		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
+	}
+	span := le.l.tel.startRelease(ctx)
+	err := le.release(ctx, d)
+	le.l.tel.endRelease(span, le, err)
+	if err != nil {
+		le.l.logRelease(ctx, le, err)
+	}
+	return err
+}
+
+// release drops this hold; keep > 0 keeps the lock that long after the
+// last (ReleaseAfter).
+func (le *Lease) release(ctx context.Context, keep time.Duration) error {
+	root := le.root
+	if root.parts != nil {
+		return root.multiRelease(ctx, keep)
+	}
+	root.kp.Mu.Lock()
+	if le.released {
+		root.kp.Mu.Unlock()
+		return ErrNotHeld
+	}
+	le.released = true
+	root.live--
+	last := root.live == 0
+	// A lease whose end no timer watched (see keeper.start) ran out
+	// unreported: it is lost, as the timer would have said.
+	ranOut := last && root.kp.PastDeadlineLocked()
+	if last {
+		root.kp.StopLocked()
+	}
+	ttl := root.t.ttl
+	root.kp.Mu.Unlock()
+	if ranOut {
+		root.lose(lossExpired, nil)
+	}
+
+	cctx := le.l.o.bounds().UpkeepIn(ctx, &le.upkeep)
+	var err error
+	if keep > 0 {
+		err = le.l.be.Keep(cctx, le.n, le.token, ttl, keep)
+	} else {
+		err = le.l.be.Release(cctx, le.n, le.token, ttl)
+	}
+	if last {
+		root.finish(ErrNotHeld, 0, nil)
+	}
+	return err
+}
+
+// finish ends the root: timers stopped, context cancelled with cause. A
+// loss (why > 0) is logged first, so whoever sees the context end finds
+// the log record already written.
+func (root *Lease) finish(cause error, why lossCause, lastErr error) {
+	root.kp.Mu.Lock()
+	if root.done {
+		root.kp.Mu.Unlock()
+		return
+	}
+	root.done, root.cause = true, cause
+	root.kp.StopLocked()
+	cancel := root.cancel
+	root.cancel = nil
+	root.kp.Mu.Unlock()
+	root.l.untrack(root)
+	if why > 0 {
+		root.l.logLost(root, why, lastErr)
+	}
+	if cancel != nil {
+		cancel(cause)
+	}
+	if root.parts == nil {
+		root.l.tel.endHold(root.span, root, cause)
+	}
+}
