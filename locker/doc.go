@@ -27,7 +27,8 @@
 // it. [New] keeps locks on one Redis deployment, with a first-come-first-
 // served queue in Redis; [NewRedlock] keeps them on N independent masters by
 // quorum. Both are implementations of one internal backend interface, and
-// leases and idempotency claims are kept alive by one renewal engine.
+// leases and idempotency claims are kept alive by one renewal engine
+// (docs/architecture.md#inside-locker).
 //
 // # Redis layout
 //
