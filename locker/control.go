@@ -4,6 +4,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/node"
 )
@@ -104,6 +105,6 @@ func (l *Locker) controlled(payload string) {
 func (l *Locker) forced(token, reason string) {
 	if le := l.leases.get(token); le != nil {
 		cause := &lockerr.Forced{Reason: reason}
-		le.finish(cause, lossForced, cause)
+		le.finish(cause, keeper.Forced, cause)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
-	"log/slog"
 	"strings"
 
 	"github.com/locktag/locktag/locker/internal/admin"
@@ -15,14 +14,6 @@ const maxReason = 200
 
 // noReason is the reason of a force-release that gave none.
 const noReason = "no reason given"
-
-// Log vocabulary of a force-release.
-const (
-	logForceRelease = "locktag: lock force-released"
-	logKeyReason    = "reason"
-	logKeyActor     = "actor"
-	logKeyHolders   = "holders"
-)
 
 type actorKey struct{}
 
@@ -64,7 +55,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 		l.forced(f.Owner, reason)
 	}
 	l.tel.endForce(ctx, span, name, reason, actor, all, err)
-	l.auditForce(ctx, name, reason, actor, all, err)
+	l.log.Force(ctx, name, reason, actor, all, err)
 	switch {
 	case err != nil:
 		return err
@@ -82,38 +73,4 @@ func cleanReason(reason string) string {
 		return noReason
 	}
 	return cutText(reason, maxReason)
-}
-
-// auditForce logs a force-release: a Warn log record.
-func (l *Locker) auditForce(ctx context.Context, name, reason, actor string, all []freed, err error) {
-	holders := make([]any, len(all))
-	for i, f := range all {
-		attrs := []any{slog.String("kind", f.Kind), slog.String("owner", f.Owner),
-			slog.String("label", f.Label), slog.Int64("fence", f.Fence), slog.Int("holds", f.Holds)}
-		if f.Mode != "" {
-			attrs = append(attrs, slog.String("mode", f.Mode))
-		}
-		holders[i] = slog.Group(fmt.Sprint(i), attrs...)
-	}
-	lg := l.logger()
-	level := slog.LevelWarn
-	msg := logForceRelease
-	if err != nil {
-		msg = logForceRelease + " (failed)"
-	} else if len(all) == 0 {
-		level, msg = slog.LevelInfo, logForceRelease+" (nothing held)"
-	}
-	if !lg.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String(logKeyKey, name),
-		slog.String(logKeyReason, reason),
-		slog.String(logKeyActor, actor),
-		slog.Group(logKeyHolders, holders...),
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String(logKeyError, err.Error()))
-	}
-	lg.LogAttrs(ctx, level, msg, attrs...)
 }

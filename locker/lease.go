@@ -8,6 +8,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/node"
 )
@@ -257,7 +258,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if !ok {
-		root.lose(lossExtendRefused, nil)
+		root.lose(keeper.ExtendRefused, nil)
 		return ErrNotHeld
 	}
 	root.kp.Mu.Lock()
@@ -273,10 +274,17 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
+// logLock is what le's log records say of its lock.
+func (le *Lease) logLock() logs.Lock {
+	root := le.root
+	p := root.t.params
+	return logs.Lock{Name: p.Name, Template: p.Template, Key: le.key, Fence: le.fence, Watchdog: root.t.watchdog, Since: root.since}
+}
+
 // The root's side of its keeper (see leaseOwner).
 
 // lose marks the lock lost and logs why, once.
-func (root *Lease) lose(why lossCause, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
+func (root *Lease) lose(why keeper.Loss, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
 
 // renewTTL: a watchdog lease is renewed to the Locker's lease; a fixed one,
 // confirming a hand-over's grant window, to the rest of its TTL.

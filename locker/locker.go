@@ -9,6 +9,7 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/quorum"
@@ -23,6 +24,7 @@ type Locker struct {
 	o    *options // &opts
 	opts options
 	tel  *telemetry
+	log  logs.Logger
 	sh   *node.Shared // what the backend and its nodes share with the Locker
 	be   node.Backend
 	// ctl are the hubs whose listeners carry force-release notices (see
@@ -127,6 +129,7 @@ func newLocker(o options, lastKey bool) *Locker {
 	l := &Locker{opts: o}
 	l.o = &l.opts
 	l.tel = newTelemetry(l.o)
+	l.log = logs.Logger{L: o.logger, Keys: o.keyAttribute}
 	l.sh = node.NewShared(node.Config{
 		Prefix:      o.prefix,
 		Bounds:      o.bounds(),
@@ -137,6 +140,7 @@ func newLocker(o options, lastKey bool) *Locker {
 		Drift:       o.drift,
 		NodeTimeout: o.nodeTimeout,
 	}, o.grantWindow, lastKey, node.Hooks{Waiting: l.waiting})
+	l.log.SID = l.sh.SID
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label
 	}

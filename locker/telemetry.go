@@ -67,17 +67,6 @@ func (t *telemetry) key(key string) string {
 	return ""
 }
 
-// lockName is the name log records (and lockotel) use for a lock.
-func lockName(p Params) string {
-	if p.Name != "" {
-		return p.Name
-	}
-	if p.Template != "" {
-		return p.Template
-	}
-	return "locker"
-}
-
 // idemName is the name log records and IdempotencyEvent use for an idempotency
 // check named name (IdempotencyParams.Name).
 func idemName(name string) string {
