@@ -9,6 +9,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/logs"
+	"github.com/locktag/locktag/locker/internal/multi"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/node"
 )
@@ -229,8 +230,10 @@ func (le *Lease) Context() context.Context {
 // Lost reports whether the lock was lost before it was released.
 func (le *Lease) Lost() bool {
 	root := le.root
-	if root.parts != nil && root.multiLost() {
-		return true
+	for _, pt := range root.parts {
+		if pt.Lost() {
+			return true
+		}
 	}
 	root.kp.Mu.Lock()
 	defer root.kp.Mu.Unlock()
@@ -240,7 +243,7 @@ func (le *Lease) Lost() bool {
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
 func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if le.root.parts != nil {
-		return le.root.multiTTL(ctx)
+		return multi.Shortest(ctx, le.root.parts, (*Lease).TTL)
 	}
 	return le.l.be.PTTL(ctx, le.n, le.token)
 }

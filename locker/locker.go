@@ -274,10 +274,7 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 		}
 		return l.reenter(ctx, held, p)
 	}
-	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
-	if t.ttl <= 0 {
-		t.ttl, t.watchdog = l.o.lease, true
-	}
+	t := l.terms(p)
 	// The lease is allocated now: its storage holds the holder's names
 	// and the first call's context and arguments (names.Buf).
 	le := new(Lease)
