@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/locktag/locktag/locker/internal/admin"
+	"github.com/locktag/locktag/locker/internal/control"
 )
 
 // maxReason caps a force-release reason, in bytes (longer ones are cut).
@@ -49,7 +50,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	reason = cleanReason(reason)
 	actor := ActorFromContext(ctx)
 	sctx, span := l.tel.startForce(ctx, name, reason, actor)
-	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, controlChannel(l.o.prefix), reason, l.o.callTimeout)
+	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, control.Channel(l.o.prefix), reason, l.o.callTimeout)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)
