@@ -2,19 +2,12 @@ package locker
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
-	"strings"
 
 	"github.com/locktag/locktag/locker/internal/admin"
 	"github.com/locktag/locktag/locker/internal/control"
+	"github.com/locktag/locktag/locker/internal/names"
 )
-
-// maxReason caps a force-release reason, in bytes (longer ones are cut).
-const maxReason = 200
-
-// noReason is the reason of a force-release that gave none.
-const noReason = "no reason given"
 
 type actorKey struct{}
 
@@ -31,9 +24,6 @@ func ActorFromContext(ctx context.Context) string {
 	return a
 }
 
-// freed is one holder a force-release freed, with its lock's kind.
-type freed = admin.Freed
-
 // ForceRelease frees the lock named name (every kind of that name) whoever
 // holds it, as its holder's release would: the lock goes to the next
 // waiter with a larger fencing token, and the holder's lease context is
@@ -47,7 +37,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	if name == "" {
 		return ErrEmptyKey
 	}
-	reason = cleanReason(reason)
+	reason = names.Reason(reason)
 	actor := ActorFromContext(ctx)
 	sctx, span := l.tel.startForce(ctx, name, reason, actor)
 	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, control.Channel(l.o.prefix), reason, l.o.callTimeout)
@@ -64,14 +54,4 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 		return fmt.Errorf("locker: ForceRelease %q: %w", name, ErrNotHeld)
 	}
 	return nil
-}
-
-// cleanReason returns reason as recorded: "no reason given" for "", cut
-// to maxReason bytes of valid UTF-8.
-func cleanReason(reason string) string {
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
-		return noReason
-	}
-	return cutText(reason, maxReason)
 }

@@ -3,7 +3,6 @@ package locker
 import (
 	"context"
 	"crypto/sha256"
-	_ "embed"
 	"encoding/base64"
 	"encoding/binary"
 	"time"

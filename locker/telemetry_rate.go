@@ -3,6 +3,8 @@ package locker
 import (
 	"context"
 	"errors"
+
+	"github.com/locktag/locktag/locker/internal/admin"
 )
 
 // startRate reports an Allow call's start.
@@ -42,7 +44,7 @@ func (t *telemetry) startForce(ctx context.Context, name, reason, actor string) 
 }
 
 // endForce reports its end: the owners it freed and its error.
-func (t *telemetry) endForce(ctx context.Context, state any, name, reason, actor string, all []freed, err error) {
+func (t *telemetry) endForce(ctx context.Context, state any, name, reason, actor string, all []admin.Freed, err error) {
 	if t.obs == nil {
 		return
 	}
