@@ -2,17 +2,18 @@ package locker
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/outcome"
 )
 
 // Outcomes of an idempotency check (IdempotencyEvent.Outcome; lockotel's
 // attribute locktag.outcome); canceled and error as for locks.
 const (
-	IdempotencyExecuted = "executed" // the key was claimed: the request runs
-	IdempotencyReplayed = "replayed" // a stored outcome is replayed
-	IdempotencyConflict = "conflict" // ErrInFlight: the same key is still running
-	IdempotencyMismatch = "mismatch" // ErrMismatch: the key was used for another request
+	IdempotencyExecuted = outcome.Executed // the key was claimed: the request runs
+	IdempotencyReplayed = outcome.Replayed // a stored outcome is replayed
+	IdempotencyConflict = outcome.Conflict // ErrInFlight: the same key is still running
+	IdempotencyMismatch = outcome.Mismatch // ErrMismatch: the key was used for another request
 )
 
 // The former names of the idempotency outcomes.
@@ -29,19 +30,19 @@ const (
 // Outcomes of an Obtain (ObtainEvent.Outcome), and "lost" for a held lock
 // that was lost.
 const (
-	OutcomeAcquired  = "acquired"
-	OutcomeReentered = "reentered"
-	OutcomeBusy      = "busy"     // ErrNotObtained after the wait
-	OutcomeCanceled  = "canceled" // the caller's context ended first
-	OutcomeError     = "error"    // Redis unavailable, quorum not reached
-	OutcomeLost      = "lost"
+	OutcomeAcquired  = outcome.Acquired
+	OutcomeReentered = outcome.Reentered
+	OutcomeBusy      = outcome.Busy     // ErrNotObtained after the wait
+	OutcomeCanceled  = outcome.Canceled // the caller's context ended first
+	OutcomeError     = outcome.Error    // Redis unavailable, quorum not reached
+	OutcomeLost      = outcome.Lost
 )
 
 // Outcomes of an Allow (a rate-limit decision); canceled and error as
 // for Obtain.
 const (
-	OutcomeAdmitted    = "admitted"     // the request is within the rate
-	OutcomeRateLimited = "rate_limited" // ErrRateLimited: refused, no slot within the wait
+	OutcomeAdmitted    = outcome.Admitted    // the request is within the rate
+	OutcomeRateLimited = outcome.RateLimited // ErrRateLimited: refused, no slot within the wait
 )
 
 // telemetry hands a Locker's events to its Observer (WithObserver). With
@@ -88,25 +89,11 @@ func (t *telemetry) endObtain(state any, start time.Time, key string, p Params, 
 	if t.obs == nil {
 		return
 	}
-	e := ObtainEvent{Params: p, Key: t.key(key), Keys: p.keys, Outcome: obtainOutcome(le, err), Took: time.Since(start), Err: err}
+	e := ObtainEvent{Params: p, Key: t.key(key), Keys: p.keys, Outcome: outcome.Obtain(le.Holds(), err), Took: time.Since(start), Err: err}
 	if le != nil {
 		e.Fence, e.Holds = le.fence, le.holds
 	}
 	t.obs.EndObtain(state, e)
-}
-
-func obtainOutcome(le *Lease, err error) string {
-	switch {
-	case err == nil && le.holds > 1:
-		return OutcomeReentered
-	case err == nil:
-		return OutcomeAcquired
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return OutcomeCanceled
-	case errors.Is(err, ErrNotObtained):
-		return OutcomeBusy
-	}
-	return OutcomeError
 }
 
 // noop is waiting's end without an Observer.
@@ -178,20 +165,5 @@ func (t *telemetry) endIdem(state any, name string, c *Claim, err error) {
 	if t.obs == nil {
 		return
 	}
-	var outcome string
-	switch {
-	case err == nil && c.replay:
-		outcome = IdempotencyReplayed
-	case err == nil:
-		outcome = IdempotencyExecuted
-	case errors.Is(err, ErrMismatch):
-		outcome = IdempotencyMismatch
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		outcome = OutcomeCanceled
-	case errors.Is(err, ErrInFlight):
-		outcome = IdempotencyConflict
-	default:
-		outcome = OutcomeError
-	}
-	t.obs.EndIdempotency(state, IdempotencyEvent{Name: idemName(name), Outcome: outcome, Err: err})
+	t.obs.EndIdempotency(state, IdempotencyEvent{Name: idemName(name), Outcome: outcome.Idempotency(c != nil && c.replay, err), Err: err})
 }

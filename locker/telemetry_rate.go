@@ -2,9 +2,9 @@ package locker
 
 import (
 	"context"
-	"errors"
 
 	"github.com/locktag/locktag/locker/internal/admin"
+	"github.com/locktag/locktag/locker/internal/outcome"
 )
 
 // startRate reports an Allow call's start.
@@ -20,18 +20,7 @@ func (t *telemetry) endRate(state any, key string, p RateParams, d RateDecision,
 	if t.obs == nil {
 		return
 	}
-	var outcome string
-	switch {
-	case err == nil:
-		outcome = OutcomeAdmitted
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		outcome = OutcomeCanceled
-	case errors.Is(err, ErrRateLimited):
-		outcome = OutcomeRateLimited
-	default:
-		outcome = OutcomeError
-	}
-	t.obs.EndRate(state, RateEvent{Params: p, Key: t.key(key), Decision: d, Outcome: outcome, Err: err})
+	t.obs.EndRate(state, RateEvent{Params: p, Key: t.key(key), Decision: d, Outcome: outcome.Rate(err), Err: err})
 }
 
 // startForce reports a ForceRelease's start; the context is the one its
