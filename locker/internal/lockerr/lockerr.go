@@ -38,6 +38,8 @@ var (
 	ErrTooManyKeys            = errors.New("locker: too many keys")
 	ErrRateLimited            = errors.New("locker: rate limited")
 	ErrBadRate                = errors.New("locker: bad rate")
+	ErrStaleToken             = errors.New("locker: stale fencing token")
+	ErrNotClaimed             = errors.New("locker: resource not claimed by this fencing token")
 )
 
 // Late is the error of a late grant: it matches ErrLate and ErrNotObtained.
