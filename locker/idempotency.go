@@ -2,9 +2,6 @@ package locker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/binary"
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
@@ -56,16 +53,7 @@ type IdempotencyParams struct {
 // (e.g. "POST /payments" or a gRPC full method) by the caller scope: a
 // SHA-256 over the three, so user input cannot forge separators or hash
 // tags, and the name is short whatever the key's length.
-func IdempotencyName(route, scope, key string) string {
-	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	for _, s := range [...]string{route, scope} {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
-	}
-	h.Write([]byte(key))
-	return "idem:" + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
-}
+func IdempotencyName(route, scope, key string) string { return records.Name(route, scope, key) }
 
 // Idempotent claims the idempotency record named name (see
 // IdempotencyName) for a request summed up by fingerprint. No record: a

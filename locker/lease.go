@@ -107,12 +107,8 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 	return root
 }
 
-// newLease builds a root lease for grant h. A grant shorter than the
-// terms — a hand-over's grant window — is confirmed by the lease's first
-// renewal, at a third of it, which extends it to the terms; a holder done
-// before then never pays for it.
-// le is the lease Obtain allocated before its first call (its buf holds n's
-// storage); newLease fills in the rest.
+// newLease builds root lease le (allocated by Obtain: its buf holds n's
+// storage) for grant h; keeper.Schedule says when it is renewed.
 func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Names, token string, h node.Held, t terms) *Lease {
 	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.Fence, 1, t, 1, t.params.Mode
 	if !t.watchdog {
@@ -122,19 +118,7 @@ func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Na
 	le.parent = FromContext(ctx)
 	le.since = time.Now()
 	le.base, le.span = l.tel.startHold(ctx, key, t.params, h.Fence)
-	var first, every time.Duration
-	switch {
-	case h.Granted < t.ttl:
-		// A third of the window after the grant itself (not after this
-		// process heard of it), so a late notice does not push the
-		// confirmation past the window's end.
-		first = max(time.Until(h.At.Add(h.Granted/3)), time.Millisecond)
-	case t.watchdog:
-		first = l.o.renewEvery
-	}
-	if t.watchdog {
-		every = l.o.renewEvery
-	}
+	first, every := keeper.Schedule(h.At, h.Granted, t.ttl, t.watchdog, l.o.renewEvery)
 	le.kp.Start((*leaseOwner)(le), l.be.ValidUntil(h.At, h.Granted), first, every, keeper.RetryAfter(l.o.renewEvery), true)
 	if first > 0 {
 		// Renewed: a force-release notice stops the renewals (a lease
