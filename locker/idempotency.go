@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/records"
 )
 
@@ -108,7 +109,7 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 		if ttl <= 0 {
 			ttl = DefaultIdempotencyTTL
 		}
-		return l.newClaim(ctx, st, k, idemName(p.Name), token, ttl, lease, every, sent)
+		return l.newClaim(ctx, st, k, logs.ClaimName(p.Name), token, ttl, lease, every, sent)
 	})
 }
 

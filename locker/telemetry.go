@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/admin"
+	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/outcome"
 )
 
@@ -67,15 +68,6 @@ func (t *telemetry) key(key string) string {
 		return key
 	}
 	return ""
-}
-
-// idemName is the name log records and IdempotencyEvent use for an idempotency
-// check named name (IdempotencyParams.Name).
-func idemName(name string) string {
-	if name == "" {
-		return "idempotency"
-	}
-	return name
 }
 
 // startObtain reports an Obtain's start; endObtain its end.
@@ -159,14 +151,14 @@ func (t *telemetry) startIdem(ctx context.Context, name string) any {
 	if t.obs == nil {
 		return nil
 	}
-	return t.obs.StartIdempotency(ctx, idemName(name))
+	return t.obs.StartIdempotency(ctx, logs.ClaimName(name))
 }
 
 func (t *telemetry) endIdem(state any, name string, c *Claim, err error) {
 	if t.obs == nil {
 		return
 	}
-	t.obs.EndIdempotency(state, IdempotencyEvent{Name: idemName(name), Outcome: outcome.Idempotency(c != nil && c.replay, err), Err: err})
+	t.obs.EndIdempotency(state, IdempotencyEvent{Name: logs.ClaimName(name), Outcome: outcome.Idempotency(c != nil && c.replay, err), Err: err})
 }
 
 // startRate reports an Allow call's start.

@@ -63,6 +63,15 @@ func LockName(name, template string) string {
 	return "locker"
 }
 
+// ClaimName is the name records and events use for an idempotency check
+// with IdempotencyParams.Name name.
+func ClaimName(name string) string {
+	if name == "" {
+		return "idempotency"
+	}
+	return name
+}
+
 // lossText says why lk was lost in words an on-call engineer can act on.
 func lossText(lk Lock, why keeper.Loss, lastErr error) string {
 	var fe *lockerr.Forced
