@@ -19,6 +19,15 @@ type terms struct {
 	call *callctx.Deadline
 }
 
+// terms are p after defaults: a zero TTL is a watchdog lease.
+func (l *Locker) terms(p Params) terms {
+	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
+	if t.ttl <= 0 {
+		t.ttl, t.watchdog = l.o.lease, true
+	}
+	return t
+}
+
 // engineTerms are t for the backend; ref is handed back to the Waiting
 // hook (the Obtain's lease, whose t it reads).
 func (t terms) engineTerms(ref *Lease) node.Terms {

@@ -2,35 +2,16 @@ package locker
 
 import (
 	"context"
-	"strings"
 
-	"github.com/locktag/locktag/locker/internal/node"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/admin"
 )
-
-// clientCommands are what the drivers send besides the scripts' own.
-var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PING"}
 
 // ACLRules returns Redis ACL rules that allow this Locker everything it
 // does and nothing else: its keys and channels (WithKeyPrefix), the
 // scripting and pub/sub commands the drivers send, and the commands its
 // scripts call. Append them to ACL SETUSER name on >password; a client
 // library may need a few more (go-redis: see docs/servers.md).
-func (l *Locker) ACLRules() []string {
-	p := l.o.prefix
-	rules := []string{"resetkeys", "~" + p + "*", "resetchannels", "&" + p + "*"}
-	if !strings.HasPrefix(strings.TrimSuffix(node.ListenerChannels, "*"), p) {
-		rules = append(rules, "&"+node.ListenerChannels)
-	}
-	rules = append(rules, "-@all")
-	for _, c := range clientCommands {
-		rules = append(rules, "+"+strings.ToLower(c))
-	}
-	for _, c := range scripts.Commands() {
-		rules = append(rules, "+"+strings.ToLower(c))
-	}
-	return rules
-}
+func (l *Locker) ACLRules() []string { return admin.ACLRules(l.o.prefix) }
 
 // Check confirms that the Redis deployment can serve this Locker as the
 // user it logs in as: on every node scripts run (EVALSHA, then EVAL after

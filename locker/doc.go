@@ -21,42 +21,16 @@
 //
 // # Drivers and backends
 //
-// This package imports no Redis client. It talks to Redis through the small
-// seam in package locker/driver; locker/redigo (the default, auto-pipelined
-// over one connection unless set to pooled calls) and locker/goredis (Redis Cluster, Sentinel) implement
-// it. [New] keeps locks on one Redis deployment, with a first-come-first-
-// served queue in Redis; [NewRedlock] keeps them on N independent masters by
-// quorum. Both are implementations of one internal backend interface, and
-// leases and idempotency claims are kept alive by one renewal engine
-// (docs/architecture.md#inside-locker).
+// This package imports no Redis client: locker/redigo (the default,
+// auto-pipelined) and locker/goredis (Cluster, Sentinel) implement the
+// seam in locker/driver. [New] keeps locks on one Redis deployment, with a
+// first-come-first-served queue in Redis; [NewRedlock] keeps them on N
+// independent masters by quorum (docs/architecture.md#inside-locker).
 //
-// # Redis layout
-//
-// A lock named K is a string at prefix+"{K}" (owner token, fencing token,
-// hold count, waiting flag) with the lease as its expiry. Its fencing
-// counter, waiter queue, waiter details and channel use the same hash tag,
-// so all of them share one Redis Cluster slot. Every operation is a single
-// Lua script run by SHA.
-//
-// # Waiting
-//
-// A busy Obtain with Params.Wait > 0 joins a queue in Redis in the same
-// round trip. Release hands the lock straight to the head of the queue and
-// publishes that on the key's channel; each Locker listens through one
-// shared subscriber connection and wakes exactly the waiter named. New
-// callers queue behind waiters, so the order is first come, first served
-// across processes. A hand-over is reserved for its waiter only for a grant
-// window (WithGrantWindow) until the waiter confirms it, so a waiter that
-// has gone costs the others that window, never a whole lease.
-//
-// # Fencing
-//
-// Every new holder gets a fencing token ([Lease.Token]) larger than every
-// earlier holder's, including across a Redis restart without persistence:
-// the token is the larger of the stored counter plus one and the Redis
-// server clock in microseconds. The protected side must check the token on
-// every access the result depends on: for a read-modify-write, claim the
-// resource with the token before reading it and check the claim with the
-// write ([Fence.Claim], [Fence.Check], [Fenced]); fencing only the write
-// ([Fence.Admit]) protects blind writes, not a read-modify-write.
+// Every operation is one Lua script run by SHA; a waiting Obtain is handed
+// the lock on release, notified through one shared subscriber connection;
+// every holder gets a fencing token ([Lease.Token]) larger than every
+// earlier holder's, which the protected side checks on every access the
+// result depends on ([Fence], [Fenced]). docs/locking.md explains the
+// Redis layout, waiting, the grant window and fencing.
 package locker

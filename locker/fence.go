@@ -1,8 +1,10 @@
 package locker
 
 import (
-	"errors"
 	"sync"
+
+	"github.com/locktag/locktag/locker/internal/fencing"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
 // Errors of the protected side (Fence, Fenced).
@@ -10,11 +12,11 @@ var (
 	// ErrStaleToken is returned for a fencing token older than one the
 	// resource has already seen: its holder lost the lock to a newer holder,
 	// and must not read or write the resource any more.
-	ErrStaleToken = errors.New("locker: stale fencing token")
+	ErrStaleToken = lockerr.ErrStaleToken
 	// ErrNotClaimed is returned by Fence.Check and Fenced.Store for a token
 	// that did not claim the resource first (Fence.Claim, Fenced.Load): a
 	// mistake in the caller, not a lost lock.
-	ErrNotClaimed = errors.New("locker: resource not claimed by this fencing token")
+	ErrNotClaimed = lockerr.ErrNotClaimed
 )
 
 // Fence is the protected side of fencing, kept in memory: for each resource
@@ -27,7 +29,7 @@ var (
 // safe for concurrent use.
 type Fence struct {
 	mu   sync.Mutex
-	last map[string]fenceState
+	last map[string]fencing.State
 }
 
 // Claim records token as the holder of resource before the holder reads it,
@@ -35,7 +37,7 @@ type Fence struct {
 // Claiming again with the same token succeeds. After a Claim, check each
 // write with Check, not Admit (which refuses a token equal to the last).
 func (f *Fence) Claim(resource string, token int64) error {
-	return f.apply(resource, func(s *fenceState) error { return s.claim(token) })
+	return f.apply(resource, func(s *fencing.State) error { return s.Claim(token) })
 }
 
 // Check returns nil if token's claim on resource still stands: call it in
@@ -46,7 +48,7 @@ func (f *Fence) Check(resource string, token int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.last[resource]
-	return s.check(token)
+	return s.Check(token)
 }
 
 // Admit records token for resource, or returns ErrStaleToken when a token at
@@ -57,16 +59,16 @@ func (f *Fence) Check(resource string, token int64) error {
 // write more than once: Admit accepts a token equal to the last one only
 // through AdmitAgain.
 func (f *Fence) Admit(resource string, token int64) error {
-	return f.apply(resource, func(s *fenceState) error { return s.admit(token, false) })
+	return f.apply(resource, func(s *fencing.State) error { return s.Admit(token, false) })
 }
 
 // AdmitAgain is Admit that also accepts the last admitted token, for a
 // holder that writes the same resource several times under one lock.
 func (f *Fence) AdmitAgain(resource string, token int64) error {
-	return f.apply(resource, func(s *fenceState) error { return s.admit(token, true) })
+	return f.apply(resource, func(s *fencing.State) error { return s.Admit(token, true) })
 }
 
-func (f *Fence) apply(resource string, op func(*fenceState) error) error {
+func (f *Fence) apply(resource string, op func(*fencing.State) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.last[resource]
@@ -74,41 +76,9 @@ func (f *Fence) apply(resource string, op func(*fenceState) error) error {
 		return err
 	}
 	if f.last == nil {
-		f.last = make(map[string]fenceState)
+		f.last = make(map[string]fencing.State)
 	}
 	f.last[resource] = s
-	return nil
-}
-
-// fenceState is one resource's fence: the largest token that reached it.
-type fenceState struct {
-	last int64
-	seen bool // last is a token, not the zero value
-}
-
-func (s *fenceState) claim(token int64) error {
-	if s.seen && token < s.last {
-		return ErrStaleToken
-	}
-	s.last, s.seen = token, true
-	return nil
-}
-
-func (s fenceState) check(token int64) error {
-	switch {
-	case s.seen && token == s.last:
-		return nil
-	case s.seen && token < s.last:
-		return ErrStaleToken
-	}
-	return ErrNotClaimed
-}
-
-func (s *fenceState) admit(token int64, again bool) error {
-	if s.seen && (token < s.last || token == s.last && !again) {
-		return ErrStaleToken
-	}
-	s.last, s.seen = token, true
 	return nil
 }
 
@@ -121,7 +91,7 @@ func (s *fenceState) admit(token int64, again bool) error {
 // it is safe for concurrent use and must not be copied after first use.
 type Fenced[T any] struct {
 	mu sync.Mutex
-	s  fenceState
+	s  fencing.State
 	v  T
 }
 
@@ -135,7 +105,7 @@ func NewFenced[T any](v T) *Fenced[T] {
 func (c *Fenced[T]) Load(token int64) (T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.s.claim(token); err != nil {
+	if err := c.s.Claim(token); err != nil {
 		var zero T
 		return zero, err
 	}
@@ -148,7 +118,7 @@ func (c *Fenced[T]) Load(token int64) (T, error) {
 func (c *Fenced[T]) Store(token int64, v T) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.s.check(token); err != nil {
+	if err := c.s.Check(token); err != nil {
 		return err
 	}
 	c.v = v
@@ -165,7 +135,7 @@ func (c *Fenced[T]) Update(token int64, fn func(T) (T, error)) (T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var zero T
-	if err := c.s.claim(token); err != nil {
+	if err := c.s.Claim(token); err != nil {
 		return zero, err
 	}
 	v, err := fn(c.v)

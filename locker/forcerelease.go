@@ -2,26 +2,11 @@ package locker
 
 import (
 	"context"
-	_ "embed"
 	"fmt"
-	"log/slog"
-	"strings"
 
 	"github.com/locktag/locktag/locker/internal/admin"
-)
-
-// maxReason caps a force-release reason, in bytes (longer ones are cut).
-const maxReason = 200
-
-// noReason is the reason of a force-release that gave none.
-const noReason = "no reason given"
-
-// Log vocabulary of a force-release.
-const (
-	logForceRelease = "locktag: lock force-released"
-	logKeyReason    = "reason"
-	logKeyActor     = "actor"
-	logKeyHolders   = "holders"
+	"github.com/locktag/locktag/locker/internal/control"
+	"github.com/locktag/locktag/locker/internal/names"
 )
 
 type actorKey struct{}
@@ -39,9 +24,6 @@ func ActorFromContext(ctx context.Context) string {
 	return a
 }
 
-// freed is one holder a force-release freed, with its lock's kind.
-type freed = admin.Freed
-
 // ForceRelease frees the lock named name (every kind of that name) whoever
 // holds it, as its holder's release would: the lock goes to the next
 // waiter with a larger fencing token, and the holder's lease context is
@@ -55,16 +37,16 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	if name == "" {
 		return ErrEmptyKey
 	}
-	reason = cleanReason(reason)
+	reason = names.Reason(reason)
 	actor := ActorFromContext(ctx)
 	sctx, span := l.tel.startForce(ctx, name, reason, actor)
-	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, controlChannel(l.o.prefix), reason, l.o.callTimeout)
+	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, control.Channel(l.o.prefix), reason, l.o.callTimeout)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)
 	}
 	l.tel.endForce(ctx, span, name, reason, actor, all, err)
-	l.auditForce(ctx, name, reason, actor, all, err)
+	l.log.Force(ctx, name, reason, actor, all, err)
 	switch {
 	case err != nil:
 		return err
@@ -72,48 +54,4 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 		return fmt.Errorf("locker: ForceRelease %q: %w", name, ErrNotHeld)
 	}
 	return nil
-}
-
-// cleanReason returns reason as recorded: "no reason given" for "", cut
-// to maxReason bytes of valid UTF-8.
-func cleanReason(reason string) string {
-	reason = strings.TrimSpace(reason)
-	if reason == "" {
-		return noReason
-	}
-	return cutText(reason, maxReason)
-}
-
-// auditForce logs a force-release: a Warn log record.
-func (l *Locker) auditForce(ctx context.Context, name, reason, actor string, all []freed, err error) {
-	holders := make([]any, len(all))
-	for i, f := range all {
-		attrs := []any{slog.String("kind", f.Kind), slog.String("owner", f.Owner),
-			slog.String("label", f.Label), slog.Int64("fence", f.Fence), slog.Int("holds", f.Holds)}
-		if f.Mode != "" {
-			attrs = append(attrs, slog.String("mode", f.Mode))
-		}
-		holders[i] = slog.Group(fmt.Sprint(i), attrs...)
-	}
-	lg := l.logger()
-	level := slog.LevelWarn
-	msg := logForceRelease
-	if err != nil {
-		msg = logForceRelease + " (failed)"
-	} else if len(all) == 0 {
-		level, msg = slog.LevelInfo, logForceRelease+" (nothing held)"
-	}
-	if !lg.Enabled(ctx, level) {
-		return
-	}
-	attrs := []slog.Attr{
-		slog.String(logKeyKey, name),
-		slog.String(logKeyReason, reason),
-		slog.String(logKeyActor, actor),
-		slog.Group(logKeyHolders, holders...),
-	}
-	if err != nil {
-		attrs = append(attrs, slog.String(logKeyError, err.Error()))
-	}
-	lg.LogAttrs(ctx, level, msg, attrs...)
 }

@@ -2,20 +2,12 @@ package locker
 
 import (
 	"context"
-	"crypto/sha256"
-	_ "embed"
-	"encoding/base64"
-	"encoding/binary"
 	"time"
 
-	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/records"
 )
-
-// Idempotency records: the layout and the scripts are package
-// internal/records's; this file is the entry points.
 
 // Idempotency sentinel errors; see also ErrUnavailable and ErrNotHeld.
 var (
@@ -62,16 +54,7 @@ type IdempotencyParams struct {
 // (e.g. "POST /payments" or a gRPC full method) by the caller scope: a
 // SHA-256 over the three, so user input cannot forge separators or hash
 // tags, and the name is short whatever the key's length.
-func IdempotencyName(route, scope, key string) string {
-	h := sha256.New()
-	var n [binary.MaxVarintLen64]byte
-	for _, s := range [...]string{route, scope} {
-		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-		h.Write([]byte(s))
-	}
-	h.Write([]byte(key))
-	return "idem:" + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
-}
+func IdempotencyName(route, scope, key string) string { return records.Name(route, scope, key) }
 
 // Idempotent claims the idempotency record named name (see
 // IdempotencyName) for a request summed up by fingerprint. No record: a
@@ -114,57 +97,20 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 	}
 	st := records.New(nd)
 	k := st.Keys(name)
-	fp := records.Fingerprint(fingerprint)
-	token := names.NewToken()
-	var w *hub.Waiter
-	if p.Wait > 0 {
-		// Registered before the first try so a wake-up published right
-		// after it is not dropped.
-		w = nd.Hub.Register(token)
-		defer nd.Hub.Unregister(w)
-	}
-	sent := time.Now()
-	c, pttl, err := l.idemTry(ctx, st, k, fp, token, p, p.Wait, sent)
-	if err != nil || c != nil {
-		return c, err
-	}
-	if p.Wait <= 0 {
-		return nil, ErrInFlight
-	}
-	err = st.Wait(ctx, k, w, sent, sent.Add(p.Wait), pttl, func(wait time.Duration) (bool, time.Duration, error) {
-		var left time.Duration
-		c, left, err = l.idemTry(ctx, st, k, fp, token, p, wait, time.Now())
-		return err != nil || c != nil, left, err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
-}
-
-// idemTry claims the record once. It returns a Claim (held or replay), an
-// error, or neither with the in-flight record's remaining lease.
-func (l *Locker) idemTry(ctx context.Context, st *records.Store, k records.Keys, fp, token string, p IdempotencyParams, wait time.Duration, sent time.Time) (*Claim, time.Duration, error) {
 	lease, every := p.Lease, p.Lease/3
 	if lease <= 0 {
 		lease, every = l.o.lease, l.o.renewEvery
 	}
-	b, err := st.Begin(ctx, k, fp, token, lease, wait)
-	switch {
-	case err != nil:
-		return nil, 0, err
-	case b.Status == records.Claimed:
+	return records.Claim(ctx, st, k, records.Fingerprint(fingerprint), lease, p.Wait, func(b records.Begun, token string, sent time.Time) *Claim {
+		if b.Status != records.Claimed {
+			return &Claim{replay: true, outcome: b.Outcome, ctx: ctx}
+		}
 		ttl := p.TTL
 		if ttl <= 0 {
 			ttl = DefaultIdempotencyTTL
 		}
-		return l.newClaim(ctx, st, k, idemName(p.Name), token, ttl, lease, every, sent), 0, nil
-	case b.Status == records.InFlight:
-		return nil, b.PTTL, nil
-	case b.Status == records.Mismatch:
-		return nil, 0, ErrMismatch
-	}
-	return &Claim{replay: true, outcome: b.Outcome, ctx: ctx}, 0, nil
+		return l.newClaim(ctx, st, k, logs.ClaimName(p.Name), token, ttl, lease, every, sent)
+	})
 }
 
 // IdemParams is the former name of IdempotencyParams.

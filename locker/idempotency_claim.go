@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/keeper"
+	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/records"
 )
 
@@ -100,15 +101,20 @@ func (c *Claim) end(ctx context.Context, mode string, outcome []byte) error {
 		c.kp.Mu.Lock()
 		lost := c.lost
 		c.kp.Mu.Unlock()
-		c.l.logClaimEnd(ctx, c, mode, lost, err)
+		c.l.log.ClaimEnd(ctx, c.logClaim(), mode, lost, err)
 	}
 	return err
+}
+
+// logClaim is what c's log records say of it.
+func (c *Claim) logClaim() logs.Claim {
+	return logs.Claim{Name: c.name, Record: c.k.Record(), Since: c.since}
 }
 
 // The Claim's side of its keeper (see claimOwner).
 
 // lose marks the marker lost, logs why and cancels the Claim's context.
-func (c *Claim) lose(why lossCause, lastErr error) {
+func (c *Claim) lose(why keeper.Loss, lastErr error) {
 	c.kp.Mu.Lock()
 	defer c.kp.Mu.Unlock()
 	if c.ended || c.lost {
@@ -118,7 +124,7 @@ func (c *Claim) lose(why lossCause, lastErr error) {
 	c.kp.StopLocked()
 	// Logged before the cancellation, so whoever sees the context end finds
 	// the record written (as for a lock).
-	c.l.logClaimLost(c, why, lastErr)
+	c.l.log.ClaimLost(c.logClaim(), why, lastErr)
 	// Cancelled before Lost can report true, so a caller that saw Lost
 	// finds the context's cause set.
 	c.cancel(ErrLockLost)

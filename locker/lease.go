@@ -8,6 +8,8 @@ import (
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/logs"
+	"github.com/locktag/locktag/locker/internal/multi"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/node"
 )
@@ -105,12 +107,8 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 	return root
 }
 
-// newLease builds a root lease for grant h. A grant shorter than the
-// terms — a hand-over's grant window — is confirmed by the lease's first
-// renewal, at a third of it, which extends it to the terms; a holder done
-// before then never pays for it.
-// le is the lease Obtain allocated before its first call (its buf holds n's
-// storage); newLease fills in the rest.
+// newLease builds root lease le (allocated by Obtain: its buf holds n's
+// storage) for grant h; keeper.Schedule says when it is renewed.
 func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Names, token string, h node.Held, t terms) *Lease {
 	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.Fence, 1, t, 1, t.params.Mode
 	if !t.watchdog {
@@ -120,19 +118,7 @@ func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Na
 	le.parent = FromContext(ctx)
 	le.since = time.Now()
 	le.base, le.span = l.tel.startHold(ctx, key, t.params, h.Fence)
-	var first, every time.Duration
-	switch {
-	case h.Granted < t.ttl:
-		// A third of the window after the grant itself (not after this
-		// process heard of it), so a late notice does not push the
-		// confirmation past the window's end.
-		first = max(time.Until(h.At.Add(h.Granted/3)), time.Millisecond)
-	case t.watchdog:
-		first = l.o.renewEvery
-	}
-	if t.watchdog {
-		every = l.o.renewEvery
-	}
+	first, every := keeper.Schedule(h.At, h.Granted, t.ttl, t.watchdog, l.o.renewEvery)
 	le.kp.Start((*leaseOwner)(le), l.be.ValidUntil(h.At, h.Granted), first, every, keeper.RetryAfter(l.o.renewEvery), true)
 	if first > 0 {
 		// Renewed: a force-release notice stops the renewals (a lease
@@ -228,8 +214,10 @@ func (le *Lease) Context() context.Context {
 // Lost reports whether the lock was lost before it was released.
 func (le *Lease) Lost() bool {
 	root := le.root
-	if root.parts != nil && root.multiLost() {
-		return true
+	for _, pt := range root.parts {
+		if pt.Lost() {
+			return true
+		}
 	}
 	root.kp.Mu.Lock()
 	defer root.kp.Mu.Unlock()
@@ -239,7 +227,7 @@ func (le *Lease) Lost() bool {
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
 func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if le.root.parts != nil {
-		return le.root.multiTTL(ctx)
+		return multi.Shortest(ctx, le.root.parts, (*Lease).TTL)
 	}
 	return le.l.be.PTTL(ctx, le.n, le.token)
 }
@@ -257,7 +245,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	if !ok {
-		root.lose(lossExtendRefused, nil)
+		root.lose(keeper.ExtendRefused, nil)
 		return ErrNotHeld
 	}
 	root.kp.Mu.Lock()
@@ -273,10 +261,17 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
+// logLock is what le's log records say of its lock.
+func (le *Lease) logLock() logs.Lock {
+	root := le.root
+	p := root.t.params
+	return logs.Lock{Name: p.Name, Template: p.Template, Key: le.key, Fence: le.fence, Watchdog: root.t.watchdog, Since: root.since}
+}
+
 // The root's side of its keeper (see leaseOwner).
 
 // lose marks the lock lost and logs why, once.
-func (root *Lease) lose(why lossCause, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
+func (root *Lease) lose(why keeper.Loss, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
 
 // renewTTL: a watchdog lease is renewed to the Locker's lease; a fixed one,
 // confirming a hand-over's grant window, to the rest of its TTL.

@@ -2,7 +2,6 @@ package locker
 
 import (
 	"context"
-	_ "embed"
 
 	"github.com/locktag/locktag/locker/internal/admin"
 )

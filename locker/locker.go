@@ -8,7 +8,9 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/control"
 	"github.com/locktag/locktag/locker/internal/hub"
+	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/quorum"
@@ -23,13 +25,14 @@ type Locker struct {
 	o    *options // &opts
 	opts options
 	tel  *telemetry
+	log  logs.Logger
 	sh   *node.Shared // what the backend and its nodes share with the Locker
 	be   node.Backend
 	// ctl are the hubs whose listeners carry force-release notices (see
 	// control.go): the one node's, or every Redlock master's. leases are
 	// the live root leases they are matched against.
 	ctl    []*hub.Hub
-	leases leaseTable
+	leases control.Table[*Lease]
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
 }
@@ -127,6 +130,7 @@ func newLocker(o options, lastKey bool) *Locker {
 	l := &Locker{opts: o}
 	l.o = &l.opts
 	l.tel = newTelemetry(l.o)
+	l.log = logs.Logger{L: o.logger, Keys: o.keyAttribute}
 	l.sh = node.NewShared(node.Config{
 		Prefix:      o.prefix,
 		Bounds:      o.bounds(),
@@ -137,6 +141,7 @@ func newLocker(o options, lastKey bool) *Locker {
 		Drift:       o.drift,
 		NodeTimeout: o.nodeTimeout,
 	}, o.grantWindow, lastKey, node.Hooks{Waiting: l.waiting})
+	l.log.SID = l.sh.SID
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label
 	}
@@ -270,10 +275,7 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 		}
 		return l.reenter(ctx, held, p)
 	}
-	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
-	if t.ttl <= 0 {
-		t.ttl, t.watchdog = l.o.lease, true
-	}
+	t := l.terms(p)
 	// The lease is allocated now: its storage holds the holder's names
 	// and the first call's context and arguments (names.Buf).
 	le := new(Lease)

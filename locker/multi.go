@@ -4,26 +4,27 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/multi"
 	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // MaxKeys is the most distinct keys one ObtainMany call takes: a
 // multi-key lock is for a handful of resources (a transfer's two
 // accounts), and every key costs a round trip while the others are held.
-const MaxKeys = 16
+const MaxKeys = multi.MaxKeys
 
 // ErrTooManyKeys: ObtainMany was given more than MaxKeys distinct keys.
-var ErrTooManyKeys = errors.New("locker: too many keys")
+var ErrTooManyKeys = lockerr.ErrTooManyKeys
 
-// multiScripts marks a multi-key root lease (see ObtainMany): it runs no
-// script of its own — each key is a mutex lease of its own (a part) — and
-// no lease re-enters it as a whole (its parts are re-entered key by key).
+// multiScripts marks a multi-key root lease: it runs no script of its own
+// (each key is a mutex lease of its own, a part) and is re-entered key by
+// key, through its parts.
 var multiScripts = &scripts.Set{Family: scripts.FamilyMulti}
 
 // ObtainMany takes the mutexes of every key in keys, all or nothing, and
@@ -37,7 +38,7 @@ var multiScripts = &scripts.Set{Family: scripts.FamilyMulti}
 // ErrKindUnsupported (p.Limit, p.Mode). See docs/locking.md#multi-key-locks.
 func (l *Locker) ObtainMany(ctx context.Context, keys []string, p Params) (*Lease, error) {
 	start := time.Now()
-	keys = dedupe(keys)
+	keys = multi.Keys(keys)
 	p.keys = len(keys)
 	span := l.tel.startObtain(ctx)
 	le, err := l.obtainMany(ctx, keys, p)
@@ -45,84 +46,78 @@ func (l *Locker) ObtainMany(ctx context.Context, keys []string, p Params) (*Leas
 	return le, err
 }
 
-// dedupe returns keys sorted and without duplicates (a new slice).
-func dedupe(keys []string) []string {
-	return slices.Compact(slices.Sorted(slices.Values(keys)))
-}
-
 func (l *Locker) obtainMany(ctx context.Context, keys []string, p Params) (*Lease, error) {
-	switch {
-	case len(keys) == 0 || keys[0] == "":
-		return nil, ErrEmptyKey
-	case len(keys) > MaxKeys:
-		return nil, fmt.Errorf("%w: %d distinct keys, at most %d", ErrTooManyKeys, len(keys), MaxKeys)
-	case p.Limit != 0 || p.Mode != Exclusive:
+	if err := multi.Check(keys); err != nil {
+		return nil, err
+	}
+	if p.Limit != 0 || p.Mode != Exclusive {
 		return nil, fmt.Errorf("%w: a multi-key lock is a set of mutexes (no Limit, no Mode)", ErrKindUnsupported)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(ErrNotObtained, err)
 	}
-	waitUntil := time.Now().Add(p.Wait)
+	start := time.Now()
 	if le, done, err := l.obtainFast(ctx, keys, p); done {
 		return le, err
 	}
-	parts := make([]*Lease, 0, len(keys))
-	for _, key := range keys {
+	parts, err := multi.Take(keys, p.Wait, start, func(key string, wait time.Duration) (*Lease, error) {
 		pp := p
-		if p.Wait > 0 {
-			// One budget for all keys: a later key gets what is left.
-			pp.Wait = time.Until(waitUntil)
-			if pp.Wait <= 0 {
-				l.rollback(ctx, parts)
-				return nil, ErrNotObtained
-			}
-		}
-		le, err := l.obtain(ctx, key, pp)
-		if err != nil {
-			l.rollback(ctx, parts)
-			return nil, err
-		}
-		parts = append(parts, le)
+		pp.Wait = wait
+		return l.obtain(ctx, key, pp)
+	}, func(le *Lease) { _ = le.release(context.WithoutCancel(ctx), 0) })
+	if err != nil {
+		return nil, err
 	}
 	return l.newMultiLease(ctx, keys, parts, p), nil
 }
 
-// rollback releases the parts taken so far by a failed ObtainMany, last
-// first, on a fresh context (see Lease.release).
-func (l *Locker) rollback(ctx context.Context, parts []*Lease) {
-	for _, le := range slices.Backward(parts) {
-		_ = le.release(context.WithoutCancel(ctx), 0)
+// obtainFast tries the one-script path (multi.Fast) unless a key is
+// held through ctx (re-entry goes key by key).
+func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *Lease, done bool, err error) {
+	mf, ok := l.be.(node.MultiFast)
+	if !ok || len(keys) < 2 {
+		return nil, false, nil
 	}
+	for _, key := range keys {
+		if heldIn(ctx, l, key, scripts.FamilyMutex) != nil {
+			return nil, false, nil
+		}
+	}
+	t := l.terms(p)
+	ns := make([]names.Names, len(keys))
+	tokens := make([]string, len(keys))
+	label := l.labelArg(p)
+	for i, key := range keys {
+		ns[i], tokens[i] = l.sh.Layout.Mutex(key, nil)
+		ns[i].LabelArg = label
+	}
+	fences, sent, done, err := multi.Fast(ctx, mf, ns, tokens, t.ttl, p.Wait > 0)
+	if fences == nil {
+		return nil, done, err
+	}
+	parts := make([]*Lease, len(keys))
+	for i, key := range keys {
+		parts[i] = l.newLease(ctx, new(Lease), key, ns[i], tokens[i], node.Held{Fence: fences[i], At: sent, Granted: t.ttl}, t)
+	}
+	return l.newMultiLease(ctx, keys, parts, p), true, nil
 }
 
-// newMultiLease builds the root lease over parts. It runs no timers of its
-// own (its keeper is stopped from the start: each part renews itself); a
-// part's loss ends it through watchParts.
+// newMultiLease builds the root lease over parts. Its keeper is stopped
+// from the start (each part renews itself); a part's loss ends it.
 func (l *Locker) newMultiLease(ctx context.Context, keys []string, parts []*Lease, p Params) *Lease {
-	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
-	if t.ttl <= 0 {
-		t.ttl, t.watchdog = l.o.lease, true
-	}
 	holds := parts[0].holds
 	for _, pt := range parts[1:] {
 		holds = min(holds, pt.holds)
 	}
 	le := &Lease{
 		l: l, key: strings.Join(keys, ","), n: names.Names{Scripts: multiScripts},
-		fence: parts[0].fence, holds: holds, t: t, live: 1, parts: parts,
+		fence: parts[0].fence, holds: holds, t: l.terms(p), live: 1, parts: parts,
 		parent: FromContext(ctx), base: ctx, since: time.Now(),
 	}
 	le.root = le
 	le.kp.Stop()
-	le.watchParts()
-	return le
-}
-
-// watchParts ends the multi-key root le as lost as soon as one of its
-// parts is lost (its context ends with cause ErrLockLost).
-func (le *Lease) watchParts() {
-	le.unwatch = make([]func() bool, len(le.parts))
-	for i, pt := range le.parts {
+	le.unwatch = make([]func() bool, len(parts))
+	for i, pt := range parts {
 		pctx := pt.Context()
 		le.unwatch[i] = context.AfterFunc(pctx, func() {
 			if cause := context.Cause(pctx); errors.Is(cause, ErrLockLost) {
@@ -130,6 +125,7 @@ func (le *Lease) watchParts() {
 			}
 		})
 	}
+	return le
 }
 
 // Keys returns the keys the lease holds: for a lease of ObtainMany, its
@@ -158,11 +154,8 @@ func (le *Lease) TokenOf(key string) int64 {
 	if le == nil {
 		return 0
 	}
-	if le.parts == nil {
-		if key == le.key {
-			return le.fence
-		}
-		return 0
+	if le.parts == nil && key == le.key {
+		return le.fence
 	}
 	for _, pt := range le.parts {
 		if pt.key == key {
@@ -170,31 +163,6 @@ func (le *Lease) TokenOf(key string) int64 {
 		}
 	}
 	return 0
-}
-
-// multiLost reports whether a part of the multi-key root was lost.
-func (root *Lease) multiLost() bool {
-	for _, pt := range root.parts {
-		if pt.Lost() {
-			return true
-		}
-	}
-	return false
-}
-
-// multiTTL is the shortest lease left among the parts.
-func (root *Lease) multiTTL(ctx context.Context) (time.Duration, error) {
-	least := time.Duration(-1)
-	for _, pt := range root.parts {
-		d, err := pt.TTL(ctx)
-		if err != nil {
-			return 0, err
-		}
-		if least < 0 || d < least {
-			least = d
-		}
-	}
-	return least, nil
 }
 
 // multiExtend extends every part; the first refusal or failure ends it.
@@ -210,9 +178,8 @@ func (root *Lease) multiExtend(ctx context.Context, ttl time.Duration) error {
 	return nil
 }
 
-// multiRelease releases every part (keep > 0: keeps each for keep, see
-// ReleaseAfter), all at once. It returns the parts' errors joined; ErrNotHeld
-// when the lease was released before.
+// multiRelease releases every part at once (keep > 0: keeps each for
+// keep, see ReleaseAfter); ErrNotHeld when released before.
 func (root *Lease) multiRelease(ctx context.Context, keep time.Duration) error {
 	root.kp.Mu.Lock()
 	if root.released {
@@ -225,25 +192,7 @@ func (root *Lease) multiRelease(ctx context.Context, keep time.Duration) error {
 	for _, stop := range root.unwatch {
 		stop()
 	}
-	// The keys are released at once, one call each: their round trips
-	// overlap (a pipelining driver sends them together), so a release of
-	// N keys costs about one round trip, not N.
-	res := make([]error, len(root.parts))
-	var wg sync.WaitGroup
-	for i, pt := range root.parts[1:] {
-		wg.Go(func() { res[i+1] = pt.release(ctx, keep) })
-	}
-	res[0] = root.parts[0].release(ctx, keep)
-	wg.Wait()
-	var errs []error
-	for i, err := range res {
-		if err != nil {
-			errs = append(errs, fmt.Errorf("key %d of %d: %w", i+1, len(root.parts), err))
-		}
-	}
+	err := multi.Release(root.parts, func(pt *Lease) error { return pt.release(ctx, keep) })
 	root.finish(ErrNotHeld, 0, nil)
-	if len(errs) == 1 {
-		return errs[0]
-	}
-	return errors.Join(errs...)
+	return err
 }

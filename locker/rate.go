@@ -2,22 +2,11 @@ package locker
 
 import (
 	"context"
-	_ "embed"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/rate"
 )
-
-// Rate limits.
-//
-// A rate key named N lives in one string at prefix+"{N}:rate", apart from
-// every lock of the same name. Each decision is one run of rate.lua: the
-// generic cell rate algorithm (GCRA) on the server's clock, so processes
-// whose clocks disagree share one exact limit. See docs/tags.md#rate-and-burst for
-// why GCRA and not a sliding window.
 
 // Rate-limit sentinel errors.
 var (
@@ -26,16 +15,11 @@ var (
 	// when the caller's context ended first, also while it waited for its
 	// slot). RateDecision.RetryAfter says when the next request would be
 	// admitted.
-	ErrRateLimited = errors.New("locker: rate limited")
+	ErrRateLimited = lockerr.ErrRateLimited
 	// ErrBadRate: Allow or SupportsRate was given RateParams out of
 	// bounds; the message says which.
-	ErrBadRate = errors.New("locker: bad rate")
+	ErrBadRate = lockerr.ErrBadRate
 )
-
-// maxRateBucket bounds how far ahead a bucket's debt may run (burst ×
-// interval + wait): the script counts microseconds in float64, exact far
-// beyond this.
-const maxRateBucket = 10 * 365 * 24 * time.Hour
 
 // RateParams are the terms of one Allow call: in the long run at most
 // Limit requests per Period, and at most Burst at once after a quiet
@@ -73,36 +57,8 @@ type RateDecision struct {
 	Waited time.Duration
 }
 
-// interval is one request's share of the rate, Period/Limit.
-func (p RateParams) interval() time.Duration { return p.Period / time.Duration(p.Limit) }
-
-// burst is Burst or its default.
-func (p RateParams) burst() int {
-	if p.Burst == 0 {
-		return p.Limit
-	}
-	return p.Burst
-}
-
 // check returns why p is out of bounds, or nil.
-func (p RateParams) check() error {
-	bad := func(why string) error { return fmt.Errorf("%w: %d per %v: %s", ErrBadRate, p.Limit, p.Period, why) }
-	switch {
-	case p.Limit < 1:
-		return bad("Limit must be at least 1")
-	case p.Period < time.Millisecond:
-		return bad("Period must be at least 1ms")
-	case p.interval() < time.Microsecond:
-		return bad("more than one request per microsecond")
-	case p.Burst < 0:
-		return bad("Burst must not be negative")
-	case p.Wait < 0:
-		return bad("Wait must not be negative")
-	case time.Duration(p.burst()) > (maxRateBucket-p.Wait)/p.interval():
-		return bad(fmt.Sprintf("a burst of %d (and Wait) takes more than %v to refill", p.burst(), maxRateBucket))
-	}
-	return nil
-}
+func (p RateParams) check() error { return rate.Check(p.Limit, p.Period, p.Burst, p.Wait) }
 
 // SupportsRate returns nil when Allow can keep p's rate on l, and
 // otherwise an error matching ErrBadRate (p out of bounds) or
@@ -142,37 +98,8 @@ func (l *Locker) allow(ctx context.Context, key string, p RateParams) (RateDecis
 	if key == "" {
 		return RateDecision{}, ErrEmptyKey
 	}
-	if err := ctx.Err(); err != nil {
-		return RateDecision{}, errors.Join(ErrRateLimited, err)
-	}
-	maxDelay := p.Wait
-	if dl, ok := ctx.Deadline(); ok && maxDelay > 0 {
-		maxDelay = max(min(maxDelay, time.Until(dl)), 0)
-	}
-	r, err := rate.Take(ctx, nd, rate.Key(l.o.prefix, key), p.Period, p.Limit, p.burst(), maxDelay)
-	if err != nil {
-		if ce := ctx.Err(); ce != nil {
-			return RateDecision{}, errors.Join(ErrRateLimited, ce)
-		}
-		return RateDecision{}, lockerr.Unavailable(err)
-	}
-	wait, reset := r.Wait, r.Reset
-	if !r.Admitted {
-		return RateDecision{RetryAfter: wait, Reset: reset}, ErrRateLimited
-	}
-	d := RateDecision{Remaining: r.Remaining, Reset: reset}
-	if wait > 0 {
-		// The slot is ours: wait for it, not for anyone's signal.
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			d.Waited = wait
-		case <-ctx.Done():
-			return RateDecision{Reset: reset}, errors.Join(ErrRateLimited, ctx.Err())
-		}
-	}
-	return d, nil
+	r, err := rate.Allow(ctx, nd, rate.Key(l.o.prefix, key), p.Period, p.Limit, p.Burst, p.Wait)
+	return RateDecision(r), err
 }
 
 // RateState is what InspectRate found for one rate key at one moment,

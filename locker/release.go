@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/keeper"
 )
 
 // Release and the end of a lease.
@@ -18,7 +20,7 @@ func (le *Lease) Release(ctx context.Context) error {
 	err := le.release(ctx, 0)
 	le.l.tel.endRelease(span, le, err)
 	if err != nil {
-		le.l.logRelease(ctx, le, err)
+		le.l.log.Release(ctx, le.logLock(), err)
 	}
 	return err
 }
@@ -42,7 +44,7 @@ func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	err := le.release(ctx, d)
 	le.l.tel.endRelease(span, le, err)
 	if err != nil {
-		le.l.logRelease(ctx, le, err)
+		le.l.log.Release(ctx, le.logLock(), err)
 	}
 	return err
 }
@@ -71,7 +73,7 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	ttl := root.t.ttl
 	root.kp.Mu.Unlock()
 	if ranOut {
-		root.lose(lossExpired, nil)
+		root.lose(keeper.Expired, nil)
 	}
 
 	cctx := le.l.o.bounds().UpkeepIn(ctx, &le.upkeep)
@@ -90,7 +92,7 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 // finish ends the root: timers stopped, context cancelled with cause. A
 // loss (why > 0) is logged first, so whoever sees the context end finds
 // the log record already written.
-func (root *Lease) finish(cause error, why lossCause, lastErr error) {
+func (root *Lease) finish(cause error, why keeper.Loss, lastErr error) {
 	root.kp.Mu.Lock()
 	if root.done {
 		root.kp.Mu.Unlock()
@@ -103,7 +105,7 @@ func (root *Lease) finish(cause error, why lossCause, lastErr error) {
 	root.kp.Mu.Unlock()
 	root.l.untrack(root)
 	if why > 0 {
-		root.l.logLost(root, why, lastErr)
+		root.l.log.Lost(root.logLock(), why, lastErr)
 	}
 	if cancel != nil {
 		cancel(cause)

@@ -2,17 +2,20 @@ package locker
 
 import (
 	"context"
-	"errors"
 	"time"
+
+	"github.com/locktag/locktag/locker/internal/admin"
+	"github.com/locktag/locktag/locker/internal/logs"
+	"github.com/locktag/locktag/locker/internal/outcome"
 )
 
 // Outcomes of an idempotency check (IdempotencyEvent.Outcome; lockotel's
 // attribute locktag.outcome); canceled and error as for locks.
 const (
-	IdempotencyExecuted = "executed" // the key was claimed: the request runs
-	IdempotencyReplayed = "replayed" // a stored outcome is replayed
-	IdempotencyConflict = "conflict" // ErrInFlight: the same key is still running
-	IdempotencyMismatch = "mismatch" // ErrMismatch: the key was used for another request
+	IdempotencyExecuted = outcome.Executed // the key was claimed: the request runs
+	IdempotencyReplayed = outcome.Replayed // a stored outcome is replayed
+	IdempotencyConflict = outcome.Conflict // ErrInFlight: the same key is still running
+	IdempotencyMismatch = outcome.Mismatch // ErrMismatch: the key was used for another request
 )
 
 // The former names of the idempotency outcomes.
@@ -29,19 +32,19 @@ const (
 // Outcomes of an Obtain (ObtainEvent.Outcome), and "lost" for a held lock
 // that was lost.
 const (
-	OutcomeAcquired  = "acquired"
-	OutcomeReentered = "reentered"
-	OutcomeBusy      = "busy"     // ErrNotObtained after the wait
-	OutcomeCanceled  = "canceled" // the caller's context ended first
-	OutcomeError     = "error"    // Redis unavailable, quorum not reached
-	OutcomeLost      = "lost"
+	OutcomeAcquired  = outcome.Acquired
+	OutcomeReentered = outcome.Reentered
+	OutcomeBusy      = outcome.Busy     // ErrNotObtained after the wait
+	OutcomeCanceled  = outcome.Canceled // the caller's context ended first
+	OutcomeError     = outcome.Error    // Redis unavailable, quorum not reached
+	OutcomeLost      = outcome.Lost
 )
 
 // Outcomes of an Allow (a rate-limit decision); canceled and error as
 // for Obtain.
 const (
-	OutcomeAdmitted    = "admitted"     // the request is within the rate
-	OutcomeRateLimited = "rate_limited" // ErrRateLimited: refused, no slot within the wait
+	OutcomeAdmitted    = outcome.Admitted    // the request is within the rate
+	OutcomeRateLimited = outcome.RateLimited // ErrRateLimited: refused, no slot within the wait
 )
 
 // telemetry hands a Locker's events to its Observer (WithObserver). With
@@ -67,26 +70,6 @@ func (t *telemetry) key(key string) string {
 	return ""
 }
 
-// lockName is the name log records (and lockotel) use for a lock.
-func lockName(p Params) string {
-	if p.Name != "" {
-		return p.Name
-	}
-	if p.Template != "" {
-		return p.Template
-	}
-	return "locker"
-}
-
-// idemName is the name log records and IdempotencyEvent use for an idempotency
-// check named name (IdempotencyParams.Name).
-func idemName(name string) string {
-	if name == "" {
-		return "idempotency"
-	}
-	return name
-}
-
 // startObtain reports an Obtain's start; endObtain its end.
 func (t *telemetry) startObtain(ctx context.Context) any {
 	if t.obs == nil {
@@ -99,25 +82,11 @@ func (t *telemetry) endObtain(state any, start time.Time, key string, p Params, 
 	if t.obs == nil {
 		return
 	}
-	e := ObtainEvent{Params: p, Key: t.key(key), Keys: p.keys, Outcome: obtainOutcome(le, err), Took: time.Since(start), Err: err}
+	e := ObtainEvent{Params: p, Key: t.key(key), Keys: p.keys, Outcome: outcome.Obtain(le.Holds(), err), Took: time.Since(start), Err: err}
 	if le != nil {
 		e.Fence, e.Holds = le.fence, le.holds
 	}
 	t.obs.EndObtain(state, e)
-}
-
-func obtainOutcome(le *Lease, err error) string {
-	switch {
-	case err == nil && le.holds > 1:
-		return OutcomeReentered
-	case err == nil:
-		return OutcomeAcquired
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		return OutcomeCanceled
-	case errors.Is(err, ErrNotObtained):
-		return OutcomeBusy
-	}
-	return OutcomeError
 }
 
 // noop is waiting's end without an Observer.
@@ -182,27 +151,49 @@ func (t *telemetry) startIdem(ctx context.Context, name string) any {
 	if t.obs == nil {
 		return nil
 	}
-	return t.obs.StartIdempotency(ctx, idemName(name))
+	return t.obs.StartIdempotency(ctx, logs.ClaimName(name))
 }
 
 func (t *telemetry) endIdem(state any, name string, c *Claim, err error) {
 	if t.obs == nil {
 		return
 	}
-	var outcome string
-	switch {
-	case err == nil && c.replay:
-		outcome = IdempotencyReplayed
-	case err == nil:
-		outcome = IdempotencyExecuted
-	case errors.Is(err, ErrMismatch):
-		outcome = IdempotencyMismatch
-	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
-		outcome = OutcomeCanceled
-	case errors.Is(err, ErrInFlight):
-		outcome = IdempotencyConflict
-	default:
-		outcome = OutcomeError
+	t.obs.EndIdempotency(state, IdempotencyEvent{Name: logs.ClaimName(name), Outcome: outcome.Idempotency(c != nil && c.replay, err), Err: err})
+}
+
+// startRate reports an Allow call's start.
+func (t *telemetry) startRate(ctx context.Context) any {
+	if t.obs == nil {
+		return nil
 	}
-	t.obs.EndIdempotency(state, IdempotencyEvent{Name: idemName(name), Outcome: outcome, Err: err})
+	return t.obs.StartRate(ctx)
+}
+
+// endRate reports its end with the decision's outcome.
+func (t *telemetry) endRate(state any, key string, p RateParams, d RateDecision, err error) {
+	if t.obs == nil {
+		return
+	}
+	t.obs.EndRate(state, RateEvent{Params: p, Key: t.key(key), Decision: d, Outcome: outcome.Rate(err), Err: err})
+}
+
+// startForce reports a ForceRelease's start; the context is the one its
+// Redis calls run with.
+func (t *telemetry) startForce(ctx context.Context, name, reason, actor string) (context.Context, any) {
+	if t.obs == nil {
+		return ctx, nil
+	}
+	return t.obs.StartForceRelease(ctx, ForceEvent{Name: t.key(name), Reason: reason, Actor: actor})
+}
+
+// endForce reports its end: the owners it freed and its error.
+func (t *telemetry) endForce(ctx context.Context, state any, name, reason, actor string, all []admin.Freed, err error) {
+	if t.obs == nil {
+		return
+	}
+	owners := make([]string, len(all))
+	for i, f := range all {
+		owners[i] = f.Owner
+	}
+	t.obs.EndForceRelease(ctx, state, ForceEvent{Name: t.key(name), Reason: reason, Actor: actor, Owners: owners, Err: err})
 }

@@ -195,3 +195,23 @@ const (
 	// *lockerr.Forced with the reason.
 	Forced
 )
+
+// Schedule is when a lease granted at at for granted, on terms of ttl
+// (watchdog: renewed every renewEvery until released), is first renewed
+// and how often after (0: never). A grant shorter than the terms, a
+// hand-over's grant window, is confirmed at a third of it after the grant
+// itself (not after this process heard of it), so a late notice does not
+// push the confirmation past the window's end; a holder done before then
+// never pays for it.
+func Schedule(at time.Time, granted, ttl time.Duration, watchdog bool, renewEvery time.Duration) (first, every time.Duration) {
+	switch {
+	case granted < ttl:
+		first = max(time.Until(at.Add(granted/3)), time.Millisecond)
+	case watchdog:
+		first = renewEvery
+	}
+	if watchdog {
+		every = renewEvery
+	}
+	return first, every
+}

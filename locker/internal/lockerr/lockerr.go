@@ -35,6 +35,11 @@ var (
 	ErrUnsupported            = errors.New("locker: server lacks what the locker needs")
 	ErrInFlight               = errors.New("locker: idempotency key in flight")
 	ErrMismatch               = errors.New("locker: idempotency key reused with a different request")
+	ErrTooManyKeys            = errors.New("locker: too many keys")
+	ErrRateLimited            = errors.New("locker: rate limited")
+	ErrBadRate                = errors.New("locker: bad rate")
+	ErrStaleToken             = errors.New("locker: stale fencing token")
+	ErrNotClaimed             = errors.New("locker: resource not claimed by this fencing token")
 )
 
 // Late is the error of a late grant: it matches ErrLate and ErrNotObtained.

@@ -19,3 +19,15 @@ func ExampleLayout_Mutex() {
 	// [locktag:{order:42} locktag:{order:42}:q locktag:{order:42}:w] locktag:{order:42}:c 22
 	// [locktag:{order:42} locktag:{order:42}:q locktag:{order:42}:w locktag:{order:42}:f]
 }
+
+// ExampleLabel joins the Locker's label and the call's, and cuts what is
+// stored to MaxLabel bytes of valid UTF-8.
+func ExampleLabel() {
+	fmt.Println(names.Label("shop@host-3", "POST /orders/:id/pay"))
+	fmt.Println(names.Reason("  "))
+	fmt.Printf("%q\n", names.Cut("naïve", 3))
+	// Output:
+	// shop@host-3; POST /orders/:id/pay
+	// no reason given
+	// "na"
+}

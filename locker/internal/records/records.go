@@ -17,6 +17,8 @@ package records
 import (
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -169,3 +171,17 @@ func Failed(ctx context.Context, err error) error {
 
 // Record is the record's own key (for logs).
 func (k Keys) Record() string { return k.keys.Names()[0] }
+
+// Name is the record name for a client key used on route by scope
+// (locker.IdempotencyName): a SHA-256 over the three, each length-prefixed
+// but the last, so user input cannot forge separators or hash tags.
+func Name(route, scope, key string) string {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, s := range [...]string{route, scope} {
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		h.Write([]byte(s))
+	}
+	h.Write([]byte(key))
+	return "idem:" + base64.RawURLEncoding.EncodeToString(h.Sum(nil))
+}

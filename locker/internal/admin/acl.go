@@ -1,0 +1,28 @@
+package admin
+
+import (
+	"strings"
+
+	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/scripts"
+)
+
+// clientCommands are what the drivers send besides the scripts' own.
+var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PING"}
+
+// ACLRules are the Redis ACL rules that allow a Locker with key prefix p
+// everything it does and nothing else (locker.Locker.ACLRules).
+func ACLRules(p string) []string {
+	rules := []string{"resetkeys", "~" + p + "*", "resetchannels", "&" + p + "*"}
+	if !strings.HasPrefix(strings.TrimSuffix(node.ListenerChannels, "*"), p) {
+		rules = append(rules, "&"+node.ListenerChannels)
+	}
+	rules = append(rules, "-@all")
+	for _, c := range clientCommands {
+		rules = append(rules, "+"+strings.ToLower(c))
+	}
+	for _, c := range scripts.Commands() {
+		rules = append(rules, "+"+strings.ToLower(c))
+	}
+	return rules
+}
