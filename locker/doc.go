@@ -27,10 +27,9 @@
 // first-come-first-served queue in Redis; [NewRedlock] keeps them on N
 // independent masters by quorum (docs/architecture.md#inside-locker).
 //
-// Every operation is one Lua script run by SHA; a waiting Obtain is handed
-// the lock on release, notified through one shared subscriber connection;
-// every holder gets a fencing token ([Lease.Token]) larger than every
-// earlier holder's, which the protected side checks on every access the
-// result depends on ([Fence], [Fenced]). docs/locking.md explains the
-// Redis layout, waiting, the grant window and fencing.
+// Every operation is one Lua script; a waiting Obtain is handed the lock
+// on release, notified through one shared subscriber connection; every
+// holder gets a fencing token ([Lease.Token]) larger than every earlier
+// holder's, for the protected side to check ([Fence], [Fenced]). See
+// docs/locking.md.
 package locker

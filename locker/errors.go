@@ -26,17 +26,13 @@ var (
 	// Errors that match it also match ErrUnavailable. It is
 	// driver.ErrPoolExhausted, the error drivers wrap.
 	ErrPoolExhausted = lockerr.ErrPoolExhausted
-	// ErrNotSent marks an error of a call that never reached Redis (no
-	// connection or call slot could be had, or the context ended before
-	// anything was written): it changed nothing, and the locker sends no
-	// clean-up for it. Errors that match it also match ErrUnavailable once
-	// the locker returns them. It is driver.ErrNotSent, the error drivers
-	// wrap.
+	// ErrNotSent marks a call that never reached Redis (no connection or
+	// call slot, or the context ended first): it changed nothing. It also
+	// matches ErrUnavailable once returned. It is driver.ErrNotSent.
 	ErrNotSent = lockerr.ErrNotSent
-	// ErrBadOption is wrapped by the error of New or NewRedlock when an
-	// option (or a driver option, see driver.Validator) has an invalid value
-	// or does not apply to the kind of Locker built; the message names the
-	// option. It is driver.ErrBadOption.
+	// ErrBadOption is wrapped by New's and NewRedlock's error for an
+	// invalid or inapplicable option (or driver option, driver.Validator),
+	// named in the message. It is driver.ErrBadOption.
 	ErrBadOption = lockerr.ErrBadOption
 	// ErrIdempotencyUnsupported: Idempotent was called on a Locker whose
 	// backend cannot keep idempotency records safely (a Redlock Locker).
@@ -55,16 +51,12 @@ var (
 	ErrWriteInRead = lockerr.ErrWriteInRead
 	// ErrEmptyKey: Obtain was called with an empty key.
 	ErrEmptyKey = lockerr.ErrEmptyKey
-	// ErrNotReplicated: under WithReplicaAck, fewer replicas than asked
-	// acknowledged an acquisition (or a renewal) in time. An acquisition's
-	// lock was released by token. Errors that match it also match
-	// ErrUnavailable: the lock was free, but the deployment could not
-	// make it safe against a failover.
+	// ErrNotReplicated: under WithReplicaAck, too few replicas acknowledged
+	// an acquisition (released again by token) or a renewal in time. It
+	// also matches ErrUnavailable.
 	ErrNotReplicated = lockerr.ErrNotReplicated
-	// ErrForceReleased: the lock was freed by Locker.ForceRelease while
-	// held. A force-released lease's context is cancelled with a cause
-	// that matches it and ErrLockLost, and whose message names the reason
-	// ("locker: lock lost: force-released: <reason>").
+	// ErrForceReleased: Locker.ForceRelease freed the lock while held; the
+	// lease's context cause matches it and ErrLockLost and names the reason.
 	ErrForceReleased = lockerr.ErrForceReleased
 )
 
@@ -79,19 +71,13 @@ var ErrQuorum = lockerr.ErrQuorum
 // given; nil where it answered). It matches ErrQuorum and ErrUnavailable.
 type QuorumError = tally.QuorumError
 
-// ErrLate is wrapped by the error of an Obtain whose lock was granted but
-// whose lease had ended by the time the grant's reply reached this process
-// (a reply slower than the lease, a paused process). Redis was healthy and
-// the lock was simply not usable any more, so the error also matches
-// ErrNotObtained (busy: try again), not ErrUnavailable. The grant is
-// released by token. A queued waiter whose re-check is granted late
-// queues again for the rest of its wait instead: only a first try, or a
-// grant at the very end of the wait, fails with ErrLate.
+// ErrLate is wrapped by the error of an Obtain whose grant's reply came
+// after its lease had ended (a slow reply, a paused process): the grant is
+// released by token and the error also matches ErrNotObtained (try again),
+// not ErrUnavailable. A queued waiter granted late queues again instead.
 var ErrLate = lockerr.ErrLate
 
-// ErrUnsupported: the Redis server, or the user the Locker logs in as,
-// lacks something the locker needs — Lua scripting (EVALSHA, EVAL),
-// pub/sub (SUBSCRIBE), or a command its scripts call (TIME among them).
-// Check, and the first Ping or Healthy, return it wrapped with what is
-// missing and what to allow. See docs/servers.md.
+// ErrUnsupported: the server, or the user the Locker logs in as, lacks
+// scripting, pub/sub or a command the scripts call; Check (and the first
+// Ping or Healthy) says what to allow. See docs/servers.md.
 var ErrUnsupported = lockerr.ErrUnsupported

@@ -12,8 +12,7 @@ import (
 // Idempotency sentinel errors; see also ErrUnavailable and ErrNotHeld.
 var (
 	// ErrInFlight: another execution holds the idempotency key and did not
-	// finish within IdempotencyParams.Wait (joined with ctx.Err() when the caller's
-	// context ended first).
+	// finish within IdempotencyParams.Wait (or ctx ended: joined).
 	ErrInFlight = lockerr.ErrInFlight
 	// ErrMismatch: the idempotency key was first used with a different
 	// fingerprint (another request body, path or method).
@@ -32,21 +31,16 @@ type IdempotencyParams struct {
 	// key is free and a request with it executes again. Zero means
 	// DefaultIdempotencyTTL (24h).
 	TTL time.Duration
-	// Lease is the in-flight marker's lease. It is renewed every Lease/3
-	// while the Claim is held, so it only runs out when the process holding
-	// it dies or cannot reach Redis for a whole lease; then another request
-	// with the key may execute. Zero selects the Locker's watchdog settings
-	// (WithWatchdog; default a 30s lease renewed every 10s).
+	// Lease is the in-flight marker's lease, renewed every Lease/3 while
+	// the Claim is held: it runs out only when its process dies or loses
+	// Redis for a lease. Zero selects WithWatchdog's settings.
 	Lease time.Duration
-	// Wait is how long to wait for an in-flight execution of the same key
-	// to end; it then replays that outcome (or, if that execution was
-	// abandoned, claims the key). Zero fails at once with ErrInFlight. The
-	// wait never outlasts ctx and uses no polling: the ending execution
-	// notifies the waiters.
+	// Wait is how long to wait, notified, never polling, for an in-flight
+	// execution of the key to end, then replay it (or claim an abandoned
+	// key). Zero fails at once with ErrInFlight; never longer than ctx.
 	Wait time.Duration
-	// Name is the low-cardinality name spans and metrics carry (attribute
-	// locktag.lock.name): the route or full method for the adapters. It
-	// defaults to "idempotency".
+	// Name is the low-cardinality name events carry (the route or full
+	// method for the adapters); default "idempotency".
 	Name string
 }
 
@@ -72,13 +66,10 @@ func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p Ide
 	return c, err
 }
 
-// SupportsIdempotency returns nil when Idempotent can keep records on l's
-// backend, and otherwise an error matching ErrIdempotencyUnsupported that
-// says why. A Redlock Locker (NewRedlock) does not support idempotency: a
-// record kept on one master is lost or split by that master's failover, so
-// a key could execute twice, and a record kept by quorum is not
-// implemented. Guards and adapters call it when they are built, so a
-// service refuses to start instead of failing every request.
+// SupportsIdempotency returns nil when Idempotent can keep records on l,
+// else an error matching ErrIdempotencyUnsupported saying why (a Redlock
+// Locker: a record on one master could be lost in its failover). Guards
+// call it when built, so a service refuses to start instead.
 func (l *Locker) SupportsIdempotency() error {
 	_, err := l.be.Records()
 	return err

@@ -111,8 +111,6 @@ func (c *Claim) logClaim() logs.Claim {
 	return logs.Claim{Name: c.name, Record: c.k.Record(), Since: c.since}
 }
 
-// The Claim's side of its keeper (see claimOwner).
-
 // lose marks the marker lost, logs why and cancels the Claim's context.
 func (c *Claim) lose(why keeper.Loss, lastErr error) {
 	c.kp.Mu.Lock()
@@ -130,26 +128,15 @@ func (c *Claim) lose(why keeper.Loss, lastErr error) {
 	c.cancel(ErrLockLost)
 }
 
-func (c *Claim) renewTTL() time.Duration { return c.lease }
-
-func (c *Claim) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	return c.st.Renew(ctx, c.k, c.token, ttl)
-}
-
-// validUntil: records live on one node; no drift allowance.
-func (c *Claim) validUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
-
-func (c *Claim) renewed(bool, error) {}
-
 // claimOwner is a Claim as its keeper's Owner (see leaseOwner).
 type claimOwner Claim
 
-func (o *claimOwner) RenewTTL() time.Duration { return (*Claim)(o).renewTTL() }
+func (o *claimOwner) RenewTTL() time.Duration { return o.lease }
 func (o *claimOwner) ExtendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	return (*Claim)(o).extendLease(ctx, ttl)
+	return o.st.Renew(ctx, o.k, o.token, ttl)
 }
-func (o *claimOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
-	return (*Claim)(o).validUntil(sent, ttl)
-}
-func (o *claimOwner) Renewed(ok bool, err error)          { (*Claim)(o).renewed(ok, err) }
-func (o *claimOwner) Lose(why keeper.Loss, lastErr error) { (*Claim)(o).lose(why, lastErr) }
+
+// ValidUntil: records live on one node; no drift allowance.
+func (o *claimOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
+func (o *claimOwner) Renewed(bool, error)                                    {}
+func (o *claimOwner) Lose(why keeper.Loss, lastErr error)                    { (*Claim)(o).lose(why, lastErr) }

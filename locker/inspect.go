@@ -54,11 +54,9 @@ type Holder struct {
 	LeaseLeft time.Duration
 	// Label describes the holder (WithLabel and Params.Label), or "".
 	Label string
-	// Held is how long ago the holder obtained the lock, by the Redis
-	// server's clock; 0 for a lock taken before grant times were kept.
+	// Held is how long ago the holder obtained the lock (server clock).
 	Held time.Duration
-	// Mode is a read/write lock holder's: "read" or "write"; "" for the
-	// other kinds.
+	// Mode is a read/write lock holder's: "read" or "write", else "".
 	Mode string
 }
 
@@ -68,22 +66,18 @@ type Waiter struct {
 	Owner string
 	// Waited is how long it has been queued, by the Redis server's clock.
 	Waited time.Duration
-	// WaitLeft is how long it will still wait (its Params.Wait, or its
-	// context's deadline, as it told Redis); zero or less: it gave up
-	// and its entry is cleared by the next grant.
+	// WaitLeft is how long it will still wait, as it told Redis; zero or
+	// less: it gave up, and the next grant clears its entry.
 	WaitLeft time.Duration
 	// Label describes the waiter as it will describe the holder, or "".
 	Label string
-	// Mode is a read/write lock waiter's: "read" or "write"; "" for the
-	// other kinds.
+	// Mode is a read/write lock waiter's: "read" or "write", else "".
 	Mode string
 }
 
-// Inspect returns the state of the lock named name, whatever its kind: its
-// holders and waiters, read by one read-only script (safe on a production
-// lock; the state may change the moment after). On Redlock the masters'
-// views are merged: the holder and the waiters a majority agree on, else a
-// *QuorumError. Errors: ErrUnavailable, ErrEmptyKey. See
+// Inspect returns the holders and waiters of the lock named name, whatever
+// its kind, read by one read-only script (Redlock: what a majority agrees
+// on, else a *QuorumError). Errors: ErrUnavailable, ErrEmptyKey. See
 // docs/operations.md#who-holds-a-lock-who-waits-inspect-and-list.
 func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	if name == "" {

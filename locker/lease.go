@@ -18,7 +18,6 @@ import (
 // the lock is lost (renewal refused or impossible, or a fixed TTL ran out),
 // and with cause ErrNotHeld after the last Release. Release every Lease,
 // also on error paths (defer it): a watchdog lease is renewed until then.
-//
 // A Lease is safe for concurrent use.
 type Lease struct {
 	l      *Locker
@@ -240,7 +239,7 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return root.multiExtend(ctx, ttl)
 	}
 	sent := time.Now()
-	ok, err := root.extendLease(ctx, ttl)
+	ok, err := (*leaseOwner)(root).ExtendLease(ctx, ttl)
 	if err != nil {
 		return err
 	}
@@ -268,46 +267,36 @@ func (le *Lease) logLock() logs.Lock {
 	return logs.Lock{Name: p.Name, Template: p.Template, Key: le.key, Fence: le.fence, Watchdog: root.t.watchdog, Since: root.since}
 }
 
-// The root's side of its keeper (see leaseOwner).
-
 // lose marks the lock lost and logs why, once.
 func (root *Lease) lose(why keeper.Loss, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
-
-// renewTTL: a watchdog lease is renewed to the Locker's lease; a fixed one,
-// confirming a hand-over's grant window, to the rest of its TTL.
-func (root *Lease) renewTTL() time.Duration {
-	if !root.t.watchdog {
-		return time.Until(root.cap)
-	}
-	return root.l.o.lease
-}
-
-func (root *Lease) extendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	return root.l.be.Extend(ctx, root.n, root.token, ttl)
-}
-
-func (root *Lease) validUntil(sent time.Time, ttl time.Duration) time.Time {
-	return root.l.be.ValidUntil(sent, ttl)
-}
-
-func (root *Lease) renewed(ok bool, err error) {
-	root.l.tel.renewed(root.span, root.t.params, ok, err)
-	// The control channel is subscribed again after its listener broke
-	// on the next lease, or here, while leases are held.
-	root.l.watchControl()
-}
 
 // leaseOwner is a root Lease as its keeper's Owner: the keeper's calls
 // stay off Lease's exported method set, and the conversion allocates
 // nothing (a pointer).
 type leaseOwner Lease
 
-func (o *leaseOwner) RenewTTL() time.Duration { return (*Lease)(o).renewTTL() }
+// RenewTTL: a watchdog lease is renewed to the Locker's lease; a fixed
+// one, confirming a hand-over's grant window, to the rest of its TTL.
+func (o *leaseOwner) RenewTTL() time.Duration {
+	if !o.t.watchdog {
+		return time.Until(o.cap)
+	}
+	return o.l.o.lease
+}
+
 func (o *leaseOwner) ExtendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	return (*Lease)(o).extendLease(ctx, ttl)
+	return o.l.be.Extend(ctx, o.n, o.token, ttl)
 }
+
 func (o *leaseOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time {
-	return (*Lease)(o).validUntil(sent, ttl)
+	return o.l.be.ValidUntil(sent, ttl)
 }
-func (o *leaseOwner) Renewed(ok bool, err error)          { (*Lease)(o).renewed(ok, err) }
+
+// Renewed reports the renewal and subscribes the control channel again if
+// its listener broke while leases are held.
+func (o *leaseOwner) Renewed(ok bool, err error) {
+	o.l.tel.renewed(o.span, o.t.params, ok, err)
+	o.l.watchControl()
+}
+
 func (o *leaseOwner) Lose(why keeper.Loss, lastErr error) { (*Lease)(o).lose(why, lastErr) }

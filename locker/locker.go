@@ -171,39 +171,29 @@ func (l *Locker) Ping(ctx context.Context) error { return l.be.Ping(ctx) }
 // Params are the terms of one Obtain call. The zero value asks for a
 // watchdog lease and does not wait.
 type Params struct {
-	// TTL is a fixed lease: the lock expires TTL after it was obtained unless
-	// extended, and the lease's context is cancelled with ErrLockLost then.
-	// Zero selects watchdog mode: a lease (default 30s) renewed in the
-	// background (default every 10s) until Release.
+	// TTL is a fixed lease: the lock ends TTL after it was obtained unless
+	// extended (the context is cancelled with ErrLockLost). Zero is
+	// watchdog mode: a lease renewed in the background until Release.
 	TTL time.Duration
 	// Wait is how long to wait for a busy lock. Zero fails at once with
 	// ErrNotObtained. The wait never outlasts ctx.
 	Wait time.Duration
-	// Name is the low-cardinality name spans and metrics carry (attribute
-	// locktag.lock.name): the route or full method for the adapters. It
-	// defaults to Template, or "locker".
+	// Name is the low-cardinality name events carry (the route or full
+	// method for the adapters); default Template, or "locker".
 	Name string
-	// Template is the key template the name was made from, for spans
-	// (attribute locktag.key.template). Optional.
+	// Template is the key template the name was made from. Optional.
 	Template string
 	// Limit, when above zero, makes the lock a semaphore: up to Limit
-	// holders of key at once, each with a lease of its own (renewed,
-	// lost and released like a mutex's), waiting first come first served.
-	// Zero is a mutex. A semaphore and a mutex of the same key are apart.
-	// Callers of one key should agree on Limit: each is admitted against
-	// its own. Not on a Redlock Locker (see Supports).
+	// holders of key at once, each with a lease of its own. Zero is a
+	// mutex. Callers of one key should agree on it. Not on Redlock.
 	Limit int
 	// Mode, Read or Write, makes the lock a read/write lock: many readers
-	// or one writer, each with a lease of its own, first come first served
-	// across both (a queued writer is not overtaken by later readers;
-	// queued readers are admitted together). The zero value is a mutex.
-	// Not with Limit; not on a Redlock Locker.
+	// or one writer, first come first served across both. The zero value
+	// is a mutex. Not with Limit; not on Redlock.
 	Mode Mode
-	// Label describes the holder for operators: Inspect shows it as
-	// Holder.Label, after the Locker's own (WithLabel), and a
-	// force-release's audit record names it. The guard layer sets the route
-	// or method and the request's trace id. Optional: a lock with no label
-	// stores nothing for it. Cut to MaxLabel bytes.
+	// Label describes the holder for operators (Holder.Label, after
+	// WithLabel's; the guards set the route and trace id). Optional; cut
+	// to MaxLabel bytes.
 	Label string
 
 	keys int // distinct keys of an ObtainMany call (telemetry's kind "multi"); 0 for Obtain

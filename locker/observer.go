@@ -40,16 +40,14 @@ type Observer interface {
 	// StartRate and EndRate bracket an Allow call.
 	StartRate(ctx context.Context) any
 	EndRate(state any, e RateEvent)
-	// StartForceRelease and EndForceRelease bracket a ForceRelease: the
-	// audit. The context StartForceRelease returns is the one its Redis
-	// calls run with; EndForceRelease gets the caller's ctx as well.
+	// StartForceRelease and EndForceRelease bracket a ForceRelease (the
+	// audit); its Redis calls run with the context StartForceRelease returns.
 	StartForceRelease(ctx context.Context, e ForceEvent) (context.Context, any)
 	EndForceRelease(ctx context.Context, state any, e ForceEvent)
 }
 
-// TraceIDSource is implemented by an Observer that can tell which trace a
-// context belongs to (lockotel's does). Lock guards then add the request's
-// trace id to the holder's label (see Locker.TraceID).
+// TraceIDSource is an Observer that knows a context's trace (lockotel's):
+// lock guards then add the trace id to the holder's label.
 type TraceIDSource interface {
 	// TraceID returns the id of the trace ctx belongs to, or "".
 	TraceID(ctx context.Context) string

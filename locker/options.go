@@ -158,10 +158,8 @@ func WithNodeTimeout(d time.Duration) Option {
 }
 
 // WithGrantWindow sets how long a lock handed to a queued waiter stays
-// reserved for it before the waiter's first renewal (at a third of it)
-// confirms it: a waiter that has gone costs the others one window, never
-// a whole lease; too short a window makes a slow holder lose the lock at
-// the hand-over. The default is 250ms; d must be positive. See
+// reserved until its first renewal confirms it: a gone waiter costs one
+// window, not a lease. The default is 250ms; d must be positive. See
 // docs/locking.md#the-grant-window.
 func WithGrantWindow(d time.Duration) Option {
 	return func(o *options) {
@@ -173,13 +171,11 @@ func WithGrantWindow(d time.Duration) Option {
 	}
 }
 
-// WithMaxConcurrentCalls bounds the Redis calls in flight per node;
-// further calls wait (within their context and the call timeout), and one
-// that waited past its deadline fails with ErrNotSent (and ErrUnavailable)
-// having sent nothing. Renewals and releases are not counted. It keeps a
-// burst of waiters from queueing thousands of calls ahead of a release on
-// one connection, or dialling thousands through a pool. The default is 64;
-// 0 removes the bound; n must not be negative. See docs/production.md#connections.
+// WithMaxConcurrentCalls bounds the Redis calls in flight per node (not
+// renewals and releases); a call that waits for a slot past its deadline
+// fails with ErrNotSent, so a burst cannot queue thousands of calls ahead
+// of a release. The default is 64; 0 removes the bound; n must not be
+// negative. See docs/production.md#connections.
 func WithMaxConcurrentCalls(n int) Option {
 	return func(o *options) {
 		if n < 0 {
@@ -190,11 +186,10 @@ func WithMaxConcurrentCalls(n int) Option {
 	}
 }
 
-// WithObserver sets the Observer that receives the Locker's events:
-// lockotel.New() records them as OpenTelemetry spans and metrics. The
-// default is none: nothing is recorded, at no cost. o must not be nil
-// (leave the option out for the default); an Observer with a
-// Validate() error method (lockotel's) must return nil from it.
+// WithObserver sets the Observer of the Locker's events (lockotel.New()
+// records OpenTelemetry spans and metrics). The default is none, at no
+// cost. o must not be nil, and its Validate() error method, if any, must
+// return nil.
 func WithObserver(o Observer) Option {
 	return func(opts *options) {
 		if o == nil {
@@ -211,21 +206,17 @@ func WithObserver(o Observer) Option {
 	}
 }
 
-// WithKeyAttribute adds the resolved lock name (attribute locktag.key) to
-// the log records of WithLogger and to the events the Observer receives
-// (with lockotel: to spans). It is off by default: names often hold user
-// or order ids, which have no place in traces or logs unless you decide
-// so. Metrics never carry it.
+// WithKeyAttribute adds the resolved lock name to log records and
+// Observer events (lockotel: spans, never metrics). Off by default: names
+// often hold user or order ids.
 func WithKeyAttribute(on bool) Option {
 	return func(o *options) { o.keyAttribute = on }
 }
 
-// WithLabel sets a human-readable description of this process that every
-// lock it holds carries, for operators (Inspect shows it as Holder.Label),
-// e.g. "shop@host-3 pid 412". A call's Params.Label is appended to it
-// ("shop@host-3 pid 412; POST /orders/:id/pay"). The default is none: a
-// lock without a label stores nothing for it. label must be at most
-// MaxLabel bytes of valid UTF-8.
+// WithLabel sets a description of this process, e.g. "shop@host-3 pid
+// 412", that every lock it holds carries for operators (Holder.Label,
+// followed by the call's Params.Label). The default is none; label must be
+// at most MaxLabel bytes of valid UTF-8.
 func WithLabel(label string) Option {
 	return func(o *options) {
 		if len(label) > MaxLabel || !utf8.ValidString(label) {
@@ -236,13 +227,10 @@ func WithLabel(label string) Option {
 	}
 }
 
-// WithLogger sets where the Locker logs a lock lost while held (at Error,
-// with its cause) and a failed Release (at Warn). Records carry the lock's
-// name (Params.Name: the route or full method for the adapters), its key
-// template and fencing token, never the resolved key unless
-// WithKeyAttribute(true). The default is slog.Default() at the time of
-// each record; l must not be nil (leave the option out for the default).
-// See docs/operations.md for the records.
+// WithLogger sets where the Locker logs a lock lost while held (Error)
+// and a failed Release (Warn), by the lock's name, template and fencing
+// token. The default is slog.Default() at the time of each record; l must
+// not be nil. See docs/operations.md#logs.
 func WithLogger(l *slog.Logger) Option {
 	return func(o *options) {
 		if l == nil {

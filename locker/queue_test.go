@@ -410,9 +410,13 @@ func TestQueueCostScaling(t *testing.T) {
 		}
 		return a
 	}
+	// O(log N) operations on a 16 times longer queue, and a busier server's
+	// caches, cost up to about twice as much per call on this machine kind;
+	// a queue read whole costs 5x or more.
+	const limit = 3.0
 	var r250, l250, r4k, l4k float64
 	rounds := 0
-	for rounds < 6 && (rounds < 2 || r4k > 2*r250 || l4k > 2*l250) {
+	for rounds < 6 && (rounds < 2 || r4k > limit*r250 || l4k > limit*l250) {
 		r, l := queueCosts(t, srv, 250)
 		r250, l250 = best(r250, r), best(l250, l)
 		r, l = queueCosts(t, srv, 4000)
@@ -421,7 +425,7 @@ func TestQueueCostScaling(t *testing.T) {
 	}
 	t.Logf("µs per script call, best of %d rounds: re-check %.1f at 250 waiters, %.1f at 4,000 (%.2fx); leave %.1f, %.1f (%.2fx)",
 		rounds, r250, r4k, r4k/r250, l250, l4k, l4k/l250)
-	if r4k > 2*r250 || l4k > 2*l250 {
-		t.Fatalf("queue operations grow with the queue: re-check %.2fx, leave %.2fx from 250 to 4,000 waiters (want <= 2x)", r4k/r250, l4k/l250)
+	if r4k > limit*r250 || l4k > limit*l250 {
+		t.Fatalf("queue operations grow with the queue: re-check %.2fx, leave %.2fx from 250 to 4,000 waiters (want <= %gx)", r4k/r250, l4k/l250, limit)
 	}
 }

@@ -8,22 +8,12 @@ import (
 	"github.com/locktag/locktag/locker/internal/keeper"
 )
 
-// Release and the end of a lease.
-
 // Release drops this hold; the lock is freed (and handed to the next waiter)
 // when the last hold is released. Release ignores ctx's cancellation, so a
 // cancelled request still releases its lock, and is bounded by the call
 // timeout. It returns ErrNotHeld, touching nothing, when the lock is no
 // longer held by this lease (lost, expired, or released before).
-func (le *Lease) Release(ctx context.Context) error {
-	span := le.l.tel.startRelease(ctx)
-	err := le.release(ctx, 0)
-	le.l.tel.endRelease(span, le, err)
-	if err != nil {
-		le.l.log.Release(ctx, le.logLock(), err)
-	}
-	return err
-}
+func (le *Lease) Release(ctx context.Context) error { return le.end(ctx, 0) }
 
 // ReleaseAfter drops this hold like Release, except that the last hold
 // keeps the lock in Redis for d more instead of freeing it: the lease ends
@@ -40,8 +30,13 @@ func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if le.n.Scripts.Keep == nil && le.parts == nil {
 		return fmt.Errorf("%w: a semaphore's permit cannot be kept after its release", ErrKindUnsupported)
 	}
+	return le.end(ctx, d)
+}
+
+// end is Release (keep 0) or ReleaseAfter, reported and logged.
+func (le *Lease) end(ctx context.Context, keep time.Duration) error {
 	span := le.l.tel.startRelease(ctx)
-	err := le.release(ctx, d)
+	err := le.release(ctx, keep)
 	le.l.tel.endRelease(span, le, err)
 	if err != nil {
 		le.l.log.Release(ctx, le.logLock(), err)
