@@ -51,10 +51,11 @@ func WithPipelining(conns int) Option {
 
 // WithStallTimeout sets how long a pipelined connection (WithPipelining,
 // the default) may stay silent while calls are in flight before it is
-// closed as broken and its calls fail. Each call is also bounded by its own
-// context. Raise it with locker.WithCallTimeout when a call may
-// legitimately wait longer for Redis (a Redis busy with a slow command for
-// seconds). It has no effect with pooled calls (WithPipelining(0)). The
+// closed as broken and its calls fail (noticed within a quarter of it more;
+// a pause of this process does not count as silence). Each call is also
+// bounded by its own context. Raise it with locker.WithCallTimeout when a
+// call may legitimately wait longer for Redis (a Redis busy with a slow
+// command for seconds). It has no effect with pooled calls (WithPipelining(0)). The
 // default is 2s (the locker's default call timeout); d must be positive.
 func WithStallTimeout(d time.Duration) Option {
 	return func(o *options) {

@@ -105,7 +105,7 @@ type pipeConn struct {
 
 	mu     sync.Mutex
 	s      *pipeSession
-	used   time.Time // when the last call took s (only kept when idle > 0)
+	used   time.Time // when the last call took s
 	closed bool
 }
 
@@ -114,9 +114,9 @@ type pipeConn struct {
 type pipeCall struct {
 	cmd      string
 	args     []any
-	argv     [12]any   // args' storage, for the usual script call
-	deadline time.Time // zero: none
-	timer    *time.Timer
+	argv     [12]any     // args' storage, for the usual script call
+	deadline time.Time   // zero: none
+	timer    *time.Timer // bounds a wait for a reply that another reader reads
 	reply    any
 	err      error
 	fin      atomic.Bool   // answered (set before the signal on done)
@@ -172,66 +172,51 @@ func (pc *pipeConn) do(ctx context.Context, cmd string, c *pipeCall) (v any, err
 	case <-c.lead: // an offer its last caller never took
 	default:
 	}
-	var expired <-chan time.Time
+	now := time.Now()
 	if dl, ok := ctx.Deadline(); ok {
-		wait := time.Until(dl)
-		if wait <= 0 {
+		if !now.Before(dl) {
 			return nil, notSent(context.DeadlineExceeded), true
 		}
 		c.deadline = dl
-		// ctx's Done need not fire at its deadline (the locker's call
-		// contexts add a deadline without a timer). Stop leaves no stale
-		// tick behind (Go 1.23 timers), so the timer is reused.
-		if c.timer == nil {
-			c.timer = time.NewTimer(wait)
-		} else {
-			c.timer.Reset(wait)
-		}
-		defer c.timer.Stop()
-		expired = c.timer.C
 	}
-	s, err := pc.submit(ctx, c)
+	s, err := pc.submit(ctx, c, now)
 	if err != nil {
-		return nil, err, !c.abandoned
+		return nil, err, true // never queued
 	}
-	v, err = s.await(ctx, c, expired)
-	s.mu.Lock()
-	done = !c.abandoned
-	s.mu.Unlock()
-	return v, err, done
+	return s.await(ctx, c)
 }
 
 // submit hands c to the live session and returns it. A session that died
-// before taking the call has not written it, so one more session is worth
-// a try.
-func (pc *pipeConn) submit(ctx context.Context, c *pipeCall) (*pipeSession, error) {
+// or was retired before taking the call has not written it, so one more
+// session is worth a try.
+func (pc *pipeConn) submit(ctx context.Context, c *pipeCall, now time.Time) (*pipeSession, error) {
 	for attempt := 0; ; attempt++ {
-		s, err := pc.session(ctx)
+		s, err := pc.session(ctx, now)
 		if err != nil {
 			return nil, notSent(err)
 		}
-		if s.submit(c) {
+		if s.submit(c, now) {
 			return s, nil
 		}
 		if attempt > 0 {
+			if s.retired.Load() {
+				return nil, notSent(errPipeClosed)
+			}
 			<-s.dead
 			return nil, notSent(s.err)
 		}
 	}
 }
 
-// session returns the live session, dialling one when there is none.
-func (pc *pipeConn) session(ctx context.Context) (*pipeSession, error) {
+// session returns the live session, dialling one when there is none or
+// the live one was retired. now is the time of the call.
+func (pc *pipeConn) session(ctx context.Context, now time.Time) (*pipeSession, error) {
 	pc.mu.Lock()
 	defer pc.mu.Unlock()
 	if pc.closed {
 		return nil, errPipeClosed
 	}
-	var now time.Time
-	if pc.idle > 0 {
-		now = time.Now()
-	}
-	if pc.s != nil && !pc.s.broken() {
+	if pc.s != nil && !pc.s.broken() && !pc.s.retired.Load() {
 		if pc.idle <= 0 || now.Sub(pc.used) < pc.idle {
 			pc.used = now
 			return pc.s, nil

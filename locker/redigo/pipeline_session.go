@@ -1,14 +1,27 @@
 package redigo
 
 import (
-	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 )
+
+// errStalled fails the calls in flight on a pipelined connection that
+// answered nothing for the stall timeout.
+var errStalled = errors.New("redigo: pipelined connection silent for the stall timeout with calls in flight")
+
+// errRetired closes a pipelined connection that takes no more calls once
+// its calls are answered; no call fails with it.
+var errRetired = errors.New("redigo: pipelined connection retired")
+
+// stallTicks is how many times per stall timeout the watchdog looks for a
+// reply (see watch).
+const stallTicks = 4
 
 // pipeSession is one dialled connection. Nobody owns it: callers take
 // turns at its two roles.
@@ -20,19 +33,23 @@ import (
 //
 // Reading: replies come back in the order the calls were written
 // (inflight), and one reader at a time holds the role. When a call is the
-// only one in flight, its own caller reads its reply: a lone caller pays no
-// goroutine hand-off (measured: the hand-off to a reader goroutine cost a
-// lone caller 1.6–2.1× its latency on 2 cores). With more in flight the
-// session's helper goroutine reads, handing replies over as fast as they
-// come — one reader draining a batch beats passing the role from caller to
-// caller, each of whom must be scheduled first. A caller that left (its
-// context), or whose deadline is too close to risk the connection on, never
-// reads; the helper does.
+// only one in flight, its own caller reads its reply, with its deadline as
+// the read deadline: a lone caller pays no goroutine hand-off and no timer
+// (measured: the hand-off to a reader goroutine cost a lone caller 1.6–2.1×
+// its latency on 2 cores). With more in flight the session's helper
+// goroutine reads, handing replies over as fast as they come — one reader
+// draining a batch beats passing the role from caller to caller, each of
+// whom must be scheduled first. A caller that left (its context), or whose
+// deadline is too close to risk the connection on, never reads; the helper
+// does, without a read deadline: a watchdog (watch) closes a connection
+// that stays silent for the stall timeout with calls in flight.
 type pipeSession struct {
-	conn  redis.Conn
-	stall time.Duration
-	dead  chan struct{}
-	kick  chan struct{} // cap 1: the helper takes the reader role
+	conn    redis.Conn
+	stall   time.Duration
+	dead    chan struct{}
+	kick    chan struct{} // cap 1: the helper takes the reader role
+	retired atomic.Bool   // takes no more calls; closed once drained
+	replies atomic.Uint64 // replies read: the watchdog's sign of life
 
 	mu       sync.Mutex
 	queue    []*pipeCall // waiting for the active writer
@@ -43,8 +60,17 @@ type pipeSession struct {
 	// off its front, so once it is empty, writers start over from here
 	// rather than appending to a slice with no room left.
 	inflightBuf []*pipeCall
-	reading     bool // a caller or the helper holds the reader role
-	retired     bool // retired while idle: takes no more calls (see retireIdle)
+	reading     bool      // a caller or the helper holds the reader role
+	readDL      time.Time // the reader's read deadline (zero: the helper's, none)
+
+	// The watchdog: watch runs every stall/stallTicks while calls are in
+	// flight (watching); strikes counts the ticks in a row that found the
+	// same calls in flight and no reply read since the tick before.
+	watchdog *time.Timer
+	watching bool
+	wasBusy  bool
+	seen     uint64
+	strikes  int
 
 	once sync.Once
 	err  error // set before dead is closed
@@ -74,6 +100,9 @@ func (s *pipeSession) fail(err error) {
 	s.mu.Lock()
 	failed := s.inflight
 	s.inflight = nil
+	if s.watchdog != nil {
+		s.watchdog.Stop()
+	}
 	s.mu.Unlock()
 	for _, c := range failed {
 		c.finish(nil, s.err)
@@ -90,16 +119,34 @@ func (s *pipeSession) retireIdle() bool {
 	if s.writing || len(s.queue) > 0 || len(s.inflight) > 0 {
 		return false
 	}
-	s.retired = true
+	s.retired.Store(true)
 	return true
+}
+
+// drained reports whether a retired session has nothing left to answer and
+// nobody holding a role, so that it is closed (fail, without mu). mu is
+// held.
+func (s *pipeSession) drained() bool {
+	return s.retired.Load() && !s.writing && !s.reading && len(s.queue) == 0 && len(s.inflight) == 0
 }
 
 // submit queues c for writing and, when nobody is writing, writes until
 // the queue is empty. It reports false, having written nothing, when the
-// session is dead already.
-func (s *pipeSession) submit(c *pipeCall) bool {
+// session is dead or retired already. now is the time of the call.
+func (s *pipeSession) submit(c *pipeCall, now time.Time) bool {
 	s.mu.Lock()
-	if s.broken() || s.retired {
+	if s.broken() || s.retired.Load() {
+		s.mu.Unlock()
+		return false
+	}
+	if s.reading && !s.readDL.IsZero() && now.After(s.readDL) {
+		// The reader's deadline has passed: its read is failing, which
+		// closes the connection, unless the reply beat the timer — as when
+		// this process was paused (SIGSTOP, a debugger, a VM migration)
+		// for longer than the deadline. A call written now would be lost
+		// with the connection: it goes to a new one, and this one is
+		// closed once drained.
+		s.retired.Store(true)
 		s.mu.Unlock()
 		return false
 	}
@@ -133,7 +180,11 @@ func (s *pipeSession) submit(c *pipeCall) bool {
 		}
 	}
 	s.writing = false
+	drained := s.drained()
 	s.mu.Unlock()
+	if drained {
+		s.fail(errRetired)
+	}
 	return true
 }
 
@@ -159,6 +210,14 @@ func (s *pipeSession) write(batch []*pipeCall) error {
 		if cap(s.inflight) > cap(s.inflightBuf) {
 			s.inflightBuf = s.inflight[:0]
 		}
+		if !s.watching {
+			s.watching, s.wasBusy, s.strikes = true, false, 0
+			if s.watchdog == nil {
+				s.watchdog = time.AfterFunc(s.stall/stallTicks, s.watch)
+			} else {
+				s.watchdog.Reset(s.stall / stallTicks)
+			}
+		}
 		if !s.reading {
 			// Nothing was in flight: the reader role goes to the first
 			// call's caller (often this writer itself).
@@ -178,151 +237,4 @@ func (s *pipeSession) write(batch []*pipeCall) error {
 		return err
 	}
 	return nil
-}
-
-// canLead reports whether c's caller may take the reader role: it reads
-// with its own remaining time as the connection's read deadline, so it
-// must have at least half the stall time left (a caller with a sooner
-// deadline would otherwise cut the connection for everyone).
-func (s *pipeSession) canLead(c *pipeCall) bool {
-	return c.deadline.IsZero() || time.Until(c.deadline) >= s.stall/2
-}
-
-// await waits for c's reply, reading it (and those before it) itself when
-// the reader role is offered.
-func (s *pipeSession) await(ctx context.Context, c *pipeCall, expired <-chan time.Time) (any, error) {
-	for {
-		select {
-		case <-c.done:
-			return c.reply, c.err
-		case <-c.lead:
-			if s.canLead(c) {
-				return s.readUntil(c)
-			}
-			s.mu.Lock()
-			c.offered = false
-			s.kickHelper()
-			s.mu.Unlock()
-		case <-ctx.Done():
-			s.abandon(c)
-			return nil, ctx.Err()
-		case <-expired:
-			s.abandon(c)
-			return nil, context.DeadlineExceeded
-		}
-	}
-}
-
-// abandon records that c's caller left; a reader role offered to it and
-// not taken passes to the helper. Its reply is read and dropped later: a
-// caller's own deadline never breaks the connection.
-func (s *pipeSession) abandon(c *pipeCall) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	c.abandoned = true
-	if c.offered {
-		c.offered = false
-		s.kickHelper()
-	}
-}
-
-// kickHelper hands the reader role to the helper goroutine. mu is held.
-func (s *pipeSession) kickHelper() {
-	select {
-	case s.kick <- struct{}{}:
-	default:
-	}
-}
-
-// readUntil reads replies in order, handing each to its call, until c's
-// has come; then it passes the reader role on. The caller holds the role.
-func (s *pipeSession) readUntil(c *pipeCall) (any, error) {
-	for !c.answered() {
-		if !s.readOne(c.deadline) {
-			break
-		}
-	}
-	s.mu.Lock()
-	s.handOff()
-	s.mu.Unlock()
-	<-c.done
-	return c.reply, c.err
-}
-
-// handOff passes the reader role on: to the caller of the only call in
-// flight when that caller still waits and may read; with more in flight,
-// or a caller that cannot read, to the helper; with nothing in flight the
-// role is free. mu is held.
-func (s *pipeSession) handOff() {
-	switch {
-	case len(s.inflight) == 0 || s.broken():
-		s.reading = false
-	case len(s.inflight) == 1 && !s.inflight[0].abandoned && s.canLead(s.inflight[0]):
-		// One call in flight: its caller reads its own reply, no hand-off.
-		s.inflight[0].offer()
-	default:
-		s.kickHelper()
-	}
-}
-
-// helper reads whenever it is handed the reader role, until nothing is in
-// flight or a lone call's own caller can take the role back, and stops
-// with the session.
-func (s *pipeSession) helper() {
-	for {
-		select {
-		case <-s.kick:
-		case <-s.dead:
-			return
-		}
-		for {
-			// A lone call's caller reads its own reply; else read on.
-			s.mu.Lock()
-			if len(s.inflight) == 0 || s.broken() {
-				s.reading = false
-				s.mu.Unlock()
-				break
-			}
-			if h := s.inflight[0]; len(s.inflight) == 1 && !h.abandoned && s.canLead(h) {
-				h.offer()
-				s.mu.Unlock()
-				break
-			}
-			s.mu.Unlock()
-			if !s.readOne(time.Time{}) {
-				break
-			}
-		}
-	}
-}
-
-// readOne reads the reply to the first call in flight and hands it over.
-// It reads until deadline (or, when zero, for the stall time); a read that
-// fails kills the session. It reports whether the session is still alive.
-func (s *pipeSession) readOne(deadline time.Time) bool {
-	s.mu.Lock()
-	if len(s.inflight) == 0 {
-		// Only a dead session empties inflight under a reader.
-		s.mu.Unlock()
-		return false
-	}
-	c := s.inflight[0]
-	s.inflight[0] = nil
-	s.inflight = s.inflight[1:]
-	s.mu.Unlock()
-	timeout := s.stall
-	if !deadline.IsZero() {
-		timeout = max(time.Until(deadline), time.Millisecond)
-	}
-	v, err := redis.ReceiveWithTimeout(s.conn, timeout)
-	if _, isReply := err.(redis.Error); err != nil && !isReply {
-		if !s.broken() {
-			err = fmt.Errorf("redigo: pipelined read: %w", err)
-		}
-		s.fail(err)
-		c.finish(nil, s.err)
-		return false
-	}
-	c.finish(v, err)
-	return true
 }
