@@ -38,12 +38,7 @@ func TestLateGrantConfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	// A 10s call timeout: right after a pause of seconds, the first calls
-	// over the pipelined default connection can take longer than the
-	// child's usual 1s (seen in 3 of 32 runs; 0 of 12 with pooled calls),
-	// a separate open problem noted in docs/locking.md (Pipelining). This
-	// test is about the grant, not that.
-	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute, call: 10 * time.Second}.env()...)
+	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute}.env()...)
 	eventually(t, 30*time.Second, "the child's waiter queued", func() bool {
 		n, err := srv.Do("ZCARD", lockKeys(key)[1])
 		return err == nil && n.(int64) == 1
