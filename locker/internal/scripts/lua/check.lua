@@ -4,11 +4,17 @@
 -- ARGV: key (a lock key under the locker's prefix), channel ('' or where
 -- to PUBLISH payload), payload, then the commands the locker's scripts call.
 -- Reply: {server_seconds, problem...}: each problem is "name" (this user
--- may not run it on key; PUBLISH: on key..':c') or "name?" (the server
--- does not know it). redis.acl_check_cmd exists from Redis 7.0; before,
--- only TIME is tried.
+-- may not run it on key; PUBLISH: on key..':c'), "name?" (the server
+-- does not know it), or "!version" (a server older than Redis 7.0, whose
+-- version it names: the scripts need SET ... NX GET, GETDEL and PXAT).
+-- redis.acl_check_cmd and redis.REDIS_VERSION_NUM exist from Redis 7.0
+-- (Valkey has both); before, only TIME is tried.
 local key, channel, payload = ARGV[1], ARGV[2], ARGV[3]
+local version = redis.REDIS_VERSION_NUM
 local problems = {}
+if not version or version < 0x070000 then
+  problems[#problems + 1] = '!' .. (redis.REDIS_VERSION or 'before 7.0')
+end
 local time_ok = true
 if redis.acl_check_cmd then
   for i = 4, #ARGV do
