@@ -12,7 +12,7 @@ if not v then return {} end
 local l = parse(v)
 local nowus = now_us(redis.call('TIME'))
 if not held(l, math.floor(nowus / 1000)) then
-  put(l) -- a lease that is over, kept for the queue
+  restore(l, v) -- a lease that is over, kept for the queue
   return {}
 end
 redis.call('PUBLISH', ARGV[1], l.owner .. ' ' .. ARGV[2])

@@ -1,10 +1,10 @@
 -- release, continued after mutex.lua (see release.lua, whose GETDEL took
 -- v): the lock is not the caller's, another hold stays, or waiters may
--- be queued. A value that stays is put back as it was, expiry and all
--- (put in value.lua).
+-- be queued. A value that stays goes back with its expiry (restore, put
+-- in value.lua).
 local l = parse(v)
 if l.owner ~= token then
-  put(l)
+  restore(l, v)
   return -1
 end
 -- The clock is needed only where the lease may be over or passed on.
@@ -12,7 +12,7 @@ local nowus = 0
 if l.queue ~= 0 then nowus = now_us(redis.call('TIME')) end
 if not held(l, math.floor(nowus / 1000)) then
   -- A lease that is over, kept for the queue: not the caller's any more.
-  put(l)
+  restore(l, v)
   return -1
 end
 if l.holds > 1 then

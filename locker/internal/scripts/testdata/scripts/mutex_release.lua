@@ -108,6 +108,12 @@ local function put(l)
   redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
+-- restore writes v, the value l was read from, back as it was (a value a
+-- GETDEL took that must stay), with the expiry it had.
+local function restore(l, v)
+  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+end
+
 -- take makes owner the holder for ttl ms, granted at nowus (server
 -- microseconds), with label (nil or '': none) and a token larger than
 -- prev (nil: none at hand); queue and from as in the value. Returns the
@@ -357,11 +363,11 @@ local function free(l, handoff, window, nowus)
 end
 -- release, continued after mutex.lua (see release.lua, whose GETDEL took
 -- v): the lock is not the caller's, another hold stays, or waiters may
--- be queued. A value that stays is put back as it was, expiry and all
--- (put in value.lua).
+-- be queued. A value that stays goes back with its expiry (restore, put
+-- in value.lua).
 local l = parse(v)
 if l.owner ~= token then
-  put(l)
+  restore(l, v)
   return -1
 end
 -- The clock is needed only where the lease may be over or passed on.
@@ -369,7 +375,7 @@ local nowus = 0
 if l.queue ~= 0 then nowus = now_us(redis.call('TIME')) end
 if not held(l, math.floor(nowus / 1000)) then
   -- A lease that is over, kept for the queue: not the caller's any more.
-  put(l)
+  restore(l, v)
   return -1
 end
 if l.holds > 1 then

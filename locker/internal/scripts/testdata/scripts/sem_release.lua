@@ -141,6 +141,12 @@ local function put(l)
   redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
+-- restore writes v, the value l was read from, back as it was (a value a
+-- GETDEL took that must stay), with the expiry it had.
+local function restore(l, v)
+  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+end
+
 -- take makes owner the holder for ttl ms, granted at nowus (server
 -- microseconds), with label (nil or '': none) and a token larger than
 -- prev (nil: none at hand); queue and from as in the value. Returns the
