@@ -11,13 +11,12 @@ import (
 )
 
 // TestCheckFindsOldServer: check.lua names a server older than Redis 7.0
-// (one without redis.REDIS_VERSION_NUM, as Redis 6 is; its read-only
-// redis table is simulated by the script's own local) and checkReply
-// reads it apart from the denied and unknown commands; this server
-// passes.
+// (the version its redis table or INFO reports; Redis 6 is simulated by
+// the script's own local, the table being read-only) and checkReply reads
+// it apart from the denied and unknown commands; this server passes.
 func TestCheckFindsOldServer(t *testing.T) {
 	srv := redistest.Start(t)
-	const line = "local version = redis.REDIS_VERSION_NUM"
+	const line = "local version = redis.REDIS_VERSION\n"
 	if !strings.Contains(scripts.CheckSource, line) {
 		t.Fatalf("check.lua does not read the version as %q", line)
 	}
@@ -37,8 +36,11 @@ func TestCheckFindsOldServer(t *testing.T) {
 	if denied, unknown, old := run(scripts.CheckSource); old != "" || len(denied) != 0 || !slices.Equal(unknown, []string{"NOSUCHCOMMAND"}) {
 		t.Errorf("this server: denied %q, unknown %q, old %q", denied, unknown, old)
 	}
-	if _, _, old := run(strings.Replace(scripts.CheckSource, line, "local version = nil", 1)); old == "" {
-		t.Error("a server without REDIS_VERSION_NUM passed the version check")
+	if _, _, old := run(strings.Replace(scripts.CheckSource, line, "local version = '6.2.14'\n", 1)); old != "6.2.14" {
+		t.Errorf("Redis 6.2.14 reported as %q, want refused", old)
+	}
+	if _, _, old := run(strings.Replace(scripts.CheckSource, line, "local version = nil\n", 1)); old != "" {
+		t.Errorf("Redis 7 read from INFO reported as %q, want passed", old)
 	}
 }
 
