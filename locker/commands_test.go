@@ -22,8 +22,8 @@ import (
 // workers), with everything it takes: the tries, the queue, the hand-over,
 // the grantee's confirming renewal, the channel subscriptions.
 const (
-	budgetPair      = 7
-	budgetContended = 21
+	budgetPair      = 5
+	budgetContended = 16
 )
 
 // TestCommandsPerOperation counts the Redis commands per operation of

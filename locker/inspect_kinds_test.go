@@ -83,14 +83,14 @@ func TestInspectLabels(t *testing.T) {
 		t.Fatalf("kept after release: %+v", h)
 	}
 
-	// No label: the value holds "owner fence holds waiting granted".
+	// No label: the value holds "owner fence holds queue granted ends from".
 	le = mustObtain(t, plain, ctx, "plain", locker.Params{})
 	v, err := srv.Do("GET", "locktag:{plain}")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f := strings.Fields(string(v.([]byte))); len(f) != 5 {
-		t.Errorf("lock value %q, want 5 fields", v)
+	if f := strings.Fields(string(v.([]byte))); len(f) != 7 {
+		t.Errorf("lock value %q, want 7 fields", v)
 	}
 	if h := mustInspect(t, lk, "plain").Holder; h == nil || h.Label != "" {
 		t.Errorf("unlabelled holder %+v", h)

@@ -387,8 +387,15 @@ func TestObtainManyQueuedFirst(t *testing.T) {
 	ctx := context.Background()
 	// A waiter of another process, queued on b with a minute to wait (as
 	// acquire.lua writes it: score = arrival in µs; details "deadline_ms
-	// ttl_ms sid").
+	// ttl_ms sid"), behind a holder whose lease is over: the lock key
+	// lives as long as its queue ("owner fence holds queue granted ends
+	// from", see value.lua).
 	now := time.Now()
+	life := now.Add(time.Minute).UnixMilli()
+	ended := strconv.FormatInt(now.Add(-time.Second).UnixMilli(), 10)
+	if _, err := srv.Do("SET", "locktag:{b}", "gone-token 1 1 "+strconv.FormatInt(life, 10)+" "+ended+" "+ended+" -", "PXAT", life); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := srv.Do("ZADD", "locktag:{b}:q", now.UnixMicro(), "waiter-token"); err != nil {
 		t.Fatal(err)
 	}
@@ -398,9 +405,9 @@ func TestObtainManyQueuedFirst(t *testing.T) {
 	if _, err := lk.ObtainMany(ctx, []string{"a", "b"}, locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
 		t.Fatalf("ObtainMany past a queued waiter: %v", err)
 	}
-	for _, k := range []string{"a", "b"} {
-		if owner, _ := lockState(t, srv, k); owner != "" {
-			t.Fatalf("%s taken past the queue", k)
+	for k, want := range map[string]string{"a": "", "b": "gone-token"} {
+		if owner, _ := lockState(t, srv, k); owner != want {
+			t.Fatalf("%s taken past the queue (owner %q)", k, owner)
 		}
 	}
 }

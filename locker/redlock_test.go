@@ -293,8 +293,8 @@ func TestRedlockWaitsByNotice(t *testing.T) {
 	eventually(t, 5*time.Second, "waiter flagged the lock", func() bool {
 		for _, s := range srvs {
 			v, _ := redis.String(s.Do("GET", "locktag:{n}"))
-			// "owner fence holds waiting granted": waiting is 1.
-			if f := strings.Fields(v); len(f) < 4 || f[3] != "1" {
+			// "owner fence holds queue granted ends from": queue is set.
+			if f := strings.Fields(v); len(f) < 4 || f[3] == "0" {
 				return false
 			}
 			subs, _ := redis.Values(s.Do("PUBSUB", "NUMSUB", "locktag:{n}:c"))

@@ -65,9 +65,13 @@ func (nd *Node) Check(ctx context.Context) error {
 			scripting = false
 			break
 		}
-		denied, unknown, err := checkReply(v)
+		denied, unknown, old, err := checkReply(v)
 		if err != nil {
 			return err
+		}
+		if old != "" {
+			missing = append(missing, "the server is Redis "+old+": the scripts need Redis 7.0 or later (SET … NX GET, GETDEL, PXAT) or Valkey 7.2 or later")
+			break
 		}
 		if len(denied) > 0 {
 			publish = publish && !slices.Contains(denied, "PUBLISH")
@@ -166,22 +170,25 @@ func (nd *Node) checkPubSub(ctx context.Context, ms []driver.Driver, publish boo
 	return nil
 }
 
-// checkReply reads check.lua's reply: the commands denied to the user and
-// those the server does not know.
-func checkReply(v any) (denied, unknown []string, err error) {
+// checkReply reads check.lua's reply: the commands denied to the user,
+// those the server does not know, and the version of a server too old
+// for the scripts ("" when it is not).
+func checkReply(v any) (denied, unknown []string, old string, err error) {
 	a, ok := v.([]any)
 	if !ok || len(a) == 0 {
-		return nil, nil, fmt.Errorf("locker: unexpected check reply %v", v)
+		return nil, nil, "", fmt.Errorf("locker: unexpected check reply %v", v)
 	}
 	for _, p := range a[1:] {
 		s, _ := p.(string)
-		if c, ok := strings.CutSuffix(s, "?"); ok {
+		if version, ok := strings.CutPrefix(s, "!"); ok {
+			old = version
+		} else if c, ok := strings.CutSuffix(s, "?"); ok {
 			unknown = append(unknown, c)
 		} else {
 			denied = append(denied, s)
 		}
 	}
-	return denied, unknown, nil
+	return denied, unknown, old, nil
 }
 
 // refusal returns the server's message when err is its refusal of a

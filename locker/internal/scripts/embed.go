@@ -21,8 +21,8 @@ var (
 	luaRelease string
 	//go:embed lua/release_held.lua
 	luaReleaseHeld string
-	//go:embed lua/release_handoff.lua
-	luaReleaseHandoff string
+	//go:embed lua/mutex.lua
+	luaMutex string
 	//go:embed lua/leave.lua
 	luaLeave string
 	//go:embed lua/extend.lua

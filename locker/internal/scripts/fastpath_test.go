@@ -21,7 +21,7 @@ func generalOf(t *testing.T, src, cond string) *driver.Script {
 	if !strings.Contains(src, cond) {
 		t.Fatalf("fast path guard %q not in the script", cond)
 	}
-	return driver.NewScript(strings.Replace(src, cond, "if false and ", 1))
+	return driver.NewScript(strings.Replace(src, cond, "if false and "+strings.TrimPrefix(cond, "if "), 1))
 }
 
 // clock matches what the scripts mint from the server clock (fences in
@@ -123,24 +123,37 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			return eval(t, srv, s, keys, "tok", handoff, 250)
 		}
 	}
-	mutexAcquire := luaAcquireFree + luaValue + luaCommon + luaAcquire
-	mutexRelease := luaRelease + luaValue + luaReleaseHeld + luaCommon + luaReleaseHandoff
+	mutexAcquire := luaAcquireFree + mutexLib + luaAcquire
+	mutexRelease := luaRelease + mutexLib + luaReleaseHeld
+	const mutexGuard = "if ARGV[4] == 'a' then"
 	const acquireGuard = "if ARGV[4] == 'a' and "
 	const releaseGuard = "if string.sub(v, 1, i - 1) == token .. ' ' and "
 	for _, tc := range []struct {
 		name          string
 		suffix        string
 		last          bool                // Redlock's last-token key
+		busy          bool                // the reply carries another holder's lease left: compared in seconds
 		setup         func(keys []string) // the state both runs start from
 		fast, general func(t *testing.T, keys []string) any
 	}{
-		{name: "mutex acquire", fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, acquireGuard))},
-		{name: "mutex acquire labelled", fast: acquire(Acquire, "svc"), general: acquire(generalOf(t, mutexAcquire, acquireGuard), "svc")},
+		{name: "mutex acquire", fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, mutexGuard))},
+		{name: "mutex acquire labelled", fast: acquire(Acquire, "svc"), general: acquire(generalOf(t, mutexAcquire, mutexGuard), "svc")},
+		{name: "mutex acquire, busy", busy: true,
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "sid", 250) },
+			fast:  acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, mutexGuard))},
+		{name: "mutex acquire, queued", busy: true,
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "sid", 250) },
+			fast: func(t *testing.T, keys []string) any {
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeAcquire, "sid", 250)
+			},
+			general: func(t *testing.T, keys []string) any {
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeAcquire, "sid", 250)
+			}},
 		{name: "redlock acquire after a release", last: true,
 			setup: func(keys []string) {
-				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123", "PX", ttl)
+				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", ttl)
 			},
-			fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, acquireGuard))},
+			fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, mutexGuard))},
 		{name: "mutex release",
 			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
 			fast:  release(Release, HandoffGrant), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffGrant)},
@@ -167,7 +180,11 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 				if tc.setup != nil {
 					tc.setup(keys)
 				}
-				replies[i] = reply(run(t, keys))
+				v := run(t, keys)
+				if a, ok := v.([]any); ok && tc.busy && len(a) == 5 {
+					a[3] = (a[3].(int64) + 500) / 1000 // lease left, in seconds
+				}
+				replies[i] = reply(v)
 				states[i] = state(t, srv, keys)
 			}
 			if !sameReply(replies[0], replies[1]) {
@@ -212,13 +229,13 @@ func TestFastPathComparisonFails(t *testing.T) {
 	srv := redistest.Start(t)
 	a, b := lockKeys("a", "", false), lockKeys("b", "", false)
 	eval(t, srv, Acquire, a, "tok", 10000, 0, ModeAcquire, "sid", 250)
-	eval(t, srv, generalOf(t, luaAcquireFree+luaValue+luaCommon+luaAcquire, "if ARGV[4] == 'a' and "), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
+	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if ARGV[4] == 'a' then"), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
 	if state(t, srv, a) == state(t, srv, b) {
 		t.Fatal("a labelled and an unlabelled lock compare equal")
 	}
-	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+luaValue+luaCommon+luaAcquire, "if ARGV[4] == 'a' and ")} {
+	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if ARGV[4] == 'a' then")} {
 		keys := lockKeys(fmt.Sprintf("r%d", i), "", true)
-		_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123", "PX", 10000)
+		_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", 10000)
 		v := eval(t, srv, s, keys, "tok", 10000, 0, ModeAcquire, "sid", 0)
 		if a, ok := v.([]any); ok {
 			v = a[1]

@@ -3,17 +3,21 @@ package scripts
 import "github.com/locktag/locktag/locker/driver"
 
 // The scripts that can hand a lock over share common.lua's functions,
-// after value.lua's (the lock's value, fencing). A mutex's acquire and
-// release run their uncontended path first (acquire_free.lua,
-// release.lua), so it defines no helper at all.
+// after value.lua's (the lock's value, fencing); a mutex's add mutex.lua's
+// (its queue and hand-over). A mutex's acquire and release run their
+// uncontended path first (acquire_free.lua, release.lua), so it defines
+// no helper at all.
 var (
-	Acquire = driver.NewScript(luaAcquireFree + luaValue + luaCommon + luaAcquire)
-	Release = driver.NewScript(luaRelease + luaValue + luaReleaseHeld + luaCommon + luaReleaseHandoff)
-	Leave   = driver.NewScript(luaValue + luaCommon + luaLeave)
-	Extend  = driver.NewScript(luaExtend)
-	PTTL    = driver.NewScript(luaPTTL)
-	Keep    = driver.NewScript(luaValue + luaCommon + luaKeep)
+	Acquire = driver.NewScript(luaAcquireFree + mutexLib + luaAcquire)
+	Release = driver.NewScript(luaRelease + mutexLib + luaReleaseHeld)
+	Leave   = driver.NewScript(mutexLib + luaLeave)
+	Extend  = driver.NewScript(luaValue + luaExtend)
+	PTTL    = driver.NewScript(luaValue + luaPTTL)
+	Keep    = driver.NewScript(mutexLib + luaKeep)
 )
+
+// mutexLib is the helpers of a mutex's scripts, in order.
+var mutexLib = luaValue + luaCommon + luaMutex
 
 // The semaphore's (and the read/write lock's) renewal and lease reads.
 var (
@@ -24,7 +28,7 @@ var (
 // The operator's scripts: force-release of each kind, one lock's state,
 // a SCAN step of List.
 var (
-	Force    = driver.NewScript(luaValue + luaCommon + luaForce)
+	Force    = driver.NewScript(mutexLib + luaForce)
 	SemForce = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemForce)
 	RWForce  = driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemForce)
 	Inspect  = driver.NewScript(luaInspect)

@@ -4,11 +4,22 @@
 -- ARGV: key (a lock key under the locker's prefix), channel ('' or where
 -- to PUBLISH payload), payload, then the commands the locker's scripts call.
 -- Reply: {server_seconds, problem...}: each problem is "name" (this user
--- may not run it on key; PUBLISH: on key..':c') or "name?" (the server
--- does not know it). redis.acl_check_cmd exists from Redis 7.0; before,
--- only TIME is tried.
+-- may not run it on key; PUBLISH: on key..':c'), "name?" (the server
+-- does not know it), or "!version" (a Redis older than 7.0: the scripts
+-- need SET ... NX GET, GETDEL and PXAT). redis.acl_check_cmd and
+-- redis.REDIS_VERSION exist from Redis 7.0 (Valkey has both); before, only
+-- TIME is tried, and the version is read from INFO where the user may run
+-- it (a server that answers neither, as an in-memory fake, is not judged).
 local key, channel, payload = ARGV[1], ARGV[2], ARGV[3]
 local problems = {}
+local version = redis.REDIS_VERSION
+if not version then
+  local ok, info = pcall(redis.call, 'INFO', 'server')
+  version = ok and type(info) == 'string' and string.match(info, 'redis_version:([%d.]+)')
+end
+if version and tonumber(string.match(version, '^(%d+)') or '7') < 7 then
+  problems[#problems + 1] = '!' .. version
+end
 local time_ok = true
 if redis.acl_check_cmd then
   for i = 4, #ARGV do

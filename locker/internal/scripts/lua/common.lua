@@ -1,6 +1,7 @@
--- Shared by the scripts that take or hand over a lock.
+-- Shared by the scripts that queue waiters or hand a lock over, of every
+-- kind (a mutex's own are in mutex.lua, after this file).
 -- KEYS[1] lock: see value.lua, which comes before this file in every
---         script (now_ms, now_us, parse, fmt, mint, take, gone, last).
+--         script (now_ms, now_us, fmt, mint; the mutex's value).
 -- KEYS[2] waiter queue: zset of waiter tokens scored by arrival in server
 --         microseconds (first come, first served). A token's entry is found
 --         by ZSCORE and removed by ZREM: no queue operation reads the queue.
@@ -13,10 +14,14 @@
 --         subscribers cut off and when (server microseconds): a
 --         subscriber's entries that arrived before its cut-off are gone (a
 --         grant to one of them lapsed), read with a waiter's entry in one
---         HMGET; "?" -> "token sid fence" of the last grant from the queue,
---         until it is released.
+--         HMGET.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
+
+-- QUEUE_MARGIN (ms) is how much longer than its last waiter's wait a
+-- queue lives.
+local QUEUE_MARGIN = 1000
+
 -- The lock's channel is KEYS[1]..':c' (see package names): made
 -- here, on the paths that publish, rather than sent with every call.
 local function chan() return KEYS[1] .. ':c' end
@@ -42,8 +47,8 @@ end
 -- not over, not cut off), and returns its token, ttl, sid and label ('':
 -- none), or nil. Each entry is popped once, so the loop costs O(log N) per
 -- entry it removes. The live one's details stay in KEYS[3]: the caller
--- drops them after writing its own there, so that the hash does not empty
--- (and lose its expiry) on the way.
+-- drops them (a semaphore's after writing the permit's record there, so
+-- that the hash does not empty and lose its expiry on the way).
 local function pop(nowms)
   while true do
     local h = redis.call('ZPOPMIN', KEYS[2])
@@ -60,56 +65,12 @@ local function pop(nowms)
   end
 end
 
--- live reports whether a live waiter is queued, dropping dead ones first
--- (Redlock's free notices).
-local function live(nowms)
-  while true do
-    local h = redis.call('ZRANGE', KEYS[2], 0, 0)
-    if #h == 0 then return false end
-    local info = redis.call('HGET', KEYS[3], h[1])
-    if info then
-      local dl = string.match(info, '^(%d+)')
-      if tonumber(dl) >= nowms then return true end
-    end
-    redis.call('ZREM', KEYS[2], h[1])
-    redis.call('HDEL', KEYS[3], h[1])
-  end
-end
-
--- grant hands the free lock to the first live waiter and records the grant.
--- A waiter other than self gets the lock for at most window ms: it confirms
--- by extending the lease (its first renewal), so a grant to a waiter that
--- has gone lapses within the window instead of a whole lease. Every process
--- waiting on the key is told "token fence server_ms pttl_ms", so each can
--- re-check when that lease ends. prev is the lock's last token, when one
--- is at hand (see mint). Returns the new owner, fence and pttl, or nil.
-local function grant(channel, self, nowus, window, prev)
-  local nowms = math.floor(nowus / 1000)
-  local w, ttl, sid, label = pop(nowms)
-  if not w then
-    redis.call('HDEL', KEYS[3], '?')
-    return nil
-  end
-  local px = ttl
-  if w ~= self then px = math.min(ttl, window) end
-  local f = take(w, px, '1', nowus, label, prev)
-  -- The grant record takes the place of the waiter's entry in a hash that
-  -- keeps its expiry (see pop). It matters while waiters are queued (see
-  -- lapse), and the hash lives as long as the queue.
-  redis.call('HSET', KEYS[3], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
-  redis.call('HDEL', KEYS[3], w)
-  if w ~= self or redis.call('EXISTS', KEYS[2]) == 1 then
-    redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
-  end
-  return w, f, px
-end
-
 -- cut_off runs when a holder that came from the queue let its lease run out
 -- without releasing: it gave up, paused or crashed. Every entry its
 -- subscriber sid queued before nowus is cut off (its other waiters are
 -- likely gone too), and the subscriber is told ("!sid"), so those of its
 -- waiters that are alive queue again. Every lock kind's lapse ends here
--- (lapse below; sem_purge in sem_common.lua).
+-- (lapse in mutex.lua; sem_purge in sem_common.lua).
 local function cut_off(channel, sid, nowus)
   local cuts = redis.call('HGET', KEYS[3], '!') or ''
   local i = string.find(cuts, ' ' .. sid .. ':', 1, true)
@@ -121,67 +82,37 @@ local function cut_off(channel, sid, nowus)
   redis.call('PUBLISH', channel, '!' .. sid)
 end
 
--- lapse runs when the lock is found free while waiters are queued. If the
--- last grant from the queue is still recorded, its grantee's lease ran out
--- (a release drops the record, and so does a waiter that queues behind a
--- holder that did not come from the queue: acquire.lua): its subscriber is
--- cut off. Returns the grant's token (mint's prev), or nil.
-local function lapse(channel, nowus)
-  local g = redis.call('HGET', KEYS[3], '?')
-  if not g then return nil end
-  redis.call('HDEL', KEYS[3], '?')
-  local _, sid, f = string.match(g, '^(%S+) (%S+) (%d+)$')
-  cut_off(channel, sid, nowus)
-  return tonumber(f)
-end
-
--- enqueue adds token to the queue; fresh says it cannot be there yet.
+-- add puts token in the queue; fresh says it cannot be there yet.
 -- Otherwise an entry it has keeps its place, unless it was cut off. label
 -- (nil or '': none) is what the lock will say about token once granted.
--- follow says the details hash holds nothing that must outlive the queue
--- (a mutex's: waiters' entries, cut-offs, the last grant, see lapse), so
--- it takes the queue's expiry; else it is only ever stretched (a
--- semaphore's holds its permits' records too).
-local function enqueue(token, nowus, wait, ttl, sid, fresh, label, follow)
+-- Reports whether it added an entry.
+local function add(token, nowus, wait, ttl, sid, fresh, label)
   local nowms = math.floor(nowus / 1000)
-  local add = fresh
+  local added = fresh
   if not fresh then
     local s = redis.call('ZSCORE', KEYS[2], token)
-    add = not s or cut(sid, tonumber(s))
+    added = not s or cut(sid, tonumber(s))
   end
-  if add then
+  if added then
     redis.call('ZADD', KEYS[2], fmt(nowus), token)
     local info = fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid
     if label and label ~= '' then info = info .. ' ' .. label end
     redis.call('HSET', KEYS[3], token, info)
-    local life = wait + 1000
-    if redis.call('PTTL', KEYS[2]) < life then
-      redis.call('PEXPIRE', KEYS[2], life)
-      if follow then
-        redis.call('PEXPIRE', KEYS[3], life)
-      else
-        keep(KEYS[3], life)
-      end
-    end
   end
-  return nowms
+  return added
 end
 
--- free runs when the lock's last hold went with its waiting flag set.
--- handoff 'g' hands it to the queue's head, whose take overwrites the lock
--- (or deletes it when nobody is left), and returns (owner, fence,
--- server_ms, pttl_ms) of the hand-over; 'n' (Redlock, whose masters must
--- not pick a holder each on their own; the caller has deleted the lock)
--- publishes the free notice "-" when live waiters are queued, and they
--- try again. prev is the freed lock's token.
-local function free(channel, handoff, window, prev)
-  local nowus = now_us(redis.call('TIME'))
-  local nowms = math.floor(nowus / 1000)
-  if handoff == 'n' then
-    if live(nowms) then redis.call('PUBLISH', channel, '-') end
-    return nil
+-- enqueue adds token to a semaphore's (or read/write lock's) queue (see
+-- add) and makes the queue live until its wait is over and a second more;
+-- the details hash is only ever stretched (it holds the permits' records
+-- too). The mutex keeps its queue's life in its value instead (join in
+-- mutex.lua).
+local function enqueue(token, nowus, wait, ttl, sid, fresh, label)
+  if add(token, nowus, wait, ttl, sid, fresh, label) then
+    local life = wait + QUEUE_MARGIN
+    if redis.call('PTTL', KEYS[2]) < life then
+      redis.call('PEXPIRE', KEYS[2], life)
+      keep(KEYS[3], life)
+    end
   end
-  local w, f, px = grant(channel, nil, nowus, window, prev)
-  if not w then redis.call('DEL', KEYS[1]) end
-  return w, f, nowms, px
 end

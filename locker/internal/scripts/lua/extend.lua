@@ -1,6 +1,11 @@
--- extend: reset the lease of a lock the caller holds. ARGV: token, ttl_ms.
+-- extend: reset the lease of a lock the caller holds to ttl_ms from now
+-- (the value's ends with it, see value.lua). ARGV: token, ttl_ms.
 -- Reply: 1 extended, 0 not held.
 local v = redis.call('GET', KEYS[1])
 if not v or string.match(v, '^%S+') ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+local l = parse(v)
+local nowms = now_ms(redis.call('TIME'))
+if not held(l, nowms) then return 0 end
+l.ends = nowms + tonumber(ARGV[2])
+put(l)
 return 1

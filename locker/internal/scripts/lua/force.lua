@@ -1,19 +1,26 @@
 -- force: free a mutex whoever holds it (Locker.ForceRelease), as if its
 -- holder had released its last hold: the queue's head gets it and is told,
 -- with a token larger than the freed lock's.
--- ARGV: control channel, reason, handoff ('g', see free), window_ms.
--- The holder's Locker is told "owner reason" on the control channel.
--- Reply: {} when the lock is not held (nothing is touched), else {owner,
--- "fence holds[ granted[ label]]", grantee or '', its fence, server_ms,
+-- ARGV: control channel, reason, handoff ('g', see free in mutex.lua),
+-- window_ms. The holder's Locker is told "owner reason" on the control
+-- channel.
+-- Reply: {} when the lock is not held (nothing is changed), else {owner,
+-- "fence holds granted[ label]", grantee or '', its fence, server_ms,
 -- pttl_ms}.
-local v = redis.call('GET', KEYS[1])
+local v = redis.call('GETDEL', KEYS[1])
 if not v then return {} end
-local o, f, n, w, rest = parse(v)
-if w ~= '1' or ARGV[3] ~= 'g' then redis.call('DEL', KEYS[1]) end -- else free
-redis.call('PUBLISH', ARGV[1], o .. ' ' .. ARGV[2])
-local out = {o, f .. ' ' .. n .. rest, '', 0, 0, 0}
-if w == '1' then
-  local g, gf, ms, px = free(chan(), ARGV[3], tonumber(ARGV[4]), tonumber(f))
+local l = parse(v)
+local nowus = now_us(redis.call('TIME'))
+if not held(l, math.floor(nowus / 1000)) then
+  restore(l, v) -- a lease that is over, kept for the queue
+  return {}
+end
+redis.call('PUBLISH', ARGV[1], l.owner .. ' ' .. ARGV[2])
+local about = fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. l.granted
+if l.label ~= '' then about = about .. ' ' .. l.label end
+local out = {l.owner, about, '', 0, 0, 0}
+if l.queue ~= 0 then
+  local g, gf, ms, px = free(l, ARGV[3], tonumber(ARGV[4]), nowus)
   if g then
     out[3], out[4], out[5], out[6] = g, gf, ms, px
   end

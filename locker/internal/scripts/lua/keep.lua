@@ -7,18 +7,24 @@
 local token, keepms = ARGV[1], tonumber(ARGV[2])
 local v = redis.call('GET', KEYS[1])
 if not v then return -1 end
-local o, f, n, w, rest = parse(v)
-if o ~= token then return -1 end
-if n > 1 then
-  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w .. rest, 'KEEPTTL')
-  return n - 1
+local l = parse(v)
+if l.owner ~= token then return -1 end
+local nowms = now_ms(redis.call('TIME'))
+if not held(l, nowms) then return -1 end
+if l.holds > 1 then
+  l.holds = l.holds - 1
+  put(l)
+  return l.holds
 end
-redis.call('SET', KEYS[1], o .. ' ' .. f .. ' 1 ' .. w .. rest, 'PX', keepms)
-if w == '1' then
-  -- Released as far as the queue is concerned: the grant record goes (or
+l.ends = nowms + keepms
+if l.queue ~= 0 then
+  -- Released as far as the queue is concerned: not a grant any more (or
   -- the lock's end would read as a lapsed grant), and waiters learn when
   -- the kept lock ends, so they re-check then.
-  redis.call('HDEL', KEYS[3], '?')
-  redis.call('PUBLISH', chan(), o .. ' ' .. f .. ' ' .. now_ms(redis.call('TIME')) .. ' ' .. keepms)
+  l.from = NOT_QUEUED
+  put(l)
+  redis.call('PUBLISH', chan(), l.owner .. ' ' .. fmt(l.fence) .. ' ' .. nowms .. ' ' .. keepms)
+  return 0
 end
+put(l)
 return 0

@@ -1,20 +1,22 @@
 -- leave: a queued waiter gives up. If the lock was handed to it meanwhile,
 -- mode 'k' keeps it (reply as acquire's) and mode 'r' releases it to the next
--- waiter. ARGV: token, mode, handoff ('g' | 'n', see free),
--- window_ms. Reply: {status, fence, holds, pttl_ms, 0}.
+-- waiter. ARGV: token, mode, handoff ('g' | 'n', see free in mutex.lua),
+-- window_ms. Reply: {status, fence, holds, pttl_ms, 0}; pttl_ms is the
+-- holder's lease left, -2 when nobody holds.
 local token, mode, handoff, window = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local nowus = now_us(redis.call('TIME'))
+local nowms = math.floor(nowus / 1000)
 local v = redis.call('GET', KEYS[1])
-if v then
-  local o, f, n, w = parse(v)
-  if o == token then
-    if mode == 'k' then
-      return {1, tonumber(f), n, redis.call('PTTL', KEYS[1]), 0}
-    end
-    if handoff ~= 'g' then redis.call('DEL', KEYS[1]) end
-    free(chan(), handoff, window, tonumber(f))
-    return {0, 0, 0, -2, 0}
+local l = v and parse(v)
+if l and not held(l, nowms) then l = nil end
+if l and l.owner == token then
+  if mode == 'k' then
+    return {1, l.fence, l.holds, l.ends - nowms, 0}
   end
+  redis.call('DEL', KEYS[1])
+  if l.queue ~= 0 then free(l, handoff, window, nowus) end
+  return {0, 0, 0, -2, 0}
 end
 redis.call('ZREM', KEYS[2], token)
 redis.call('HDEL', KEYS[3], token)
-return {0, 0, 0, redis.call('PTTL', KEYS[1]), 0}
+return {0, 0, 0, l and l.ends - nowms or -2, 0}

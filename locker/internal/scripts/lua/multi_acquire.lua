@@ -10,26 +10,31 @@
 -- Reply: 0 when some lock is held or has waiters (nothing was written),
 -- else the array of the fencing tokens minted, in KEYS order.
 -- The values are written as take in value.lua writes them ("owner fence
--- holds waiting granted[ label]"), so every other script reads these
--- locks as its own. A free lock has no earlier token at hand: each gets
--- the server clock in microseconds (mint in value.lua); tokens are per
--- key, so the keys may share it.
+-- holds queue granted ends from[ label]"), so every other script reads
+-- these locks as its own, each with one SET NX as acquire_free.lua: a lock
+-- key exists whenever anyone is queued for the lock, so SET NX takes a
+-- lock that is free with nobody queued; on the first that is not, the
+-- keys this call took are deleted again. A free lock has no earlier token
+-- at hand: each gets the server clock in microseconds (mint in value.lua);
+-- tokens are per key, so the keys may share it.
 local ttl = tonumber(ARGV[1])
 local n = #KEYS / 2
 local label = ARGV[n + 2]
-for i = 0, n - 1 do
-  if redis.call('EXISTS', KEYS[2 * i + 1], KEYS[2 * i + 2]) > 0 then
-    return 0
-  end
-end
 local t = redis.call('TIME')
 local us = string.sub('00000' .. t[2], -6)
 local f = tonumber(t[1] .. us)
-local tail = ' ' .. t[1] .. us .. ' 1 0 ' .. t[1] .. string.sub(us, 1, 3)
+local ms = t[1] .. string.sub(us, 1, 3)
+local ends = string.format('%d', tonumber(ms) + ttl)
+local tail = ' ' .. t[1] .. us .. ' 1 0 ' .. ms .. ' ' .. ends .. ' -'
 if label and label ~= '' then tail = tail .. ' ' .. label end
-local fences = {}
+local fences, taken = {}, {}
 for i = 0, n - 1 do
-  redis.call('SET', KEYS[2 * i + 1], ARGV[i + 2] .. tail, 'PX', ttl)
+  local key = KEYS[2 * i + 1]
+  if not redis.call('SET', key, ARGV[i + 2] .. tail, 'NX', 'PXAT', ends) then
+    if #taken > 0 then redis.call('DEL', unpack(taken)) end
+    return 0
+  end
+  taken[i + 1] = key
   fences[i + 1] = f
 end
 return fences

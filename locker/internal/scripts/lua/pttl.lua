@@ -2,4 +2,7 @@
 -- Reply: milliseconds left, or -1 when not held.
 local v = redis.call('GET', KEYS[1])
 if not v or string.match(v, '^%S+') ~= ARGV[1] then return -1 end
-return redis.call('PTTL', KEYS[1])
+local l = parse(v)
+local nowms = now_ms(redis.call('TIME'))
+if not held(l, nowms) then return -1 end
+return math.max(l.ends - nowms, 0)

@@ -4,8 +4,9 @@
 -- in KEYS[4], see gone in value.lua). ARGV: token, fence. Reply: 1.
 local v = redis.call('GET', KEYS[1])
 if not v then return 1 end
-local o, f, n, w, rest = parse(v)
-if o == ARGV[1] and tonumber(f) < tonumber(ARGV[2]) then
-  redis.call('SET', KEYS[1], o .. ' ' .. ARGV[2] .. ' ' .. n .. ' ' .. w .. rest, 'KEEPTTL')
+local l = parse(v)
+if l.owner == ARGV[1] and l.fence < tonumber(ARGV[2]) then
+  l.fence = tonumber(ARGV[2])
+  put(l)
 end
 return 1

@@ -1,12 +1,27 @@
--- release, continued after value.lua (see release.lua): another hold
--- stays, the lock is not the caller's, or waiters may be queued.
-local o, f, n, w, rest = parse(v)
-if o ~= token then return -1 end
-if n > 1 then
-  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w .. rest, 'KEEPTTL')
-  return n - 1
+-- release, continued after mutex.lua (see release.lua, whose GETDEL took
+-- v): the lock is not the caller's, another hold stays, or waiters may
+-- be queued. A value that stays goes back with its expiry (restore, put
+-- in value.lua).
+local l = parse(v)
+if l.owner ~= token then
+  restore(l, v)
+  return -1
 end
--- With waiters on one node the lock is not deleted here: it goes to the
--- queue's head (free in common.lua, after release_handoff.lua).
-if w ~= '1' or ARGV[2] ~= 'g' then gone(ARGV[2]) end
-if w ~= '1' then return 0 end
+-- The clock is needed only where the lease may be over or passed on.
+local nowus = 0
+if l.queue ~= 0 then nowus = now_us(redis.call('TIME')) end
+if not held(l, math.floor(nowus / 1000)) then
+  -- A lease that is over, kept for the queue: not the caller's any more.
+  restore(l, v)
+  return -1
+end
+if l.holds > 1 then
+  l.holds = l.holds - 1
+  put(l)
+  return l.holds
+end
+gone(l, ARGV[2], v)
+if l.queue == 0 then return 0 end
+local g, gf, ms, px = free(l, ARGV[2], tonumber(ARGV[3]), nowus)
+if g then return {0, g, gf, ms, px} end
+return 0

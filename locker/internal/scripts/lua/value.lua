@@ -1,21 +1,32 @@
--- The lock's value and its fencing token: in every script of the mutex,
--- before common.lua, after the uncontended paths of acquire and release
+-- The server clock and the fencing token, for every script that mints one;
+-- and the mutex's value, for the mutex's scripts. It comes before
+-- common.lua, after the uncontended paths of acquire and release
 -- (acquire_free.lua, release.lua), which run first so that they finish
 -- before any helper is defined: each definition makes a closure on every
 -- call of the script, a large part of the free lock's acquire and release
 -- (docs/benchmarks.md).
--- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
---         lease as expiry; waiting is 1 when the lock came from the queue or
---         waiters joined while it was held (its release then goes through
---         free); granted is when the owner got it (server ms), label the
---         owner's description (Params.Label), only when it has one. What
---         follows waiting is kept as it is by every rewrite of the value.
+-- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
+--         queue is 0 while nobody waits, else the server ms until which
+--         the waiter queue (KEYS[2]) and its details (KEYS[3]) may live;
+--         granted is when the owner got the lock and ends when its lease
+--         ends (server ms); from is '-' for a lock taken at once, else the
+--         subscriber of the waiter it was granted to from the queue (see
+--         lapse in mutex.lua); label is the owner's description
+--         (Params.Label), only when it has one. The key expires at the
+--         later of ends and queue (see put): a lock that has no key has
+--         nobody queued for it, so a free lock is taken with one SET NX
+--         (acquire_free.lua), and a value whose ends has passed while
+--         queue is set is a lease that is over, kept for the queue's sake:
+--         no holder (see held).
 -- KEYS[4] on Redlock only: the lock's last value, which a release leaves
 --         on each master until the released lease would have ended (see
 --         gone), for its token.
 -- The fencing token lives in the lock's value (and for a lease after a
 -- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
 -- behind once its lease is over (see mint).
+
+-- NOT_QUEUED is from's value for a lock that did not come from the queue.
+local NOT_QUEUED = '-'
 
 local function now_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -25,53 +36,80 @@ local function now_us(t)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- parse reads the lock value; rest is what follows waiting (" granted[
--- label]", or "" for a value written before grant times were kept).
-local function parse(v)
-  local o, f, n, w, rest = string.match(v, '^(%S+) (%d+) (%d+) (%d)(.*)$')
-  return o, f, tonumber(n), w, rest
-end
-
 local function fmt(x) return string.format('%.0f', x) end
 
 -- mint returns a fencing token larger than every earlier one for this
 -- key: one more than prev, the lock's last token, where one is at hand,
 -- else the server clock in microseconds (nowus). A lock's last token is
--- at hand while the lock exists (a hand-over), and on Redlock for a lease
--- after its release (there, masters that remember the same token mint the
--- same next one: no write-back round). Once it is gone the clock is larger
--- than every earlier token, as long as the server clock does not go back
--- (a restart without persistence relies on the same): each token is at
--- most the clock when its chain of hand-overs began plus one per
--- hand-over, and each hand-over is a script call of its own, which takes
--- the server more than a microsecond.
+-- at hand while the lock exists (a hand-over, a lease that is over but
+-- kept for the queue), and on Redlock for a lease after its release
+-- (there, masters that remember the same token mint the same next one: no
+-- write-back round). Once it is gone the clock is larger than every
+-- earlier token, as long as the server clock does not go back (a restart
+-- without persistence relies on the same): each token is at most the
+-- clock when its chain of hand-overs began plus one per hand-over, and
+-- each hand-over is a script call of its own, which takes the server more
+-- than a microsecond.
 local function mint(prev, nowus)
   if prev and prev > 0 then return prev + 1 end
   return nowus
 end
 
+-- parse reads a mutex's value into a record (owner, fence, holds, queue,
+-- granted, ends, from, label; label '' for none). A value it cannot read
+-- was written by an older version, whose processes must be stopped before
+-- this one runs (CHANGELOG.md): the call fails rather than guess.
+local function parse(v)
+  local o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
+  if not o then
+    error('locker: a lock value this version cannot read (written by an older version still running?)')
+  end
+  return {owner = o, fence = tonumber(f), holds = tonumber(n), queue = tonumber(q), granted = g,
+    ends = tonumber(e), from = from, label = label}
+end
+
+-- held reports whether l's lease is running at nowms. A key without a
+-- queue expires with its lease, so only a queued lock's is compared.
+local function held(l, nowms)
+  return l.queue == 0 or l.ends > nowms
+end
+
+-- put writes l as the lock's value, expiring at the later of its lease's
+-- end and its queue's: every write of the value goes through here (or
+-- writes the same, acquire_free.lua), so the key's expiry is always that.
+local function put(l)
+  local v = l.owner .. ' ' .. fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. fmt(l.queue) .. ' ' .. l.granted .. ' ' .. fmt(l.ends) .. ' ' .. l.from
+  if l.label ~= '' then v = v .. ' ' .. l.label end
+  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+end
+
+-- restore writes v, the value l was read from, back as it was (a value a
+-- GETDEL took that must stay), with the expiry it had.
+local function restore(l, v)
+  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+end
+
 -- take makes owner the holder for ttl ms, granted at nowus (server
 -- microseconds), with label (nil or '': none) and a token larger than
--- prev (nil: none at hand).
-local function take(owner, ttl, waiting, nowus, label, prev)
+-- prev (nil: none at hand); queue and from as in the value. Returns the
+-- token.
+local function take(owner, ttl, queue, nowus, label, prev, from)
   local f = mint(prev, nowus)
-  local v = owner .. ' ' .. fmt(f) .. ' 1 ' .. waiting .. ' ' .. fmt(math.floor(nowus / 1000))
-  if label and label ~= '' then v = v .. ' ' .. label end
-  redis.call('SET', KEYS[1], v, 'PX', ttl)
+  local nowms = math.floor(nowus / 1000)
+  put({owner = owner, fence = f, holds = 1, queue = queue, granted = fmt(nowms), ends = nowms + ttl,
+    from = from, label = label or ''})
   return f
 end
 
--- gone deletes the lock after its last hold. Redlock (handoff 'n', with
--- KEYS[4]) moves it to KEYS[4] instead, where it stays for the rest of
--- its lease, at least a lease after its token was minted: the next
--- holder's majority shares a master with this one, which then mints a
--- larger token even when its clock is behind the clock that minted this
--- one (last, mint's prev).
-local function gone(handoff)
+-- gone: the last hold of l went and its key is deleted. Redlock (handoff
+-- 'n', with KEYS[4]) keeps the value in KEYS[4] for the rest of its lease,
+-- at least a lease after its token was minted: the next holder's majority
+-- shares a master with this one, which then mints a larger token even
+-- when its clock is behind the clock that minted this one (last, mint's
+-- prev).
+local function gone(l, handoff, v)
   if handoff == 'n' and KEYS[4] then
-    redis.call('RENAME', KEYS[1], KEYS[4])
-  else
-    redis.call('DEL', KEYS[1])
+    redis.call('SET', KEYS[4], v, 'PXAT', fmt(l.ends))
   end
 end
 

@@ -30,17 +30,25 @@ local function waiters(q, d, rw)
   end
 end
 
+-- A mutex's value: "owner fence holds queue granted ends from[ label]"
+-- (value.lua); a lease that is over, kept for the queue's sake, holds
+-- nothing.
 local v = redis.call('GET', KEYS[1])
-if v or redis.call('EXISTS', KEYS[2]) == 1 then
+local o, f, n, q, g, e, label
+if v then
+  o, f, n, q, g, e, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) %S+ ?(.*)$')
+  if o and q ~= '0' and tonumber(e) <= nowms then o = nil end
+end
+if o or redis.call('EXISTS', KEYS[2]) == 1 then
   out[#out + 1] = 'mutex'
   out[#out + 1] = 0
-  if v then
-    local o, rest = string.match(v, '^(%S+) (.*)$')
-    local f, n, w, tail = string.match(rest, '^(%d+) (%d+) (%d)(.*)$')
+  if o then
     out[#out + 1] = 1
     out[#out + 1] = o
-    out[#out + 1] = f .. ' ' .. n .. tail
-    out[#out + 1] = redis.call('PTTL', KEYS[1])
+    local about = f .. ' ' .. n .. ' ' .. g
+    if label ~= '' then about = about .. ' ' .. label end
+    out[#out + 1] = about
+    out[#out + 1] = tonumber(e) - nowms
     out[#out + 1] = ''
   else
     out[#out + 1] = 0

@@ -1,48 +1,57 @@
 -- release: drop one hold; at zero end the lock (gone in value.lua) and, if
--- waiters may be queued, hand it to the first live one
--- (release_handoff.lua). ARGV: token, handoff ('g' | 'n', see free in
--- common.lua), window_ms (read by release_handoff.lua).
+-- waiters may be queued, hand it to the first live one (free in
+-- mutex.lua). ARGV: token, handoff ('g' | 'n', see free), window_ms.
 -- Reply: holds left (>= 0), or -1 when the caller does not hold the lock
--- (nothing is touched then), or {0, owner, fence, server_ms, pttl_ms} when
+-- (nothing is changed then), or {0, owner, fence, server_ms, pttl_ms} when
 -- the lock was handed to a waiter: the releasing process wakes that waiter
 -- at once if it is its own, without waiting for the notice.
--- This part runs first, before value.lua's and common.lua's helpers are
--- defined (each definition makes a closure on every call): the last hold
--- of a lock nobody waits for is released without them
--- (release_held.lua and release_handoff.lua follow).
+-- This part runs first, before the helpers are defined (each definition
+-- makes a closure on every call): GETDEL takes the value, and the last
+-- hold of a lock nobody waits for is released with it. Any other value
+-- goes to release_held.lua (after value.lua, common.lua and mutex.lua),
+-- which puts it back or passes it on: v is the value taken.
 local token = ARGV[1]
-local v = redis.call('GET', KEYS[1])
+local v = redis.call('GETDEL', KEYS[1])
 if not v then return -1 end
 local i = #token + 2
-if string.sub(v, 1, i - 1) == token .. ' ' and (string.find(v, '^%d+ 1 0 ', i) or string.find(v, '^%d+ 1 0$', i)) then
-  -- Ours ("token fence 1 0[ granted[ label]]"): the last hold, nobody
-  -- waiting. Told apart without parse's captures and conversions. As gone
-  -- in value.lua, written out.
+if string.sub(v, 1, i - 1) == token .. ' ' and string.find(v, '^%d+ 1 0 ', i) then
+  -- Ours ("token fence 1 0 granted ends from[ label]"): the last hold,
+  -- nobody queued. Told apart without parse's captures and conversions.
+  -- As gone in value.lua, written out.
   if ARGV[2] == 'n' and KEYS[4] then
-    redis.call('RENAME', KEYS[1], KEYS[4])
-  else
-    redis.call('DEL', KEYS[1])
+    redis.call('SET', KEYS[4], v, 'PXAT', string.match(v, '^%d+ 1 0 %d+ (%d+)', i))
   end
   return 0
 end
--- The lock's value and its fencing token: in every script of the mutex,
--- before common.lua, after the uncontended paths of acquire and release
+-- The server clock and the fencing token, for every script that mints one;
+-- and the mutex's value, for the mutex's scripts. It comes before
+-- common.lua, after the uncontended paths of acquire and release
 -- (acquire_free.lua, release.lua), which run first so that they finish
 -- before any helper is defined: each definition makes a closure on every
 -- call of the script, a large part of the free lock's acquire and release
 -- (docs/benchmarks.md).
--- KEYS[1] lock: string "owner fence holds waiting granted[ label]" with the
---         lease as expiry; waiting is 1 when the lock came from the queue or
---         waiters joined while it was held (its release then goes through
---         free); granted is when the owner got it (server ms), label the
---         owner's description (Params.Label), only when it has one. What
---         follows waiting is kept as it is by every rewrite of the value.
+-- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
+--         queue is 0 while nobody waits, else the server ms until which
+--         the waiter queue (KEYS[2]) and its details (KEYS[3]) may live;
+--         granted is when the owner got the lock and ends when its lease
+--         ends (server ms); from is '-' for a lock taken at once, else the
+--         subscriber of the waiter it was granted to from the queue (see
+--         lapse in mutex.lua); label is the owner's description
+--         (Params.Label), only when it has one. The key expires at the
+--         later of ends and queue (see put): a lock that has no key has
+--         nobody queued for it, so a free lock is taken with one SET NX
+--         (acquire_free.lua), and a value whose ends has passed while
+--         queue is set is a lease that is over, kept for the queue's sake:
+--         no holder (see held).
 -- KEYS[4] on Redlock only: the lock's last value, which a release leaves
 --         on each master until the released lease would have ended (see
 --         gone), for its token.
 -- The fencing token lives in the lock's value (and for a lease after a
 -- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
 -- behind once its lease is over (see mint).
+
+-- NOT_QUEUED is from's value for a lock that did not come from the queue.
+local NOT_QUEUED = '-'
 
 local function now_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -52,53 +61,80 @@ local function now_us(t)
   return tonumber(t[1]) * 1000000 + tonumber(t[2])
 end
 
--- parse reads the lock value; rest is what follows waiting (" granted[
--- label]", or "" for a value written before grant times were kept).
-local function parse(v)
-  local o, f, n, w, rest = string.match(v, '^(%S+) (%d+) (%d+) (%d)(.*)$')
-  return o, f, tonumber(n), w, rest
-end
-
 local function fmt(x) return string.format('%.0f', x) end
 
 -- mint returns a fencing token larger than every earlier one for this
 -- key: one more than prev, the lock's last token, where one is at hand,
 -- else the server clock in microseconds (nowus). A lock's last token is
--- at hand while the lock exists (a hand-over), and on Redlock for a lease
--- after its release (there, masters that remember the same token mint the
--- same next one: no write-back round). Once it is gone the clock is larger
--- than every earlier token, as long as the server clock does not go back
--- (a restart without persistence relies on the same): each token is at
--- most the clock when its chain of hand-overs began plus one per
--- hand-over, and each hand-over is a script call of its own, which takes
--- the server more than a microsecond.
+-- at hand while the lock exists (a hand-over, a lease that is over but
+-- kept for the queue), and on Redlock for a lease after its release
+-- (there, masters that remember the same token mint the same next one: no
+-- write-back round). Once it is gone the clock is larger than every
+-- earlier token, as long as the server clock does not go back (a restart
+-- without persistence relies on the same): each token is at most the
+-- clock when its chain of hand-overs began plus one per hand-over, and
+-- each hand-over is a script call of its own, which takes the server more
+-- than a microsecond.
 local function mint(prev, nowus)
   if prev and prev > 0 then return prev + 1 end
   return nowus
 end
 
+-- parse reads a mutex's value into a record (owner, fence, holds, queue,
+-- granted, ends, from, label; label '' for none). A value it cannot read
+-- was written by an older version, whose processes must be stopped before
+-- this one runs (CHANGELOG.md): the call fails rather than guess.
+local function parse(v)
+  local o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
+  if not o then
+    error('locker: a lock value this version cannot read (written by an older version still running?)')
+  end
+  return {owner = o, fence = tonumber(f), holds = tonumber(n), queue = tonumber(q), granted = g,
+    ends = tonumber(e), from = from, label = label}
+end
+
+-- held reports whether l's lease is running at nowms. A key without a
+-- queue expires with its lease, so only a queued lock's is compared.
+local function held(l, nowms)
+  return l.queue == 0 or l.ends > nowms
+end
+
+-- put writes l as the lock's value, expiring at the later of its lease's
+-- end and its queue's: every write of the value goes through here (or
+-- writes the same, acquire_free.lua), so the key's expiry is always that.
+local function put(l)
+  local v = l.owner .. ' ' .. fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. fmt(l.queue) .. ' ' .. l.granted .. ' ' .. fmt(l.ends) .. ' ' .. l.from
+  if l.label ~= '' then v = v .. ' ' .. l.label end
+  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+end
+
+-- restore writes v, the value l was read from, back as it was (a value a
+-- GETDEL took that must stay), with the expiry it had.
+local function restore(l, v)
+  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+end
+
 -- take makes owner the holder for ttl ms, granted at nowus (server
 -- microseconds), with label (nil or '': none) and a token larger than
--- prev (nil: none at hand).
-local function take(owner, ttl, waiting, nowus, label, prev)
+-- prev (nil: none at hand); queue and from as in the value. Returns the
+-- token.
+local function take(owner, ttl, queue, nowus, label, prev, from)
   local f = mint(prev, nowus)
-  local v = owner .. ' ' .. fmt(f) .. ' 1 ' .. waiting .. ' ' .. fmt(math.floor(nowus / 1000))
-  if label and label ~= '' then v = v .. ' ' .. label end
-  redis.call('SET', KEYS[1], v, 'PX', ttl)
+  local nowms = math.floor(nowus / 1000)
+  put({owner = owner, fence = f, holds = 1, queue = queue, granted = fmt(nowms), ends = nowms + ttl,
+    from = from, label = label or ''})
   return f
 end
 
--- gone deletes the lock after its last hold. Redlock (handoff 'n', with
--- KEYS[4]) moves it to KEYS[4] instead, where it stays for the rest of
--- its lease, at least a lease after its token was minted: the next
--- holder's majority shares a master with this one, which then mints a
--- larger token even when its clock is behind the clock that minted this
--- one (last, mint's prev).
-local function gone(handoff)
+-- gone: the last hold of l went and its key is deleted. Redlock (handoff
+-- 'n', with KEYS[4]) keeps the value in KEYS[4] for the rest of its lease,
+-- at least a lease after its token was minted: the next holder's majority
+-- shares a master with this one, which then mints a larger token even
+-- when its clock is behind the clock that minted this one (last, mint's
+-- prev).
+local function gone(l, handoff, v)
   if handoff == 'n' and KEYS[4] then
-    redis.call('RENAME', KEYS[1], KEYS[4])
-  else
-    redis.call('DEL', KEYS[1])
+    redis.call('SET', KEYS[4], v, 'PXAT', fmt(l.ends))
   end
 end
 
@@ -109,21 +145,10 @@ local function last()
   local v = redis.call('GET', KEYS[4])
   return v and tonumber(string.match(v, '^%S+ (%d+)'))
 end
--- release, continued after value.lua (see release.lua): another hold
--- stays, the lock is not the caller's, or waiters may be queued.
-local o, f, n, w, rest = parse(v)
-if o ~= token then return -1 end
-if n > 1 then
-  redis.call('SET', KEYS[1], o .. ' ' .. f .. ' ' .. (n - 1) .. ' ' .. w .. rest, 'KEEPTTL')
-  return n - 1
-end
--- With waiters on one node the lock is not deleted here: it goes to the
--- queue's head (free in common.lua, after release_handoff.lua).
-if w ~= '1' or ARGV[2] ~= 'g' then gone(ARGV[2]) end
-if w ~= '1' then return 0 end
--- Shared by the scripts that take or hand over a lock.
+-- Shared by the scripts that queue waiters or hand a lock over, of every
+-- kind (a mutex's own are in mutex.lua, after this file).
 -- KEYS[1] lock: see value.lua, which comes before this file in every
---         script (now_ms, now_us, parse, fmt, mint, take, gone, last).
+--         script (now_ms, now_us, fmt, mint; the mutex's value).
 -- KEYS[2] waiter queue: zset of waiter tokens scored by arrival in server
 --         microseconds (first come, first served). A token's entry is found
 --         by ZSCORE and removed by ZREM: no queue operation reads the queue.
@@ -136,10 +161,14 @@ if w ~= '1' then return 0 end
 --         subscribers cut off and when (server microseconds): a
 --         subscriber's entries that arrived before its cut-off are gone (a
 --         grant to one of them lapsed), read with a waiter's entry in one
---         HMGET; "?" -> "token sid fence" of the last grant from the queue,
---         until it is released.
+--         HMGET.
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
+
+-- QUEUE_MARGIN (ms) is how much longer than its last waiter's wait a
+-- queue lives.
+local QUEUE_MARGIN = 1000
+
 -- The lock's channel is KEYS[1]..':c' (see package names): made
 -- here, on the paths that publish, rather than sent with every call.
 local function chan() return KEYS[1] .. ':c' end
@@ -165,8 +194,8 @@ end
 -- not over, not cut off), and returns its token, ttl, sid and label ('':
 -- none), or nil. Each entry is popped once, so the loop costs O(log N) per
 -- entry it removes. The live one's details stay in KEYS[3]: the caller
--- drops them after writing its own there, so that the hash does not empty
--- (and lose its expiry) on the way.
+-- drops them (a semaphore's after writing the permit's record there, so
+-- that the hash does not empty and lose its expiry on the way).
 local function pop(nowms)
   while true do
     local h = redis.call('ZPOPMIN', KEYS[2])
@@ -181,6 +210,87 @@ local function pop(nowms)
       redis.call('HDEL', KEYS[3], w)
     end
   end
+end
+
+-- cut_off runs when a holder that came from the queue let its lease run out
+-- without releasing: it gave up, paused or crashed. Every entry its
+-- subscriber sid queued before nowus is cut off (its other waiters are
+-- likely gone too), and the subscriber is told ("!sid"), so those of its
+-- waiters that are alive queue again. Every lock kind's lapse ends here
+-- (lapse in mutex.lua; sem_purge in sem_common.lua).
+local function cut_off(channel, sid, nowus)
+  local cuts = redis.call('HGET', KEYS[3], '!') or ''
+  local i = string.find(cuts, ' ' .. sid .. ':', 1, true)
+  if i then
+    local j = string.find(cuts, ' ', i + 1, true)
+    cuts = string.sub(cuts, 1, i - 1) .. (j and string.sub(cuts, j) or '')
+  end
+  redis.call('HSET', KEYS[3], '!', cuts .. ' ' .. sid .. ':' .. fmt(nowus))
+  redis.call('PUBLISH', channel, '!' .. sid)
+end
+
+-- add puts token in the queue; fresh says it cannot be there yet.
+-- Otherwise an entry it has keeps its place, unless it was cut off. label
+-- (nil or '': none) is what the lock will say about token once granted.
+-- Reports whether it added an entry.
+local function add(token, nowus, wait, ttl, sid, fresh, label)
+  local nowms = math.floor(nowus / 1000)
+  local added = fresh
+  if not fresh then
+    local s = redis.call('ZSCORE', KEYS[2], token)
+    added = not s or cut(sid, tonumber(s))
+  end
+  if added then
+    redis.call('ZADD', KEYS[2], fmt(nowus), token)
+    local info = fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid
+    if label and label ~= '' then info = info .. ' ' .. label end
+    redis.call('HSET', KEYS[3], token, info)
+  end
+  return added
+end
+
+-- enqueue adds token to a semaphore's (or read/write lock's) queue (see
+-- add) and makes the queue live until its wait is over and a second more;
+-- the details hash is only ever stretched (it holds the permits' records
+-- too). The mutex keeps its queue's life in its value instead (join in
+-- mutex.lua).
+local function enqueue(token, nowus, wait, ttl, sid, fresh, label)
+  if add(token, nowus, wait, ttl, sid, fresh, label) then
+    local life = wait + QUEUE_MARGIN
+    if redis.call('PTTL', KEYS[2]) < life then
+      redis.call('PEXPIRE', KEYS[2], life)
+      keep(KEYS[3], life)
+    end
+  end
+end
+-- A mutex's queue and hand-over, after value.lua and common.lua. The
+-- lock's value keeps its queue's life (queue, see value.lua): the lock key
+-- lives at least as long as the queue and its details, so that a lock
+-- without a key has nobody queued for it.
+
+-- QUEUE_SLACK (ms) is how much longer than needed a queue's life is made
+-- when it must grow, so that a steady stream of waiters stretches it (and
+-- rewrites the lock's value) once in a while rather than on every arrival.
+local QUEUE_SLACK = 1000
+
+-- join adds token to the queue (add in common.lua) and returns the
+-- queue's life (server ms): life, the life it had (0: none), or a longer
+-- one when this waiter's wait ends later. The queue and the details hash
+-- expire at the returned life; the caller writes it to the lock's value
+-- when it changed (put in value.lua), so the lock key lives as long. A
+-- queue whose last entry went (popped by a grant) comes back here without
+-- an expiry, hence the look at it.
+local function join(life, token, nowus, wait, ttl, sid, fresh, label)
+  if not add(token, nowus, wait, ttl, sid, fresh, label) then return life end
+  local need = math.floor(nowus / 1000) + wait + QUEUE_MARGIN
+  if life < need then
+    life = need + QUEUE_SLACK
+  elseif redis.call('PTTL', KEYS[2]) ~= -1 then
+    return life
+  end
+  redis.call('PEXPIREAT', KEYS[2], fmt(life))
+  redis.call('PEXPIREAT', KEYS[3], fmt(life))
+  return life
 end
 
 -- live reports whether a live waiter is queued, dropping dead ones first
@@ -199,27 +309,22 @@ local function live(nowms)
   end
 end
 
--- grant hands the free lock to the first live waiter and records the grant.
--- A waiter other than self gets the lock for at most window ms: it confirms
--- by extending the lease (its first renewal), so a grant to a waiter that
--- has gone lapses within the window instead of a whole lease. Every process
--- waiting on the key is told "token fence server_ms pttl_ms", so each can
--- re-check when that lease ends. prev is the lock's last token, when one
--- is at hand (see mint). Returns the new owner, fence and pttl, or nil.
-local function grant(channel, self, nowus, window, prev)
+-- grant hands the free lock to the first live waiter, which the lock's
+-- value then names as granted from the queue (from: its subscriber, see
+-- lapse). A waiter other than self gets the lock for at most window ms: it
+-- confirms by extending the lease (its first renewal), so a grant to a
+-- waiter that has gone lapses within the window instead of a whole lease.
+-- Every process waiting on the key is told "token fence server_ms
+-- pttl_ms", so each can re-check when that lease ends. prev is the lock's
+-- last token, when one is at hand (see mint); life the queue's (see
+-- join). Returns the new owner, fence and pttl, or nil.
+local function grant(channel, self, nowus, window, prev, life)
   local nowms = math.floor(nowus / 1000)
   local w, ttl, sid, label = pop(nowms)
-  if not w then
-    redis.call('HDEL', KEYS[3], '?')
-    return nil
-  end
+  if not w then return nil end
   local px = ttl
   if w ~= self then px = math.min(ttl, window) end
-  local f = take(w, px, '1', nowus, label, prev)
-  -- The grant record takes the place of the waiter's entry in a hash that
-  -- keeps its expiry (see pop). It matters while waiters are queued (see
-  -- lapse), and the hash lives as long as the queue.
-  redis.call('HSET', KEYS[3], '?', w .. ' ' .. sid .. ' ' .. fmt(f))
+  local f = take(w, px, life, nowus, label, prev, sid)
   redis.call('HDEL', KEYS[3], w)
   if w ~= self or redis.call('EXISTS', KEYS[2]) == 1 then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
@@ -227,90 +332,59 @@ local function grant(channel, self, nowus, window, prev)
   return w, f, px
 end
 
--- cut_off runs when a holder that came from the queue let its lease run out
--- without releasing: it gave up, paused or crashed. Every entry its
--- subscriber sid queued before nowus is cut off (its other waiters are
--- likely gone too), and the subscriber is told ("!sid"), so those of its
--- waiters that are alive queue again. Every lock kind's lapse ends here
--- (lapse below; sem_purge in sem_common.lua).
-local function cut_off(channel, sid, nowus)
-  local cuts = redis.call('HGET', KEYS[3], '!') or ''
-  local i = string.find(cuts, ' ' .. sid .. ':', 1, true)
-  if i then
-    local j = string.find(cuts, ' ', i + 1, true)
-    cuts = string.sub(cuts, 1, i - 1) .. (j and string.sub(cuts, j) or '')
-  end
-  redis.call('HSET', KEYS[3], '!', cuts .. ' ' .. sid .. ':' .. fmt(nowus))
-  redis.call('PUBLISH', channel, '!' .. sid)
+-- lapse runs when the lock l is found free (its lease over) while waiters
+-- are queued. If its holder came from the queue, the grant lapsed (a
+-- release or a keep would have rewritten the value): its subscriber is cut
+-- off (cut_off in common.lua).
+local function lapse(l, channel, nowus)
+  if l.from ~= NOT_QUEUED then cut_off(channel, l.from, nowus) end
 end
 
--- lapse runs when the lock is found free while waiters are queued. If the
--- last grant from the queue is still recorded, its grantee's lease ran out
--- (a release drops the record, and so does a waiter that queues behind a
--- holder that did not come from the queue: acquire.lua): its subscriber is
--- cut off. Returns the grant's token (mint's prev), or nil.
-local function lapse(channel, nowus)
-  local g = redis.call('HGET', KEYS[3], '?')
-  if not g then return nil end
-  redis.call('HDEL', KEYS[3], '?')
-  local _, sid, f = string.match(g, '^(%S+) (%S+) (%d+)$')
-  cut_off(channel, sid, nowus)
-  return tonumber(f)
-end
-
--- enqueue adds token to the queue; fresh says it cannot be there yet.
--- Otherwise an entry it has keeps its place, unless it was cut off. label
--- (nil or '': none) is what the lock will say about token once granted.
--- follow says the details hash holds nothing that must outlive the queue
--- (a mutex's: waiters' entries, cut-offs, the last grant, see lapse), so
--- it takes the queue's expiry; else it is only ever stretched (a
--- semaphore's holds its permits' records too).
-local function enqueue(token, nowus, wait, ttl, sid, fresh, label, follow)
-  local nowms = math.floor(nowus / 1000)
-  local add = fresh
-  if not fresh then
-    local s = redis.call('ZSCORE', KEYS[2], token)
-    add = not s or cut(sid, tonumber(s))
-  end
-  if add then
-    redis.call('ZADD', KEYS[2], fmt(nowus), token)
-    local info = fmt(nowms + wait) .. ' ' .. ttl .. ' ' .. sid
-    if label and label ~= '' then info = info .. ' ' .. label end
-    redis.call('HSET', KEYS[3], token, info)
-    local life = wait + 1000
-    if redis.call('PTTL', KEYS[2]) < life then
-      redis.call('PEXPIRE', KEYS[2], life)
-      if follow then
-        redis.call('PEXPIRE', KEYS[3], life)
-      else
-        keep(KEYS[3], life)
-      end
-    end
-  end
-  return nowms
-end
-
--- free runs when the lock's last hold went with its waiting flag set.
--- handoff 'g' hands it to the queue's head, whose take overwrites the lock
--- (or deletes it when nobody is left), and returns (owner, fence,
--- server_ms, pttl_ms) of the hand-over; 'n' (Redlock, whose masters must
--- not pick a holder each on their own; the caller has deleted the lock)
--- publishes the free notice "-" when live waiters are queued, and they
--- try again. prev is the freed lock's token.
-local function free(channel, handoff, window, prev)
-  local nowus = now_us(redis.call('TIME'))
+-- free runs when the last hold of l went, its key deleted, with waiters
+-- maybe queued (queue set). handoff 'g' hands it to the queue's head and
+-- returns (owner, fence, server_ms, pttl_ms) of the hand-over; 'n'
+-- (Redlock, whose masters must not pick a holder each on their own)
+-- publishes the free notice "-" when live waiters are queued, and they try
+-- again: the lock key comes back for them as a lease that is over, so
+-- that the queue keeps its place (see value.lua). The hand-over's token is
+-- larger than the freed lock's.
+local function free(l, handoff, window, nowus)
   local nowms = math.floor(nowus / 1000)
   if handoff == 'n' then
-    if live(nowms) then redis.call('PUBLISH', channel, '-') end
+    if live(nowms) then
+      l.ends = nowms
+      put(l)
+      redis.call('PUBLISH', chan(), '-')
+    end
     return nil
   end
-  local w, f, px = grant(channel, nil, nowus, window, prev)
-  if not w then redis.call('DEL', KEYS[1]) end
+  local w, f, px = grant(chan(), nil, nowus, window, l.fence, l.queue)
   return w, f, nowms, px
 end
--- release, continued after common.lua (see release.lua): the last hold
--- went with the waiting flag set, so the lock goes to the queue's head,
--- with a token larger than the freed lock's (f).
-local g, gf, ms, px = free(chan(), ARGV[2], tonumber(ARGV[3]), tonumber(f))
+-- release, continued after mutex.lua (see release.lua, whose GETDEL took
+-- v): the lock is not the caller's, another hold stays, or waiters may
+-- be queued. A value that stays goes back with its expiry (restore, put
+-- in value.lua).
+local l = parse(v)
+if l.owner ~= token then
+  restore(l, v)
+  return -1
+end
+-- The clock is needed only where the lease may be over or passed on.
+local nowus = 0
+if l.queue ~= 0 then nowus = now_us(redis.call('TIME')) end
+if not held(l, math.floor(nowus / 1000)) then
+  -- A lease that is over, kept for the queue: not the caller's any more.
+  restore(l, v)
+  return -1
+end
+if l.holds > 1 then
+  l.holds = l.holds - 1
+  put(l)
+  return l.holds
+end
+gone(l, ARGV[2], v)
+if l.queue == 0 then return 0 end
+local g, gf, ms, px = free(l, ARGV[2], tonumber(ARGV[3]), nowus)
 if g then return {0, g, gf, ms, px} end
 return 0

@@ -1,0 +1,61 @@
+package node
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/scripts"
+)
+
+// TestCheckFindsOldServer: check.lua names a server older than Redis 7.0
+// (the version its redis table or INFO reports; Redis 6 is simulated by
+// the script's own local, the table being read-only) and checkReply reads
+// it apart from the denied and unknown commands; this server passes.
+func TestCheckFindsOldServer(t *testing.T) {
+	srv := redistest.Start(t)
+	const line = "local version = redis.REDIS_VERSION\n"
+	if !strings.Contains(scripts.CheckSource, line) {
+		t.Fatalf("check.lua does not read the version as %q", line)
+	}
+	run := func(src string) (denied, unknown []string, old string) {
+		t.Helper()
+		s := driver.NewScript(src)
+		v, err := srv.Do("EVAL", s.Source(), 0, "locktag:{check}", "", "", "GET", "NOSUCHCOMMAND")
+		if err != nil {
+			t.Fatalf("EVAL: %v", err)
+		}
+		denied, unknown, old, err = checkReply(toStrings(v))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return denied, unknown, old
+	}
+	if denied, unknown, old := run(scripts.CheckSource); old != "" || len(denied) != 0 || !slices.Equal(unknown, []string{"NOSUCHCOMMAND"}) {
+		t.Errorf("this server: denied %q, unknown %q, old %q", denied, unknown, old)
+	}
+	if _, _, old := run(strings.Replace(scripts.CheckSource, line, "local version = '6.2.14'\n", 1)); old != "6.2.14" {
+		t.Errorf("Redis 6.2.14 reported as %q, want refused", old)
+	}
+	if _, _, old := run(strings.Replace(scripts.CheckSource, line, "local version = nil\n", 1)); old != "" {
+		t.Errorf("Redis 7 read from INFO reported as %q, want passed", old)
+	}
+}
+
+// toStrings turns the reply's bulk strings into strings, as the drivers do.
+func toStrings(v any) any {
+	a, ok := v.([]any)
+	if !ok {
+		return v
+	}
+	out := make([]any, len(a))
+	for i, x := range a {
+		if b, ok := x.([]byte); ok {
+			x = string(b)
+		}
+		out[i] = x
+	}
+	return out
+}
