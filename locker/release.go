@@ -11,18 +11,15 @@ import (
 // Release drops this hold; the lock is freed (and handed to the next waiter)
 // when the last hold is released. Release ignores ctx's cancellation, so a
 // cancelled request still releases its lock, and is bounded by the call
-// timeout. It returns ErrNotHeld, touching nothing, when the lock is no
-// longer held by this lease (lost, expired, or released before).
+// timeout. It returns ErrNotHeld when the lock is no longer held by this
+// lease (lost, expired, or released before).
 func (le *Lease) Release(ctx context.Context) error { return le.end(ctx, 0) }
 
 // ReleaseAfter drops this hold like Release, except that the last hold
-// keeps the lock in Redis for d more instead of freeing it: the lease ends
-// here (its context is cancelled with cause ErrNotHeld, no more renewals),
-// and the lock ends by itself d later, then goes to the next waiter. Until
-// then every other Obtain finds it busy — what keeps a resubmitted request
-// from running twice. d <= 0 is Release. A semaphore's permit cannot be
-// kept: ReleaseAfter returns an error matching ErrKindUnsupported and
-// touches nothing.
+// keeps the lock in Redis for d more: the lease ends here, and every other
+// Obtain finds the lock busy until d has passed (a resubmitted request
+// does not run twice). d <= 0 is Release. A semaphore's permit cannot be
+// kept (ErrKindUnsupported, nothing touched).
 func (le *Lease) ReleaseAfter(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return le.Release(ctx)
@@ -59,9 +56,9 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	le.released = true
 	root.live--
 	last := root.live == 0
-	// A lease whose end no timer watched (see keeper.start) ran out
-	// unreported: it is lost, as the timer would have said.
+	// An unwatched lease (keeper.Start) that ran out is lost, as a timer would say.
 	ranOut := last && root.kp.PastDeadlineLocked()
+	lost := root.done || ranOut // the lease ended before this Release
 	if last {
 		root.kp.StopLocked()
 	}
@@ -80,6 +77,9 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	}
 	if last {
 		root.finish(ErrNotHeld, 0, nil)
+	}
+	if lost && err == nil {
+		err = ErrNotHeld // freed in Redis, which counts a lease a little longer
 	}
 	return err
 }

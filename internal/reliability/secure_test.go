@@ -49,7 +49,10 @@ func useLock(t *testing.T, lk *locker.Locker, key string) {
 		}
 		got <- err
 	}()
-	time.Sleep(50 * time.Millisecond) // let the waiter queue; the test passes either way
+	eventually(t, 15*time.Second, "the waiter queued", func() bool {
+		st, err := lk.Inspect(ctx, key)
+		return err == nil && st.Queued == 1
+	})
 	if err := le.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
