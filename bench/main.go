@@ -55,6 +55,9 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "-burst-child" {
 		os.Exit(burstChildMain(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == "-waiters-child" {
+		os.Exit(waitersChildMain(os.Args[2:])) // bench/waiters.go
+	}
 	if len(os.Args) > 1 && os.Args[1] == "-burst-kinds-child" {
 		os.Exit(burstKindsChildMain(os.Args[2:])) // bench/burst_kinds.go
 	}
@@ -63,7 +66,7 @@ func main() {
 		csFlag     = flag.String("c", "2,16,64", "worker counts (contention levels), comma-separated")
 		quick      = flag.Bool("quick", false, "CI-sized run: 400ms windows, c=2,16")
 		libs       = flag.String("libs", "", "libraries to run, comma-separated (default all): "+libNames())
-		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst and burst-kinds, which run only when named")
+		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst, burst-kinds and waiters, which run only when named")
 		burst      = flag.String("burst", "1000,6000", "burst: buyer counts, comma-separated (stock N·5/12)")
 		addr       = flag.String("addr", "", "use this redis-server (host:port) instead of starting one; it must be idle, since INFO commandstats deltas are read")
 		addrs      = flag.String("addrs", "", "five redis-server masters for Redlock (comma-separated) instead of starting them")

@@ -168,6 +168,9 @@ func runAll(cfg *config, rep *report) {
 	if cfg.scenarios["burst"] { // minutes long: only when named
 		runBurst(cfg, rep)
 	}
+	if cfg.scenarios["waiters"] { // only when named
+		runWaiters(cfg, rep) // bench/waiters.go
+	}
 	if cfg.scenarios["burst-kinds"] { // only when named
 		runBurstKinds(cfg, rep) // bench/burst_kinds.go
 	}
