@@ -12,30 +12,21 @@ import (
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/redigo"
 )
 
 func newLocker(t testing.TB, srv *redistest.Server, opts ...locker.Option) *locker.Locker {
 	t.Helper()
-	return newLockerOn(t, redigo.New(srv.Pool(t)), opts...)
+	return lockertest.NewLocker(t, srv, opts...)
 }
 
-// newPipelined is newLocker with the redigo driver pipelining over conns
-// connections (0: pooled calls).
 func newPipelined(t testing.TB, srv *redistest.Server, conns int, opts ...locker.Option) *locker.Locker {
 	t.Helper()
-	return newLockerOn(t, redigo.New(srv.Pool(t), redigo.WithPipelining(conns)), opts...)
+	return lockertest.NewPipelined(t, srv, conns, opts...)
 }
 
-// newLockerOn returns a single-node Locker on d, closed at the test's end.
 func newLockerOn(t testing.TB, d driver.Driver, opts ...locker.Option) *locker.Locker {
 	t.Helper()
-	lk, err := locker.New(d, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lk.Close() })
-	return lk
+	return lockertest.NewLockerOn(t, d, opts...)
 }
 
 // eventually polls cond until it holds or the deadline passes.

@@ -17,7 +17,34 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/redigo"
 )
+
+// NewLocker returns a Locker on srv with the default redigo driver
+// (pipelined), closed at the test's end.
+func NewLocker(t testing.TB, srv *redistest.Server, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	return NewLockerOn(t, redigo.New(srv.Pool(t)), opts...)
+}
+
+// NewPipelined is NewLocker with the redigo driver pipelining over conns
+// connections (0: pooled calls).
+func NewPipelined(t testing.TB, srv *redistest.Server, conns int, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	return NewLockerOn(t, redigo.New(srv.Pool(t), redigo.WithPipelining(conns)), opts...)
+}
+
+// NewLockerOn returns a single-node Locker on d, closed at the test's end.
+func NewLockerOn(t testing.TB, d driver.Driver, opts ...locker.Option) *locker.Locker {
+	t.Helper()
+	lk, err := locker.New(d, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close() })
+	return lk
+}
 
 // Workload runs workers goroutines spread over lockers, each taking the
 // lock "hot" iters times around a read-then-write of a shared counter. It

@@ -329,20 +329,12 @@ func TestPipelinedIdleTimeout(t *testing.T) {
 	}
 }
 
-// newPipelined returns a Locker on srv whose redigo driver pipelines over
-// conns connections (0: pooled calls), closed at the test's end.
 func newPipelined(t testing.TB, srv *redistest.Server, conns int, opts ...locker.Option) *locker.Locker {
 	t.Helper()
-	return newLockerOn(t, redigo.New(srv.Pool(t), redigo.WithPipelining(conns)), opts...)
+	return lockertest.NewPipelined(t, srv, conns, opts...)
 }
 
-// newLockerOn returns a single-node Locker on d, closed at the test's end.
 func newLockerOn(t testing.TB, d driver.Driver, opts ...locker.Option) *locker.Locker {
 	t.Helper()
-	lk, err := locker.New(d, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = lk.Close() })
-	return lk
+	return lockertest.NewLockerOn(t, d, opts...)
 }

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/scripts"
@@ -23,26 +24,21 @@ func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl 
 // Release drops one hold on every master: done when a majority released it;
 // lockerr.ErrNotHeld when so many did not hold it that no majority is left.
 func (b *Backend) Release(ctx context.Context, n names.Names, token string, ttl time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Release, n.Keys, token, scripts.HandoffNotify, 0)
-	t := tally.Count("release", b.need, res, func(_ int, v any) (bool, error) {
-		x, _ := v.(int64)
-		return x >= 0, nil
-	})
-	switch {
-	case t.Won():
-		return nil
-	case t.Refused():
-		return lockerr.ErrNotHeld
-	}
-	return t.Err()
+	return b.drop(ctx, "release", ttl, scripts.Release, n, token, scripts.HandoffNotify, 0)
 }
 
 // Keep is Release's twin for Lease.ReleaseAfter: done when a majority kept
 // the lock. A master that missed it frees the lock at once, so the window
 // holds while a majority keeps it.
 func (b *Backend) Keep(ctx context.Context, n names.Names, token string, ttl, d time.Duration) error {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), n.Scripts.Keep, n.Keys, token, scripts.MS(d))
-	t := tally.Count("keep", b.need, res, func(_ int, v any) (bool, error) {
+	return b.drop(ctx, "keep", ttl, n.Scripts.Keep, n, token, scripts.MS(d))
+}
+
+// drop runs a script that drops a hold (a reply below zero: not held) on
+// every master and tallies the replies.
+func (b *Backend) drop(ctx context.Context, op string, ttl time.Duration, s *driver.Script, n names.Names, token string, args ...any) error {
+	res := b.fanout(ctx, b.nodeTimeout(ttl), s, n.Keys, append([]any{token}, args...)...)
+	t := tally.Count(op, b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil
 	})
