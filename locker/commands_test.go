@@ -23,7 +23,7 @@ import (
 // the grantee's confirming renewal, the channel subscriptions.
 const (
 	budgetPair      = 5
-	budgetContended = 16
+	budgetContended = 12
 )
 
 // TestCommandsPerOperation counts the Redis commands per operation of

@@ -178,7 +178,7 @@ func TestObtainManyQueuedFirst(t *testing.T) {
 	lk := newLocker(t, srv)
 	ctx := context.Background()
 	// A waiter of another process, queued on b with a minute to wait (as
-	// acquire.lua writes it: score = arrival in µs; details "deadline_ms
+	// acquire.lua writes it: score = arrival in µs, entry "token wait_ms
 	// ttl_ms sid"), behind a holder whose lease is over: the lock key
 	// lives as long as its queue ("owner fence holds queue granted ends
 	// from", see value.lua).
@@ -188,10 +188,7 @@ func TestObtainManyQueuedFirst(t *testing.T) {
 	if _, err := srv.Do("SET", "locktag:{b}", "gone-token 1 1 "+strconv.FormatInt(life, 10)+" "+ended+" "+ended+" -", "PXAT", life); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := srv.Do("ZADD", "locktag:{b}:q", now.UnixMicro(), "waiter-token"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := srv.Do("HSET", "locktag:{b}:w", "waiter-token", strconv.FormatInt(now.Add(time.Minute).UnixMilli(), 10)+" 30000 other"); err != nil {
+	if _, err := srv.Do("ZADD", "locktag:{b}:q", now.UnixMicro(), "waiter-token 60000 30000 other"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := lk.ObtainMany(ctx, []string{"a", "b"}, locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {

@@ -21,7 +21,7 @@ import (
 // holder of one lock. The arguments every call of one holder passes are
 // boxed once, here: a lock+unlock would box each twice otherwise.
 type Names struct {
-	Keys     driver.Keys  // lock, waiter queue, waiter details, and on Redlock the last token (see Layout.LastKey)
+	Keys     driver.Keys  // lock, waiter queue, a semaphore's or read/write lock's records (unused by a mutex), and on Redlock the last token (see Layout.LastKey)
 	Channel  string       // KEYS[1]+":c": the scripts make it themselves
 	TokenArg any          // the holder's owner token as a script argument
 	Scripts  *scripts.Set // the lock kind's scripts
@@ -151,6 +151,22 @@ func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) N
 	}
 	n.FirstArgs = buf.first[:i]
 	return n
+}
+
+// EntryArgs appends to dst the arguments that name n's holder's queue
+// entry after a leave call's own: ttl, wait, sid and the label when it
+// has one, as its first try passed them (FirstArgs; each call about one
+// queued token must pass the same, see entry in common.lua). Nothing for a
+// holder without FirstArgs, which never queues.
+func (n Names) EntryArgs(dst []any) []any {
+	if len(n.FirstArgs) < 6 {
+		return dst
+	}
+	dst = append(dst, n.FirstArgs[1], n.FirstArgs[2], n.FirstArgs[4])
+	if n.LabelArg != nil {
+		dst = append(dst, n.LabelArg)
+	}
+	return dst
 }
 
 // TokenLen is the length of an owner token: 128 bits in base64url.

@@ -189,7 +189,9 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 	}()
 	for {
 		sent := time.Now()
-		try := b.try(ctx, n, token, t.TTL, time.Until(waitUntil), mode, false)
+		// Every round passes the first's wait: it names the token's queue
+		// entries (entry in common.lua).
+		try := b.try(ctx, n, token, t.TTL, t.Wait, mode, false)
 		queued = queued || mode == scripts.ModeNotify
 		var err error
 		switch left := time.Until(waitUntil); {
@@ -248,7 +250,9 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 func (b *Backend) withdraw(n names.Names, token string) {
 	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
-	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, token, scripts.ModeDrop, scripts.HandoffNotify, 0)
+	// Its queue entry's arguments: the ttl, wait and sid try passes.
+	args := n.EntryArgs([]any{token, scripts.ModeDrop, scripts.HandoffNotify, 0})
+	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, args...)
 }
 
 // Semaphores: a permit set kept by quorum would need each master to agree

@@ -88,13 +88,11 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 		v, err := b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.FirstArgs...)
 		return parseAcked(v, err, ttl)
 	}
-	// A re-check's wait is what is left of it, a new value each time: only
-	// a first try's is worth keeping boxed.
-	var waitArg any
-	if mode == scripts.ModeAcquire {
-		waitArg = b.MSArg(wait)
-	} else {
-		waitArg = scripts.MS(wait)
+	// A re-check passes the first try's wait (its queue entry names it: see
+	// entry in common.lua), the first try's argument where there is one.
+	waitArg := b.MSArg(wait)
+	if mode == scripts.ModeRecheck && len(n.FirstArgs) > 2 {
+		waitArg = n.FirstArgs[2]
 	}
 	var v any
 	var err error
@@ -176,7 +174,9 @@ func (b *Backend) granted(ctx context.Context, n names.Names, token string, fenc
 func (b *Backend) leave(ctx context.Context, n names.Names, token, mode string) (scripts.Reply, error) {
 	cctx, cancel := b.Cfg.Bounds.Cleanup(ctx)
 	defer cancel()
-	v, err := b.nd.Drv.Eval(cctx, n.Scripts.Leave, n.Keys, token, mode, scripts.HandoffGrant, b.WindowArg)
+	var buf [8]any
+	args := n.EntryArgs(append(buf[:0], token, mode, scripts.HandoffGrant, b.WindowArg))
+	v, err := b.nd.Drv.Eval(cctx, n.Scripts.Leave, n.Keys, args...)
 	if err != nil {
 		return scripts.Reply{}, err
 	}

@@ -43,7 +43,7 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			r, err = b.acquire(ctx, n, t.TTL, time.Until(waitUntil), scripts.ModeRecheck, t.Call)
+			r, err = b.acquire(ctx, n, t.TTL, t.Wait, scripts.ModeRecheck, t.Call)
 			if err != nil {
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.

@@ -1,5 +1,7 @@
 -- acquire: take a free lock, re-enter an owned one, or join the queue.
--- ARGV: token, ttl_ms, wait_ms (0 = do not queue), mode ('a' acquire with a
+-- ARGV: token, ttl_ms, wait_ms (0 = do not queue; a waiter passes its
+-- first try's on every call, since it is part of its queue entry: see
+-- entry in common.lua), mode ('a' acquire with a
 -- new token: if that token already owns the lock, the call is a client's
 -- retry of one that ran, and reports the lock obtained without another hold |
 -- 'e' re-enter with the token of a held lock: add a hold | 'r'
@@ -34,7 +36,7 @@ if l and held(l, nowms) then
   if wait <= 0 and mode ~= 'r' then
     return {0, 0, 0, l.ends - nowms, 0}
   end
-  local life = join(l.queue, token, nowus, math.max(wait, 1), ttl, sid, mode == 'a', label)
+  local life = join(l.queue, entry(token, ARGV[3], ARGV[2], sid, label), nowus, math.max(wait, 1), mode == 'a')
   if life ~= l.queue then
     l.queue = life
     put(l)
@@ -49,8 +51,7 @@ end
 local prev = math.max(last() or 0, l and l.fence or 0)
 if mode == 'n' then
   -- Redlock: leave the queue and keep releases notifying the rest.
-  redis.call('ZREM', KEYS[2], token)
-  redis.call('HDEL', KEYS[3], token)
+  redis.call('ZREM', KEYS[2], entry(token, ARGV[3], ARGV[2], sid, label))
   local life = 0
   if l and redis.call('EXISTS', KEYS[2]) == 1 then life = l.queue end
   return {1, take(token, ttl, life, nowus, label, prev, NOT_QUEUED), 1, ttl, 0}
@@ -65,7 +66,7 @@ if l and redis.call('EXISTS', KEYS[2]) == 1 then
   lapse(l, channel, nowus)
 end
 if wait > 0 or mode == 'r' then
-  life = join(life, token, nowus, math.max(wait, 1), ttl, sid, mode == 'a', label)
+  life = join(life, entry(token, ARGV[3], ARGV[2], sid, label), nowus, math.max(wait, 1), mode == 'a')
 end
 local w, f, px = grant(channel, token, nowus, window, prev, life)
 if w == token then

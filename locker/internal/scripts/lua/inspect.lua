@@ -1,8 +1,8 @@
 -- inspect: a read-only view of one lock name, for operators. Writes
 -- nothing. The name's first kind that exists (held or with waiters) is
 -- shown: mutex, else semaphore, else read/write.
--- KEYS: mutex lock, queue, details; semaphore permits, queue, details;
--- read/write holders, queue, details (all in the name's hash slot).
+-- KEYS: mutex lock, queue, (unused); semaphore permits, queue, records;
+-- read/write holders, queue, records (all in the name's hash slot).
 -- ARGV: max waiters to return.
 -- Reply: {server seconds, server microseconds, kind ('' none, 'mutex',
 -- 'semaphore', 'read/write'), limit (a semaphore's, when known; else 0),
@@ -15,15 +15,26 @@ local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local max = tonumber(ARGV[1])
 local out = {t[1], t[2]}
 
+-- waiters lists queue q's first waiters: each entry "token wait_ms ttl_ms
+-- sid[ label]" (common.lua) as token, arrival and its details
+-- "deadline_ms ttl_ms sid[ label]" (deadline: arrival's ms + wait); a
+-- read/write lock's records hash d has each waiter's kind.
 local function waiters(q, d, rw)
   out[#out + 1] = redis.call('ZCARD', q)
   local w = redis.call('ZRANGE', q, 0, max - 1, 'WITHSCORES')
   for i = 1, #w, 2 do
-    out[#out + 1] = w[i]
+    local tok, wait, rest = string.match(w[i], '^(%S+) (%d+) (.*)$')
+    local details = ''
+    if tok then
+      details = string.format('%.0f', math.floor(tonumber(w[i + 1]) / 1000) + tonumber(wait)) .. ' ' .. rest
+    else
+      tok = w[i]
+    end
+    out[#out + 1] = tok
     out[#out + 1] = w[i + 1]
-    out[#out + 1] = redis.call('HGET', d, w[i]) or ''
+    out[#out + 1] = details
     if rw then
-      out[#out + 1] = redis.call('HGET', d, '~' .. w[i]) or 'r'
+      out[#out + 1] = redis.call('HGET', d, '~' .. tok) or 'r'
     else
       out[#out + 1] = ''
     end

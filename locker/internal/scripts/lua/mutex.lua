@@ -1,22 +1,25 @@
 -- A mutex's queue and hand-over, after value.lua and common.lua. The
 -- lock's value keeps its queue's life (queue, see value.lua): the lock key
--- lives at least as long as the queue and its details, so that a lock
--- without a key has nobody queued for it.
+-- lives at least as long as the queue, so that a lock without a key has
+-- nobody queued for it. A mutex's waiters are their queue entries alone
+-- (KEYS[2], see common.lua): it writes no KEYS[3].
 
 -- QUEUE_SLACK (ms) is how much longer than needed a queue's life is made
 -- when it must grow, so that a steady stream of waiters stretches it (and
 -- rewrites the lock's value) once in a while rather than on every arrival.
 local QUEUE_SLACK = 1000
 
--- join adds token to the queue (add in common.lua) and returns the
--- queue's life (server ms): life, the life it had (0: none), or a longer
--- one when this waiter's wait ends later. The queue and the details hash
--- expire at the returned life; the caller writes it to the lock's value
--- when it changed (put in value.lua), so the lock key lives as long. A
--- queue whose last entry went (popped by a grant) comes back here without
--- an expiry, hence the look at it.
-local function join(life, token, nowus, wait, ttl, sid, fresh, label)
-  if not add(token, nowus, wait, ttl, sid, fresh, label) then return life end
+-- join adds entry e (see entry in common.lua) to the queue and returns
+-- the queue's life (server ms): life, the life it had (0: none), or a
+-- longer one when this waiter's wait ends later. The queue expires at the
+-- returned life; the caller writes it to the lock's value when it changed
+-- (put in value.lua), so the lock key lives as long. A queue whose last
+-- entry went (popped by a grant) comes back here without an expiry, hence
+-- the look at it: a grant that empties the queue cannot tell without a
+-- command of its own, so dropping this one would only move it to the
+-- hand-over.
+local function join(life, e, nowus, wait, fresh)
+  if not add(e, nowus, fresh) then return life end
   local need = math.floor(nowus / 1000) + wait + QUEUE_MARGIN
   if life < need then
     life = need + QUEUE_SLACK
@@ -24,7 +27,6 @@ local function join(life, token, nowus, wait, ttl, sid, fresh, label)
     return life
   end
   redis.call('PEXPIREAT', KEYS[2], fmt(life))
-  redis.call('PEXPIREAT', KEYS[3], fmt(life))
   return life
 end
 
@@ -32,15 +34,11 @@ end
 -- (Redlock's free notices).
 local function live(nowms)
   while true do
-    local h = redis.call('ZRANGE', KEYS[2], 0, 0)
+    local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     if #h == 0 then return false end
-    local info = redis.call('HGET', KEYS[3], h[1])
-    if info then
-      local dl = string.match(info, '^(%d+)')
-      if tonumber(dl) >= nowms then return true end
-    end
+    local _, dl = waiter(h[1], h[2])
+    if dl >= nowms then return true end
     redis.call('ZREM', KEYS[2], h[1])
-    redis.call('HDEL', KEYS[3], h[1])
   end
 end
 
@@ -60,7 +58,6 @@ local function grant(channel, self, nowus, window, prev, life)
   local px = ttl
   if w ~= self then px = math.min(ttl, window) end
   local f = take(w, px, life, nowus, label, prev, sid)
-  redis.call('HDEL', KEYS[3], w)
   if w ~= self or redis.call('EXISTS', KEYS[2]) == 1 then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
   end

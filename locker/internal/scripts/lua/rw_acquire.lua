@@ -23,8 +23,9 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
-  enqueue(token, now_us(t), math.max(wait, 1), ttl, sid, mode == 'a', label)
+  -- The hash first: enqueue stretches it (see there).
   redis.call('HSET', KEYS[3], '~' .. token, kind, 'Q', '1') -- Q: see sem_release.lua
+  enqueue(entry(token, ARGV[3], ARGV[2], sid, label), now_us(t), math.max(wait, 1), mode == 'a')
 end
 local mf, mpx = rw_grant(token, nowms, window)
 if mf then

@@ -1,6 +1,6 @@
 -- A read/write lock (after common.lua and sem_common.lua): the holders are
 -- the permits zset KEYS[1] — many readers, or one writer, whose token is
--- "W" in the details hash KEYS[3]. A waiter's kind is "~"..token there.
+-- "W" in the records hash KEYS[3]. A waiter's kind is "~"..token there.
 
 -- rw_writer returns the live writer's token, or nil.
 local function rw_writer()
@@ -48,19 +48,12 @@ local function rw_grant(self, nowms, window)
   while true do
     local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
     if #h == 0 then break end
-    local w = h[1]
-    local rec = redis.call('HMGET', KEYS[3], w, '~' .. w, '!')
-    local info, kind = rec[1], rec[2] or 'r'
-    local ttl, live, sid, label = 0, false, nil, nil
-    if info then
-      local dl, t
-      dl, t, sid, label = string.match(info, '^(%d+) (%d+) (%S+) ?(.*)$')
-      ttl = tonumber(t)
-      live = tonumber(dl) >= nowms and not cut(sid, tonumber(h[2]), rec[3])
-    end
+    local w, dl, ttl, sid, label = waiter(h[1], h[2])
+    local kind = redis.call('HGET', KEYS[3], '~' .. w) or 'r'
+    local live = dl >= nowms
     if live and not rw_free(kind) then break end
-    redis.call('ZREM', KEYS[2], w)
-    redis.call('HDEL', KEYS[3], w, '~' .. w)
+    redis.call('ZREM', KEYS[2], h[1])
+    redis.call('HDEL', KEYS[3], '~' .. w)
     if live then
       local px = ttl
       if w ~= self then px = math.min(ttl, window) end

@@ -1,6 +1,8 @@
 -- sem_acquire: take a permit, re-enter a held one, or join the queue.
 -- ARGV as acquire.lua's (token, ttl_ms, wait_ms, mode 'a' | 'e' | 'r', sid,
--- window_ms), limit and optionally label (as acquire.lua's). Reply as acquire.lua's: the fence alone for a free
+-- window_ms), limit and optionally label (as acquire.lua's; a waiter
+-- passes the same ttl, wait, sid and label on every call: its queue
+-- entry). Reply as acquire.lua's: the fence alone for a free
 -- permit taken with the whole ttl, else {status, fence, holds, pttl_ms,
 -- server_ms}; a busy reply's pttl is the lease left of the permit that ends
 -- first.
@@ -23,8 +25,9 @@ if redis.call('EXISTS', KEYS[2]) == 0 then
 end
 -- Waiters queued (or the caller queues now): first come, first served.
 if wait > 0 or mode == 'r' then
-  enqueue(token, now_us(t), math.max(wait, 1), ttl, sid, mode == 'a', label)
+  -- The hash first: enqueue stretches it (see there).
   redis.call('HSET', KEYS[3], '#', limit, 'Q', '1') -- Q: see sem_release.lua
+  enqueue(entry(token, ARGV[3], ARGV[2], sid, label), now_us(t), math.max(wait, 1), mode == 'a')
 end
 local mf, mpx = sem_grant(token, nowms, window, limit)
 if mf then

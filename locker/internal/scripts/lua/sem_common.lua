@@ -2,8 +2,8 @@
 -- KEYS[1] permits: zset of holder tokens scored by the end of their lease
 --         (server ms); each permit is a lease of its own, so a holder that
 --         crashed frees its permit when its lease ends.
--- KEYS[2] waiter queue and KEYS[3] waiter details, as in common.lua; the
---         details hash also holds "=" .. token -> "fence holds granted[
+-- KEYS[2] waiter queue, as in common.lua.
+-- KEYS[3] the permits' records: hash of "=" .. token -> "fence holds granted[
 --         label]" for each permit holder (granted: server ms; label: as a
 --         mutex's), "?" .. token -> sid for a holder that came from the
 --         queue (the grant record: its subscriber), "#" -> the limit the
@@ -11,7 +11,8 @@
 --         permits on (and Inspect shows), "Q" -> "1" once a waiter queued
 --         (see sem_release.lua), and "F" -> the last fencing token minted
 --         (every permit, and every read/write lock's writer, mints one; see
---         mint in value.lua).
+--         mint in value.lua); a read/write lock's also "W" and "~" ..
+--         token (rw_kind.lua).
 -- The details hash exists whenever permits are held or waiters queued, so
 -- a take on those paths has the lock's last token at hand (F) and mints
 -- one more (mint in value.lua); the clock it falls back on is the queued
@@ -33,7 +34,12 @@ local function sem_purge(nowms)
     redis.call('HDEL', KEYS[3], '=' .. t, '?' .. t)
     if sid and not done[sid] then
       done[sid] = true
-      cut_off(chan(), sid, nowms * 1000)
+      local cut = cut_off(chan(), sid, nowms * 1000)
+      -- A read/write waiter's kind goes with its entry.
+      for i, w in ipairs(cut) do cut[i] = '~' .. w end
+      for i = 1, #cut, 1000 do
+        redis.call('HDEL', KEYS[3], unpack(cut, i, math.min(i + 999, #cut)))
+      end
     end
   end
 end
@@ -96,7 +102,6 @@ local function sem_grant(self, nowms, window, limit)
     local px = ttl
     if w ~= self then px = math.min(ttl, window) end
     local f = sem_take(w, px, nowms, label, limit, sid)
-    redis.call('HDEL', KEYS[3], w) -- its entry as a waiter (see pop)
     if w == self then
       mf, mpx = f, px
     else

@@ -11,8 +11,7 @@
 -- ms as text) from here.
 -- "Q" in the details hash says waiters may be queued: every script that
 -- queues a waiter sets it (sem_acquire.lua, rw_acquire.lua), and it lives
--- in the hash that holds the waiters' details, which outlives the queue
--- (enqueue in common.lua), so its absence means nobody waits; a release
+-- in the records hash, which outlives the queue (enqueue in common.lua), so its absence means nobody waits; a release
 -- that finds the queue gone drops it. As the mutex's waiting flag, it
 -- spares the common release a look at the queue.
 -- The lease check asks Redis for the first two live holders (lease end

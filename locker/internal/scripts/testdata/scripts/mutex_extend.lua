@@ -7,7 +7,7 @@
 -- (docs/benchmarks.md).
 -- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
 --         queue is 0 while nobody waits, else the server ms until which
---         the waiter queue (KEYS[2]) and its details (KEYS[3]) may live;
+--         the waiter queue (KEYS[2], see common.lua) may live;
 --         granted is when the owner got the lock and ends when its lease
 --         ends (server ms); from is '-' for a lock taken at once, else the
 --         subscriber of the waiter it was granted to from the queue (see
