@@ -78,7 +78,8 @@ func List(ctx context.Context, ad node.Admin, bounds callctx.Bounds, keyPrefix, 
 	// Lock keys end in "}" (a mutex), "}:s" (a semaphore's permits) or
 	// "}:rw" (a read/write lock's holders); the last byte's class keeps
 	// Redlock's last tokens (":f"), queues (":q") and channels out of the
-	// reply, and nameOf drops the details hashes (":w").
+	// reply, and nameOf drops a semaphore's or read/write lock's records
+	// hash (":s:w", ":rw:w").
 	pattern := globEscape(keyPrefix) + "{" + globEscape(prefix) + "*[}sw]"
 	v, err := masters[master].Eval(cctx, scripts.List, driver.Keys{}, scan, pattern, listCount)
 	if err != nil {
