@@ -125,7 +125,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 	}
 	mutexAcquire := luaAcquireFree + mutexLib + luaAcquire
 	mutexRelease := luaRelease + mutexLib + luaReleaseHeld
-	const mutexGuard = "if ARGV[4] == 'a' then"
+	const mutexGuard = "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"
 	const acquireGuard = "if ARGV[4] == 'a' and "
 	const releaseGuard = "if string.sub(v, 1, i - 1) == token .. ' ' and "
 	for _, tc := range []struct {
@@ -154,6 +154,24 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", ttl)
 			},
 			fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, mutexGuard))},
+		{name: "redlock waiting acquire after a release", last: true,
+			setup: func(keys []string) {
+				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", ttl)
+			},
+			fast: func(t *testing.T, keys []string) any {
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeNotify, "sid", 250, "svc")
+			},
+			general: func(t *testing.T, keys []string) any {
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeNotify, "sid", 250, "svc")
+			}},
+		{name: "redlock waiting acquire, busy", last: true, busy: true,
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "sid", 250) },
+			fast: func(t *testing.T, keys []string) any {
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeNotify, "sid", 250)
+			},
+			general: func(t *testing.T, keys []string) any {
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeNotify, "sid", 250)
+			}},
 		{name: "mutex release",
 			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
 			fast:  release(Release, HandoffGrant), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffGrant)},
