@@ -247,11 +247,11 @@ func TestFastPathComparisonFails(t *testing.T) {
 	srv := redistest.Start(t)
 	a, b := lockKeys("a", "", false), lockKeys("b", "", false)
 	eval(t, srv, Acquire, a, "tok", 10000, 0, ModeAcquire, "sid", 250)
-	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if ARGV[4] == 'a' then"), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
+	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
 	if state(t, srv, a) == state(t, srv, b) {
 		t.Fatal("a labelled and an unlabelled lock compare equal")
 	}
-	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if ARGV[4] == 'a' then")} {
+	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then")} {
 		keys := lockKeys(fmt.Sprintf("r%d", i), "", true)
 		_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", 10000)
 		v := eval(t, srv, s, keys, "tok", 10000, 0, ModeAcquire, "sid", 0)
