@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/internal/obstest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
@@ -143,4 +144,44 @@ func TestRedlockLineDeadline(t *testing.T) {
 	if d := r.at.Sub(start); d > 5*time.Second {
 		t.Fatalf("w2 gave up after %v, wait 200ms", d)
 	}
+}
+
+// TestRedlockLineHeldHere: a call that waits for a lock a call of the same
+// Locker obtained waits for its release here, sending no script to any
+// master until then, and obtains it right after.
+func TestRedlockLineHeldHere(t *testing.T) {
+	srvs := redistest.StartN(t, 5)
+	rec := new(obstest.Recorder)
+	lk := newRedlock(t, srvs, locker.WithObserver(rec))
+	ctx := context.Background()
+	p := locker.Params{TTL: 30 * time.Second, Wait: 20 * time.Second}
+	le := mustObtain(t, lk, ctx, "here", p)
+	evals := func() (n int) {
+		for _, s := range srvs {
+			info, err := redis.String(s.Do("INFO", "commandstats"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += commandCalls(info, "evalsha") + commandCalls(info, "eval")
+		}
+		return n
+	}
+	before := evals()
+	out := make(chan lineResult, 1)
+	startWaiter(t, lk, rec, ctx, "here", "w2", p, out)
+	if n := evals() - before; n != 0 {
+		t.Fatalf("the waiter sent %d scripts while the lock was held here", n)
+	}
+	released := time.Now()
+	if err := le.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r := <-out
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if d := r.at.Sub(released); d > 5*time.Second {
+		t.Fatalf("the waiter took %v after the release", d)
+	}
+	_ = r.le.Release(ctx)
 }

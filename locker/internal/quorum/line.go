@@ -16,22 +16,35 @@ import (
 // cost grew with the number of waiters. Across processes each line's
 // leader competes as every waiter did before.
 //
-// When the leader obtains the lock, the next in line becomes the leader
-// while the lock is held in this process: it waits for that lock's
-// release here (Release and Keep wake it) or for its lease's end, and
-// tries then. A leader that gives up passes the turn on at once; the next
-// one tries.
+// While a lock obtained through the line is held in this process, the
+// line remembers it: the next call to wait for it (queued behind, or
+// arriving later) waits for its release here (Release and Keep wake it)
+// or for its lease's end, and tries then, with no failed round and no
+// registration on the masters. A leader that gives up passes the turn on
+// at once; the next one tries unless the lock is held here.
 
 // lines are a Backend's lines by key channel.
 type lines struct {
-	mu sync.Mutex
-	m  map[string]*line
+	mu      sync.Mutex
+	m       map[string]*line
+	sweepAt int // the map's size at which lines of leases over are dropped
 }
 
 // line is one key's waiting calls, first come first served; the front is
-// the leader. lines.mu guards it.
+// the leader; and the lock a call of the line obtained while it is held
+// here. lines.mu guards it.
 type line struct {
-	q list.List // of *turn
+	q      list.List // of *turn
+	holder string    // the token of that lock, "" for none
+	until  time.Time // when its lease ends
+}
+
+// heldHere reports whether the line's lock is held in this process.
+func (ln *line) heldHere() bool {
+	if ln.holder != "" && !time.Now().Before(ln.until) {
+		ln.holder = ""
+	}
+	return ln.holder != ""
 }
 
 // turn is one waiting call's place in its line.
@@ -39,9 +52,9 @@ type turn struct {
 	w    *hub.Waiter   // its Check wakes the leader: a free notice, a local release
 	lead chan struct{} // closed when the call becomes the leader
 	e    *list.Element
-	// Set before lead is closed: the lock was obtained by the leader before
-	// this one and is held in this process until about until (its lease's
-	// end): wait for its release rather than try at once.
+	// Set before lead is closed: the lock is held in this process (a call
+	// of the line obtained it) until about until (its lease's end): wait
+	// for its release rather than try at once.
 	held  bool
 	until time.Time
 	// waiting: the call has counted itself as waiting (Hooks.Waiting).
@@ -54,25 +67,40 @@ func (ls *lines) enter(channel string, w *hub.Waiter) *turn {
 	tn := &turn{w: w, lead: make(chan struct{})}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.m == nil {
-		ls.m = make(map[string]*line)
-	}
 	ln := ls.m[channel]
 	if ln == nil {
+		if ls.m == nil {
+			ls.m = make(map[string]*line)
+		}
+		if len(ls.m) >= ls.sweepAt {
+			ls.sweepLocked()
+		}
 		ln = &line{}
 		ls.m[channel] = ln
 	}
 	tn.e = ln.q.PushBack(tn)
 	if ln.q.Front() == tn.e {
+		tn.held, tn.until = ln.heldHere(), ln.until
 		close(tn.lead)
 	}
 	return tn
 }
 
-// leave takes tn out of channel's line. A leader passes the turn on: when
-// it obtained the lock (its lease ending at until), the next leader knows
-// the lock is held here.
-func (ls *lines) leave(channel string, tn *turn, obtained bool, until time.Time) {
+// sweepLocked drops the lines with nobody waiting whose lock's lease is
+// over (a lease never released); ls.mu is held.
+func (ls *lines) sweepLocked() {
+	for ch, ln := range ls.m {
+		if ln.q.Len() == 0 && !ln.heldHere() {
+			delete(ls.m, ch)
+		}
+	}
+	ls.sweepAt = max(256, 2*len(ls.m))
+}
+
+// leave takes tn out of channel's line. A leader that obtained the lock
+// for token, its lease ending at until, leaves it recorded as held here;
+// a leader passes the turn on.
+func (ls *lines) leave(channel string, tn *turn, token string, obtained bool, until time.Time) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	ln := ls.m[channel]
@@ -82,26 +110,41 @@ func (ls *lines) leave(channel string, tn *turn, obtained bool, until time.Time)
 	first := ln.q.Front() == tn.e
 	ln.q.Remove(tn.e)
 	tn.e = nil
-	if ln.q.Len() == 0 {
-		delete(ls.m, channel)
-		return
+	if obtained {
+		ln.holder, ln.until = token, until
 	}
-	if first {
+	switch {
+	case ln.q.Len() == 0:
+		if !ln.heldHere() {
+			delete(ls.m, channel)
+		}
+	case first:
 		next := ln.q.Front().Value.(*turn)
-		next.held, next.until = obtained, until
+		next.held, next.until = ln.heldHere(), ln.until
 		close(next.lead)
 	}
 }
 
-// freed wakes the leader of channel's line, if any: a lock on that key was
-// released (or kept for a while) by this process.
-func (ls *lines) freed(channel string) {
+// freed wakes the leader of channel's line, if any: this process released
+// token's lock on that key (or kept it for a while).
+func (ls *lines) freed(channel, token string) {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ln := ls.m[channel]; ln != nil {
-		select {
-		case ln.q.Front().Value.(*turn).w.Check <- struct{}{}:
-		default:
+	ln := ls.m[channel]
+	if ln == nil {
+		return
+	}
+	if ln.holder == token {
+		ln.holder = ""
+	}
+	if ln.q.Len() == 0 {
+		if ln.holder == "" {
+			delete(ls.m, channel)
 		}
+		return
+	}
+	select {
+	case ln.q.Front().Value.(*turn).w.Check <- struct{}{}:
+	default:
 	}
 }

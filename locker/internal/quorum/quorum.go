@@ -186,7 +186,7 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 	w := hub.NewWaiter(token)
 	tn := b.lines.enter(n.Channel, w)
 	var h node.Held
-	defer func() { b.lines.leave(n.Channel, tn, h.Granted > 0, h.At.Add(h.Granted)) }()
+	defer func() { b.lines.leave(n.Channel, tn, token, h.Granted > 0, h.At.Add(h.Granted)) }()
 	select {
 	case <-tn.lead:
 	default:
@@ -252,8 +252,12 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 	}
 	queued := false // registered as a waiter on some master
 	if tn.held {
-		// The lock was obtained by the leader before this one and is
-		// held in this process: its release here wakes this one.
+		// The lock is held in this process: its release here wakes this
+		// one (line.go).
+		if !tn.waiting {
+			tn.waiting = true
+			defer b.Waiting(t)()
+		}
 		join(time.Now())
 		d := time.Until(tn.until)
 		if err := wait(min(d+jitter(d), time.Until(waitUntil))); err != nil {
