@@ -24,6 +24,13 @@ import (
 const (
 	budgetPair      = 5
 	budgetContended = 12
+	// Redlock over 5 masters: the pair is 7 commands on each master
+	// (EVALSHA, TIME, GET of the last token, SET; EVALSHA, GETDEL, SET of
+	// the last token), whether the call may wait or not; a contended
+	// acquisition in one process about the same, since its waiters take
+	// turns (one try each).
+	budgetRedlockPair      = 35
+	budgetRedlockContended = 45
 )
 
 // TestCommandsPerOperation counts the Redis commands per operation of
@@ -103,24 +110,38 @@ func TestCommandsRedlock(t *testing.T) {
 	srvs := redistest.StartN(t, 5)
 	lk := newRedlock(t, srvs)
 	ctx := context.Background()
-	pair := func() {
-		le, err := lk.Obtain(ctx, "own", locker.Params{TTL: 10 * time.Second})
-		if err != nil {
-			t.Fatal(err)
+	for _, r := range []struct {
+		name string
+		p    locker.Params
+	}{
+		{"Redlock pair", locker.Params{TTL: 10 * time.Second}},
+		{"Redlock pair, may wait", locker.Params{TTL: 10 * time.Second, Wait: 10 * time.Second}},
+	} {
+		pair := func() {
+			le, err := lk.Obtain(ctx, "own", r.p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := le.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
 		}
-		if err := le.Release(ctx); err != nil {
-			t.Fatal(err)
+		pair() // warm-up
+		per, by := commandsPer(t, srvs, 200, func() {
+			for range 200 {
+				pair()
+			}
+		})
+		t.Logf("%-28s %5.2f commands: %s", r.name, per, by)
+		if per > budgetRedlockPair {
+			t.Errorf("%s: %.2f commands, budget %d", r.name, per, budgetRedlockPair)
 		}
 	}
-	pair() // warm-up
-	per, by := commandsPer(t, srvs, 200, func() {
-		for range 200 {
-			pair()
-		}
-	})
-	t.Logf("%-28s %5.2f commands: %s", "Redlock pair", per, by)
 	acq, per, by := contended(t, srvs, lk, "hot", 16, 10)
 	t.Logf("%-28s %5.2f commands per acquisition (%d): %s", "Redlock contended, 16", per, acq, by)
+	if per > budgetRedlockContended {
+		t.Errorf("Redlock contended: %.2f commands per acquisition, budget %d", per, budgetRedlockContended)
+	}
 }
 
 // contended runs workers goroutines that each take key rounds times

@@ -85,6 +85,9 @@ type subscription struct {
 	safety   *time.Timer
 	backstop time.Duration
 	seen     int64 // server ms of the report the timer follows
+	// freed is when the last free notice "-" arrived: a waiter that joins
+	// after its try was sent re-checks when one came since (Join).
+	freed time.Time
 }
 
 // Waiter is one waiting Obtain (or idempotency) call: what reaches it
@@ -174,6 +177,7 @@ func (h *Hub) deliver(channel, payload string) {
 	case payload == "-":
 		h.mu.Lock()
 		if s := h.chans[channel]; s != nil {
+			s.freed = time.Now()
 			s.checkFirst()
 		}
 		h.mu.Unlock()

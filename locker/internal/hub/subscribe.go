@@ -77,7 +77,8 @@ type Member struct {
 
 // Join makes sure channel is subscribed and queues w, if not nil, as a local
 // waiter on it. recheck reports that the subscription was confirmed only
-// after since, so a message published in between may have been missed.
+// after since, so a message published in between may have been missed, or
+// that a free notice arrived after since, before w was queued to hear it.
 func (h *Hub) Join(ctx context.Context, channel string, since time.Time, w *Waiter) (m Member, recheck bool, err error) {
 	h.mu.Lock()
 	s := h.chans[channel]
@@ -107,7 +108,10 @@ func (h *Hub) Join(ctx context.Context, channel string, since time.Time, w *Wait
 		h.Leave(m)
 		return Member{}, false, s.err
 	}
-	return m, !s.readyAt.Before(since), nil
+	h.mu.Lock()
+	freed := s.freed
+	h.mu.Unlock()
+	return m, !s.readyAt.Before(since) || !freed.Before(since), nil
 }
 
 // subscribe performs the SUBSCRIBE for a new subscription on its own

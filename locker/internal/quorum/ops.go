@@ -38,6 +38,7 @@ func (b *Backend) Keep(ctx context.Context, n names.Names, token string, ttl, d 
 // every master and tallies the replies.
 func (b *Backend) drop(ctx context.Context, op string, ttl time.Duration, s *driver.Script, n names.Names, token string, args ...any) error {
 	res := b.fanout(ctx, b.nodeTimeout(ttl), s, n.Keys, append([]any{token}, args...)...)
+	b.lines.freed(n.Channel, token) // this process's next waiter for the key tries now (line.go)
 	t := tally.Count(op, b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
 		return x >= 0, nil

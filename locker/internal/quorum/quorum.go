@@ -31,6 +31,7 @@ type Backend struct {
 	*node.Shared
 	nodes []*node.Node
 	need  int // len(nodes)/2 + 1
+	lines lines
 }
 
 // New returns the Redlock backend over nodes, one per master.
@@ -163,36 +164,112 @@ func (b *Backend) undo(n names.Names, token string, took []bool) {
 
 // Obtain is Locker.Obtain on Redlock. A busy Redlock lock is waited for by free
 // notices: the waiter's failed round flags the lock on each master, the
-// release then publishes "-" on the key's channel, and the first local waiter
-// of each process tries again. Masters have no queue (their queues could
+// release then publishes "-" on the key's channel, and the leader of the
+// key's line in each process (line.go) tries again; a release in this
+// process wakes it directly. Masters have no queue (their queues could
 // hand the lock to different waiters and split the vote), so the order
-// across processes is not first-come-first-served.
+// across processes is not first-come-first-served; within a process it is.
 func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
-	waitUntil := time.Now().Add(t.Wait)
-	mode := scripts.ModeAcquire
-	if t.Wait > 0 {
-		mode = scripts.ModeNotify
+	if t.Wait <= 0 {
+		try := b.try(ctx, n, token, t.TTL, 0, scripts.ModeAcquire, false)
+		switch {
+		case try.obtained:
+			return node.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
+		case ctx.Err() != nil:
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+		case try.err != nil:
+			return node.Held{}, try.err
+		}
+		return node.Held{}, lockerr.ErrNotObtained
 	}
-	var w *hub.Waiter
+	waitUntil := time.Now().Add(t.Wait)
+	w := hub.NewWaiter(token)
+	tn := b.lines.enter(n.Channel, w)
+	var h node.Held
+	defer func() { b.lines.leave(n.Channel, tn, token, h.Granted > 0, h.At.Add(h.Granted)) }()
+	select {
+	case <-tn.lead:
+	default:
+		tn.waiting = true
+		defer b.Waiting(t)()
+		timer := time.NewTimer(time.Until(waitUntil))
+		defer timer.Stop()
+		select {
+		case <-tn.lead:
+		case <-timer.C:
+			return node.Held{}, lockerr.ErrNotObtained
+		case <-ctx.Done():
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+		}
+	}
+	var err error
+	h, err = b.lead(ctx, n, token, t, waitUntil, w, tn)
+	return h, err
+}
+
+// lead is Obtain's wait as the leader of its key's line: try, and while
+// the lock is busy wait for a free notice, a local release or the shortest
+// lease's end.
+func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.Terms, waitUntil time.Time, w *hub.Waiter, tn *turn) (node.Held, error) {
 	subs := make([]hub.Member, len(b.nodes))
+	joined := false
 	defer func() {
 		for i, m := range subs {
 			b.nodes[i].Hub.Leave(m)
 		}
 	}()
+	join := func(since time.Time) (missed bool) {
+		joined = true
+		for i, nd := range b.nodes {
+			m, mi, err := nd.Hub.Join(ctx, n.Channel, since, w)
+			if err != nil {
+				continue // that master's notices are lost; the timer covers it
+			}
+			subs[i] = m
+			missed = missed || mi
+		}
+		return missed
+	}
 	var timer *time.Timer
-	queued := false // registered as a waiter on some master
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
+	wait := func(d time.Duration) error {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-w.Check:
+		case <-timer.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		return nil
+	}
+	queued := false // registered as a waiter on some master
+	if tn.held {
+		// The lock is held in this process: its release here wakes this
+		// one (line.go).
+		if !tn.waiting {
+			tn.waiting = true
+			defer b.Waiting(t)()
+		}
+		join(time.Now())
+		d := time.Until(tn.until)
+		if err := wait(min(d+jitter(d), time.Until(waitUntil))); err != nil {
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, err)
+		}
+	}
 	for {
 		sent := time.Now()
 		// Every round passes the first's wait: it names the token's queue
 		// entries (entry in common.lua).
-		try := b.try(ctx, n, token, t.TTL, t.Wait, mode, false)
-		queued = queued || mode == scripts.ModeNotify
+		try := b.try(ctx, n, token, t.TTL, t.Wait, scripts.ModeNotify, false)
+		queued = true
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
@@ -210,40 +287,28 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 			}
 			return node.Held{}, err
 		}
-		left := time.Until(waitUntil)
-		if w == nil {
-			defer b.Waiting(t)()
-			w = hub.NewWaiter(token)
-			missed := false
-			for i, nd := range b.nodes {
-				m, mi, err := nd.Hub.Join(ctx, n.Channel, sent, w)
-				if err != nil {
-					continue // that master's notices are lost; the timer covers it
-				}
-				subs[i] = m
-				missed = missed || mi
+		if !joined {
+			if !tn.waiting {
+				tn.waiting = true
+				defer b.Waiting(t)()
 			}
-			if missed {
+			if join(sent) {
 				continue // a release may have come before the subscription
 			}
 		}
 		// Re-check when the shortest lease would end (with jitter, so the
 		// processes woken by an expiry do not all come at once), or at once on
 		// a free notice.
-		next := min(try.pttl+time.Duration(rand.Int64N(int64(try.pttl/10+time.Millisecond))), left)
-		if timer == nil {
-			timer = time.NewTimer(next)
-		} else {
-			timer.Reset(next)
-		}
-		select {
-		case <-w.Check:
-		case <-timer.C:
-		case <-ctx.Done():
+		if err := wait(min(try.pttl+jitter(try.pttl), time.Until(waitUntil))); err != nil {
 			go b.withdraw(n, token)
-			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+			return node.Held{}, errors.Join(lockerr.ErrNotObtained, err)
 		}
 	}
+}
+
+// jitter is a random delay of up to a tenth of d (and a millisecond).
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(rand.Int64N(int64(max(d, 0)/10 + time.Millisecond)))
 }
 
 // withdraw takes a Redlock waiter out of every master's queue.

@@ -125,7 +125,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 	}
 	mutexAcquire := luaAcquireFree + mutexLib + luaAcquire
 	mutexRelease := luaRelease + mutexLib + luaReleaseHeld
-	const mutexGuard = "if ARGV[4] == 'a' then"
+	const mutexGuard = "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"
 	const acquireGuard = "if ARGV[4] == 'a' and "
 	const releaseGuard = "if string.sub(v, 1, i - 1) == token .. ' ' and "
 	for _, tc := range []struct {
@@ -154,6 +154,24 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", ttl)
 			},
 			fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, mutexGuard))},
+		{name: "redlock waiting acquire after a release", last: true,
+			setup: func(keys []string) {
+				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", ttl)
+			},
+			fast: func(t *testing.T, keys []string) any {
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeNotify, "sid", 250, "svc")
+			},
+			general: func(t *testing.T, keys []string) any {
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeNotify, "sid", 250, "svc")
+			}},
+		{name: "redlock waiting acquire, busy", last: true, busy: true,
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "sid", 250) },
+			fast: func(t *testing.T, keys []string) any {
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeNotify, "sid", 250)
+			},
+			general: func(t *testing.T, keys []string) any {
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeNotify, "sid", 250)
+			}},
 		{name: "mutex release",
 			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
 			fast:  release(Release, HandoffGrant), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffGrant)},
@@ -229,11 +247,11 @@ func TestFastPathComparisonFails(t *testing.T) {
 	srv := redistest.Start(t)
 	a, b := lockKeys("a", "", false), lockKeys("b", "", false)
 	eval(t, srv, Acquire, a, "tok", 10000, 0, ModeAcquire, "sid", 250)
-	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if ARGV[4] == 'a' then"), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
+	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
 	if state(t, srv, a) == state(t, srv, b) {
 		t.Fatal("a labelled and an unlabelled lock compare equal")
 	}
-	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if ARGV[4] == 'a' then")} {
+	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then")} {
 		keys := lockKeys(fmt.Sprintf("r%d", i), "", true)
 		_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", 10000)
 		v := eval(t, srv, s, keys, "tok", 10000, 0, ModeAcquire, "sid", 0)

@@ -11,9 +11,11 @@
 -- (no earlier token is at hand for a lock that is not there, but on
 -- Redlock the one a release left), the grant time and the lease's end,
 -- made as text from TIME's fields (server microseconds, and their first
--- digits, ms), without Lua's float printing.
+-- digits, ms), without Lua's float printing. Redlock's waiting mode 'n'
+-- takes it too: with no lock key nobody is queued, so there is no entry
+-- of its own to drop (acquire.lua).
 local clock, found
-if ARGV[4] == 'a' then
+if (ARGV[4] == 'a' or ARGV[4] == 'n') then
   clock = redis.call('TIME')
   local us = string.sub('00000' .. clock[2], -6)
   local f = clock[1] .. us
