@@ -11,14 +11,17 @@
 -- (no earlier token is at hand for a lock that is not there, but on
 -- Redlock the one a release left), the grant time and the lease's end,
 -- made as text from TIME's fields (server microseconds, and their first
--- digits, ms), without Lua's float printing. Redlock's waiting mode 'n'
--- takes it too: with no lock key nobody is queued, so there is no entry
--- of its own to drop (acquire.lua).
+-- digits, ms), without Lua's float printing and with as few strings made
+-- as the value allows (each is hashed and interned). Redlock's waiting
+-- mode 'n' takes it too: with no lock key nobody is queued, so there is no
+-- entry of its own to drop (acquire.lua).
 local clock, found
 if (ARGV[4] == 'a' or ARGV[4] == 'n') then
   clock = redis.call('TIME')
-  local us = string.sub('00000' .. clock[2], -6)
-  local f = clock[1] .. us
+  local sec, us = clock[1], clock[2]
+  if #us < 6 then us = string.sub('00000' .. us, -6) end
+  local f = sec .. us
+  local ms = string.sub(f, 1, #sec + 3)
   if KEYS[4] then
     -- Redlock: one more than the last holder's token this master keeps
     -- (gone and last in value.lua).
@@ -26,11 +29,14 @@ if (ARGV[4] == 'a' or ARGV[4] == 'n') then
     kept = kept and tonumber(string.match(kept, '^%S+ (%d+)'))
     if kept and kept > 0 then f = string.format('%.0f', kept + 1) end
   end
-  local ms = clock[1] .. string.sub(us, 1, 3)
-  local ends = string.format('%d', tonumber(ms) + tonumber(ARGV[2]))
-  local v = ARGV[1] .. ' ' .. f .. ' 1 0 ' .. ms .. ' ' .. ends .. ' -'
-  local label = ARGV[7]
-  if label and label ~= '' then v = v .. ' ' .. label end
+  -- ms + ARGV[2]: Lua converts the two numerals as tonumber would.
+  local ends = string.format('%d', ms + ARGV[2])
+  local v, label = nil, ARGV[7]
+  if label and label ~= '' then
+    v = ARGV[1] .. ' ' .. f .. ' 1 0 ' .. ms .. ' ' .. ends .. ' - ' .. label
+  else
+    v = ARGV[1] .. ' ' .. f .. ' 1 0 ' .. ms .. ' ' .. ends .. ' -'
+  end
   found = redis.call('SET', KEYS[1], v, 'NX', 'PXAT', ends, 'GET')
   if not found then return tonumber(f) end
 end
