@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -22,6 +23,47 @@ import (
 type waitersResult struct {
 	served, starved, unavailable, overlaps int64
 	took                                   time.Duration
+	split                                  handOvers // one process only
+}
+
+// handOvers splits one process's cycle of a holder: its hold as measured
+// (the sleep), its Release call, and the time from a Release's call to
+// the next holder's return from Lock (the hand-over). Means and medians.
+type handOvers struct {
+	hold, release, handOver, handOverP50 time.Duration
+}
+
+// splitHandOvers computes handOvers from each served waiter's times: Lock
+// returned (got), Release called (rel) and returned (done).
+func splitHandOvers(got, rel, done []time.Time) handOvers {
+	idx := make([]int, 0, len(got))
+	for i, t := range got {
+		if !t.IsZero() {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) < 2 {
+		return handOvers{}
+	}
+	slices.SortFunc(idx, func(a, b int) int { return got[a].Compare(got[b]) })
+	var hold, release, ho []time.Duration
+	for k, i := range idx {
+		hold = append(hold, rel[i].Sub(got[i]))
+		release = append(release, done[i].Sub(rel[i]))
+		if k+1 < len(idx) {
+			ho = append(ho, got[idx[k+1]].Sub(rel[i]))
+		}
+	}
+	mean := func(ds []time.Duration) time.Duration {
+		var sum time.Duration
+		for _, d := range ds {
+			sum += d
+		}
+		return sum / time.Duration(len(ds))
+	}
+	slices.Sort(release)
+	slices.Sort(ho)
+	return handOvers{hold: mean(hold), release: release[len(release)/2], handOver: mean(ho), handOverP50: ho[len(ho)/2]}
 }
 
 func (r *waitersResult) add(o waitersResult) {
@@ -42,12 +84,18 @@ func runWaiters(cfg *config, rep *report) {
 	fmt.Fprintf(md, "### Waiters: first come, first served (hold %s, wait %s)\n\n", cfg.burstHold, cfg.burstWait)
 	md.WriteString("N waiters arrive at once at one lock; each calls Lock once and holds it for the hold if it got it. Starved: waits that ended unserved. Rate: served ÷ the run's time. Serving all N inside the wait needs N ÷ wait per second.\n\n")
 	md.WriteString("| waiters | processes | served | starved | unavailable | overlaps (one process) | served/s | needed/s |\n|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	type split struct {
+		handOvers
+		n int
+	}
+	var splits []split
 	for _, n := range cfg.burstNs {
 		for _, procs := range []int{1, cfg.burstProcs} {
 			key := fmt.Sprintf("bench:%s:w:%d:%d", cfg.runID, n, procs)
 			var r waitersResult
 			if procs == 1 {
 				r = waiters(cfg.addrs[0], key, n, cfg.burstHold, cfg.burstWait, time.Now())
+				splits = append(splits, split{r.split, n})
 			} else {
 				r = waitersProcs(cfg, key, n, procs)
 			}
@@ -57,6 +105,10 @@ func runWaiters(cfg *config, rep *report) {
 		}
 	}
 	md.WriteString("\n")
+	for _, h := range splits {
+		fmt.Fprintf(md, "One process, %d waiters: hold (the sleep) %s on average; Release call %s (median); Release's call to the next holder's return from Lock %s on average, %s median.\n\n",
+			h.n, h.hold.Round(10*time.Microsecond), h.release.Round(10*time.Microsecond), h.handOver.Round(10*time.Microsecond), h.handOverP50.Round(10*time.Microsecond))
+	}
 }
 
 // waiters runs n waiters at key from at on, on a Locker with the example
@@ -72,8 +124,11 @@ func waiters(addr, key string, n int, hold, wait time.Duration, at time.Time) wa
 	var served, starved, unavailable, overlaps atomic.Int64
 	var inside atomic.Int32
 	var wg sync.WaitGroup
+	// Each waiter's times, for the split of a hand-over (written by its
+	// goroutine alone, read after wg.Wait).
+	got, rel, done := make([]time.Time, n), make([]time.Time, n), make([]time.Time, n)
 	start := time.Now()
-	for range n {
+	for i := range n {
 		wg.Go(func() {
 			le, err := lk.Obtain(context.Background(), key, locker.Params{TTL: 10 * time.Second, Wait: wait})
 			switch {
@@ -84,17 +139,21 @@ func waiters(addr, key string, n int, hold, wait time.Duration, at time.Time) wa
 				starved.Add(1)
 				return
 			}
+			got[i] = time.Now()
 			if inside.Add(1) > 1 {
 				overlaps.Add(1)
 			}
 			time.Sleep(hold)
 			inside.Add(-1)
+			rel[i] = time.Now()
 			_ = le.Release(context.Background())
+			done[i] = time.Now()
 			served.Add(1)
 		})
 	}
 	wg.Wait()
-	return waitersResult{served.Load(), starved.Load(), unavailable.Load(), overlaps.Load(), time.Since(start)}
+	took := time.Since(start)
+	return waitersResult{served.Load(), starved.Load(), unavailable.Load(), overlaps.Load(), took, splitHandOvers(got, rel, done)}
 }
 
 // waitersProcs spreads n waiters over procs child processes that start

@@ -90,7 +90,7 @@ func forceKind(ctx context.Context, ad node.Admin, lay *names.Layout, name, kind
 		}
 		if g.token != "" {
 			// Handed to a waiter: wake it here if it is ours.
-			nodes[i].Hub.HandOver(g.token, g.grant)
+			nodes[i].Hub.HandOver(n.Channel, g.token, g.grant)
 		}
 		for _, f := range got {
 			i := slices.IndexFunc(all, func(a Freed) bool { return a.Owner == f.Owner })

@@ -52,6 +52,9 @@ type Hub struct {
 	closed  bool
 	chans   map[string]*subscription
 	waiters map[string]*Waiter
+	// arrivals counts the waiting calls at each channel, registered with
+	// RegisterAt and not yet unregistered.
+	arrivals map[string]int
 
 	// The control channel (see control.go): "" when the hub has none.
 	// ctlOn is set while the channel is subscribed, or being subscribed,
@@ -85,18 +88,31 @@ type subscription struct {
 	safety   *time.Timer
 	backstop time.Duration
 	seen     int64 // server ms of the report the timer follows
-	// freed is when the last free notice "-" arrived: a waiter that joins
-	// after its try was sent re-checks when one came since (Join).
-	freed time.Time
+	// anchor is when this process sent the last release of the key that
+	// handed it over, anchorServer the server time (ms) the hand-over
+	// reported: the grants that notices tell of are timed from them
+	// (HandOver), since a waiter's own estimate starts at its try, which
+	// a burst's queue of calls may have held up long before Redis ran it.
+	anchor       time.Time
+	anchorServer int64
+	// freed is when the last free notice "-" arrived, cut when the last
+	// cut-off notice to this hub ("!sid") did: a waiter that joins after its
+	// try was sent re-checks when one came since (Join).
+	freed, cut time.Time
 }
 
 // Waiter is one waiting Obtain (or idempotency) call: what reaches it
 // arrives on its channels.
 type Waiter struct {
 	token string
-	Grant chan Grant    // the hand-over, at most one
-	Kick  chan struct{} // the listener broke: re-subscribe and re-check
-	Check chan struct{} // re-check: safety timer, cut off, or a free notice
+	// channel is where the waiter's call waits when it registered with
+	// RegisterAt (else ""), early its reference on that channel's
+	// subscription taken then (zero: none); both guarded by hub.mu.
+	channel string
+	early   Member
+	Grant   chan Grant    // the hand-over, at most one
+	Kick    chan struct{} // the listener broke: re-subscribe and re-check
+	Check   chan struct{} // re-check: safety timer, cut off, or a free notice
 }
 
 // Grant is a hand-over: the lock was given to a waiter with fencing token
@@ -105,6 +121,10 @@ type Grant struct {
 	Fence  int64
 	Server int64         // ms, server clock
 	PTTL   time.Duration // the lease the grant set
+	// After is a local time no later than the grant (zero: unknown): when
+	// the release that made it was sent, for a hand-over told by the
+	// releasing process's own reply.
+	After time.Time
 }
 
 // Config is what a Hub needs of its Locker's options.
@@ -117,7 +137,7 @@ type Config struct {
 // New returns the hub of the node reached through drv. It opens no
 // connection until a waiter or the control channel needs one.
 func New(drv driver.Driver, cfg Config) *Hub {
-	return &Hub{drv: drv, bounds: cfg.Bounds, linger: cfg.Linger, sid: cfg.SID, chans: make(map[string]*subscription), waiters: make(map[string]*Waiter)}
+	return &Hub{drv: drv, bounds: cfg.Bounds, linger: cfg.Linger, sid: cfg.SID, chans: make(map[string]*subscription), waiters: make(map[string]*Waiter), arrivals: make(map[string]int)}
 }
 
 // NewWaiter returns a waiter for token that is not registered for
@@ -136,11 +156,29 @@ var registered = sync.Pool{New: func() any { return NewWaiter("") }}
 
 // Register returns a waiter for token that hand-over messages reach.
 // Unregister it when done, and use it no more.
-func (h *Hub) Register(token string) *Waiter {
+func (h *Hub) Register(token string) *Waiter { return h.RegisterAt(token, "") }
+
+// RegisterAt is Register for a call that will wait on channel if its
+// first try finds the lock busy. When another such call of this hub is at
+// the channel already — a burst — the channel is subscribed now, while the
+// try is on its way: a waiter whose try was sent after the subscription
+// was confirmed need not re-check for a notice published before it joined
+// (see Join), where a burst of waiters that all tried before it would
+// otherwise all re-check at once, ahead of the hand-overs they wait for.
+// A lone call subscribes only once it waits.
+func (h *Hub) RegisterAt(token, channel string) *Waiter {
 	w := registered.Get().(*Waiter)
 	w.token = token
 	h.mu.Lock()
 	h.waiters[w.token] = w
+	if channel != "" {
+		w.channel = channel
+		n := h.arrivals[channel] + 1
+		h.arrivals[channel] = n
+		if n > 1 && !h.closed {
+			w.early = h.joinLocked(channel, nil)
+		}
+	}
 	h.mu.Unlock()
 	return w
 }
@@ -151,7 +189,17 @@ func (h *Hub) Unregister(w *Waiter) {
 	if h.waiters[w.token] == w {
 		delete(h.waiters, w.token)
 	}
+	early := w.early
+	if w.channel != "" {
+		if n := h.arrivals[w.channel] - 1; n > 0 {
+			h.arrivals[w.channel] = n
+		} else {
+			delete(h.arrivals, w.channel)
+		}
+		w.channel, w.early = "", Member{}
+	}
 	h.mu.Unlock()
+	h.Leave(early)
 	select {
 	case <-w.Grant:
 	default:
@@ -186,6 +234,7 @@ func (h *Hub) deliver(channel, payload string) {
 		if payload[1:] == h.sid {
 			h.mu.Lock()
 			if s := h.chans[channel]; s != nil {
+				s.cut = time.Now()
 				for e := s.queue.Front(); e != nil; e = e.Next() {
 					notify(e.Value.(*Waiter).Check)
 				}
@@ -227,15 +276,33 @@ func (h *Hub) deliver(channel, payload string) {
 		}
 		h.mu.Unlock()
 	}
-	h.HandOver(f[0], g)
+	h.HandOver(channel, f[0], g)
 }
 
-// HandOver tells the local waiter token, if any, that it holds the lock.
-// It may be told twice — by the releasing process's own reply and by the
-// notice — and keeps the first.
-func (h *Hub) HandOver(token string, g Grant) {
+// anchorMaxAge bounds the age of a key's clock anchor that a notice's
+// grant is timed by: the server's and this process's clocks drift apart
+// by far less than the 1ms the estimate allows for over it.
+const anchorMaxAge = time.Second
+
+// HandOver tells the local waiter token, if any, that it holds the lock
+// of channel. It may be told twice — by the releasing process's own reply
+// and by the notice — and keeps the first. A grant with After (this
+// process's release) is kept as the key's clock anchor; a notice's grant
+// gets After from a fresh anchor (see anchorMaxAge).
+func (h *Hub) HandOver(channel, token string, g Grant) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if s := h.chans[channel]; s != nil {
+		switch {
+		case !g.After.IsZero():
+			s.anchor, s.anchorServer = g.After, g.Server
+		case !s.anchor.IsZero() && time.Since(s.anchor) < anchorMaxAge:
+			// The anchor's release ran at or after s.anchor, at server
+			// time anchorServer (ms, truncated): the grant came at least
+			// g.Server-anchorServer-1ms later.
+			g.After = s.anchor.Add(time.Duration(g.Server-s.anchorServer-1) * time.Millisecond)
+		}
+	}
 	// Sent under mu: once unregister took it out, w may be recycled.
 	if w := h.waiters[token]; w != nil {
 		select {

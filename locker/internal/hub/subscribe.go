@@ -78,9 +78,33 @@ type Member struct {
 // Join makes sure channel is subscribed and queues w, if not nil, as a local
 // waiter on it. recheck reports that the subscription was confirmed only
 // after since, so a message published in between may have been missed, or
-// that a free notice arrived after since, before w was queued to hear it.
+// that a free notice or this hub's cut-off notice arrived after since,
+// before w was queued to hear it.
 func (h *Hub) Join(ctx context.Context, channel string, since time.Time, w *Waiter) (m Member, recheck bool, err error) {
 	h.mu.Lock()
+	m = h.joinLocked(channel, w)
+	s := m.s
+	h.mu.Unlock()
+	select {
+	case <-s.ready:
+	case <-ctx.Done():
+		h.Leave(m)
+		return Member{}, false, ctx.Err()
+	}
+	if s.err != nil {
+		h.Leave(m)
+		return Member{}, false, s.err
+	}
+	h.mu.Lock()
+	freed, cut := s.freed, s.cut
+	h.mu.Unlock()
+	return m, !s.readyAt.Before(since) || !freed.Before(since) || !cut.Before(since), nil
+}
+
+// joinLocked takes a reference on channel's subscription, subscribing it
+// if there is none, and queues w, if not nil, as a local waiter on it; h.mu
+// is held.
+func (h *Hub) joinLocked(channel string, w *Waiter) (m Member) {
 	s := h.chans[channel]
 	if s != nil {
 		s.refs++
@@ -97,21 +121,7 @@ func (h *Hub) Join(ctx context.Context, channel string, since time.Time, w *Wait
 	if w != nil {
 		m.e = s.queue.PushBack(w)
 	}
-	h.mu.Unlock()
-	select {
-	case <-s.ready:
-	case <-ctx.Done():
-		h.Leave(m)
-		return Member{}, false, ctx.Err()
-	}
-	if s.err != nil {
-		h.Leave(m)
-		return Member{}, false, s.err
-	}
-	h.mu.Lock()
-	freed := s.freed
-	h.mu.Unlock()
-	return m, !s.readyAt.Before(since) || !freed.Before(since), nil
+	return m
 }
 
 // subscribe performs the SUBSCRIBE for a new subscription on its own

@@ -47,7 +47,7 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 	if t.Wait > 0 {
 		// Registered before the first try so that a hand-over published
 		// right after it is not dropped.
-		w = b.nd.Hub.Register(token)
+		w = b.nd.Hub.RegisterAt(token, n.Channel)
 		defer b.nd.Hub.Unregister(w)
 	}
 	sent := time.Now()
@@ -244,6 +244,7 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ time.Duration) error {
 	var v any
 	var err error
+	sent := time.Now() // a hand-over in the reply happened after this
 	if n.ReleaseArgs != nil {
 		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.ReleaseArgs...)
 	} else {
@@ -264,7 +265,7 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 			fence, _ := x[2].(int64)
 			server, _ := x[3].(int64)
 			pttl, _ := x[4].(int64)
-			b.nd.Hub.HandOver(token, hub.Grant{Fence: fence, Server: server, PTTL: time.Duration(pttl) * time.Millisecond})
+			b.nd.Hub.HandOver(n.Channel, token, hub.Grant{Fence: fence, Server: server, PTTL: time.Duration(pttl) * time.Millisecond, After: sent})
 		}
 	}
 	return nil

@@ -91,6 +91,14 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 			// answered r, and r was answered after sent: a conservative
 			// local time of the grant.
 			at := sent.Add(time.Duration(g.Server-r.Server-1) * time.Millisecond)
+			if g.After.After(at) {
+				// A later lower bound (see hub.Grant): this estimate
+				// starts at the waiter's try, which a burst's queue of
+				// calls may have held up long before Redis ran it, and
+				// would make a prompt grant look late, to be confirmed
+				// by a call of its own before the caller may enter.
+				at = g.After
+			}
 			left := time.Until(at.Add(g.PTTL))
 			if left > 0 && b.Cfg.AckReplicas == 0 && (g.PTTL >= t.TTL || left >= g.PTTL*2/3) {
 				return node.Held{Fence: g.Fence, At: at, Granted: g.PTTL}, nil
