@@ -151,7 +151,7 @@ func (s *pipeSession) handOff() {
 	switch {
 	case len(s.inflight) == 0 || s.broken():
 		s.reading = false
-	case len(s.inflight) == 1 && !s.inflight[0].abandoned && s.canLead(s.inflight[0], time.Now()):
+	case len(s.inflight) == 1 && !s.inflight[0].abandoned && s.inflight[0] != s.writer && s.canLead(s.inflight[0], time.Now()):
 		// One call in flight: its caller reads its own reply, no hand-off.
 		s.inflight[0].offer()
 	default:
@@ -181,7 +181,7 @@ func (s *pipeSession) helper() {
 				}
 				break
 			}
-			if h := s.inflight[0]; len(s.inflight) == 1 && !h.abandoned && s.canLead(h, time.Now()) {
+			if h := s.inflight[0]; len(s.inflight) == 1 && !h.abandoned && h != s.writer && s.canLead(h, time.Now()) {
 				h.offer()
 				s.mu.Unlock()
 				break

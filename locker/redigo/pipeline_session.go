@@ -19,6 +19,9 @@ var errStalled = errors.New("redigo: pipelined connection silent for the stall t
 // its calls are answered; no call fails with it.
 var errRetired = errors.New("redigo: pipelined connection retired")
 
+// afterBatch, when set (tests only), runs after each batch a writer sends.
+var afterBatch atomic.Pointer[func()]
+
 // stallTicks is how many times per stall timeout the watchdog looks for a
 // reply (see watch).
 const stallTicks = 4
@@ -60,8 +63,12 @@ type pipeSession struct {
 	// off its front, so once it is empty, writers start over from here
 	// rather than appending to a slice with no room left.
 	inflightBuf []*pipeCall
-	reading     bool      // a caller or the helper holds the reader role
-	readDL      time.Time // the reader's read deadline (zero: the helper's, none)
+	reading     bool // a caller or the helper holds the reader role
+	// writer is the writing caller's own call while it writes more batches
+	// after its first: its caller cannot read until it is done writing, so
+	// the role is not offered to it meanwhile.
+	writer *pipeCall
+	readDL time.Time // the reader's read deadline (zero: the helper's, none)
 
 	// The watchdog: watch runs every stall/stallTicks while calls are in
 	// flight (watching); strikes counts the ticks in a row that found the
@@ -165,11 +172,26 @@ func (s *pipeSession) submit(c *pipeCall, now time.Time) bool {
 		s.mu.Lock()
 	}
 	for len(s.queue) > 0 {
+		if c.offered && s.writer == nil {
+			// The reader role went to this writer's own call, but more
+			// calls came meanwhile: the helper reads while this caller
+			// writes them, so the replies do not wait behind the writes.
+			select {
+			case <-c.lead:
+				c.offered = false
+				s.writer = c
+				s.kickHelper()
+			default:
+			}
+		}
 		batch := s.queue
 		s.queue = s.spare[:0]
 		s.mu.Unlock()
 		err := s.write(batch)
 		clear(batch)
+		if f := afterBatch.Load(); f != nil {
+			(*f)()
+		}
 		s.mu.Lock()
 		s.spare = batch[:0]
 		if err != nil {
@@ -179,7 +201,7 @@ func (s *pipeSession) submit(c *pipeCall, now time.Time) bool {
 			s.queue = s.queue[:0]
 		}
 	}
-	s.writing = false
+	s.writing, s.writer = false, nil
 	drained := s.drained()
 	s.mu.Unlock()
 	if drained {
