@@ -7,14 +7,14 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/gomodule/redigo v1.9.3
-	github.com/locktag/locktag v0.10.0
-	github.com/locktag/locktag/interceptor v0.10.0
-	github.com/locktag/locktag/interceptor/connectrpc v0.10.0
-	github.com/locktag/locktag/interceptor/locktagv1 v0.10.0
-	github.com/locktag/locktag/locker/goredis v0.10.0
-	github.com/locktag/locktag/locker/lockotel v0.10.0
-	github.com/locktag/locktag/middleware v0.10.0
-	github.com/locktag/locktag/middleware/stdhttp v0.10.0
+	github.com/locktag/locktag v0.11.0
+	github.com/locktag/locktag/interceptor v0.11.0
+	github.com/locktag/locktag/interceptor/connectrpc v0.11.0
+	github.com/locktag/locktag/interceptor/locktagv1 v0.11.0
+	github.com/locktag/locktag/locker/goredis v0.11.0
+	github.com/locktag/locktag/locker/lockotel v0.11.0
+	github.com/locktag/locktag/middleware v0.11.0
+	github.com/locktag/locktag/middleware/stdhttp v0.11.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.opentelemetry.io/otel/exporters/stdout/stdoutmetric v1.47.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0
@@ -43,7 +43,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/internal/rpccore v0.10.0 // indirect
+	github.com/locktag/locktag/interceptor/internal/rpccore v0.11.0 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect

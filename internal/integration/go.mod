@@ -7,10 +7,10 @@ require (
 	github.com/gin-gonic/gin v1.12.0
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/gomodule/redigo v1.9.3
-	github.com/locktag/locktag v0.10.0
-	github.com/locktag/locktag/locker/lockotel v0.10.0
-	github.com/locktag/locktag/middleware v0.10.0
-	github.com/locktag/locktag/middleware/stdhttp v0.10.0
+	github.com/locktag/locktag v0.11.0
+	github.com/locktag/locktag/locker/lockotel v0.11.0
+	github.com/locktag/locktag/middleware v0.11.0
+	github.com/locktag/locktag/middleware/stdhttp v0.11.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0
 	go.opentelemetry.io/otel/sdk/metric v1.47.0
