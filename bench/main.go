@@ -66,7 +66,7 @@ func main() {
 		csFlag     = flag.String("c", "2,16,64", "worker counts (contention levels), comma-separated")
 		quick      = flag.Bool("quick", false, "CI-sized run: 400ms windows, c=2,16")
 		libs       = flag.String("libs", "", "libraries to run, comma-separated (default all): "+libNames())
-		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst, burst-kinds and waiters, which run only when named")
+		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst, burst-kinds, waiters and hotloop, which run only when named")
 		burst      = flag.String("burst", "1000,6000", "burst: buyer counts, comma-separated (stock N·5/12)")
 		addr       = flag.String("addr", "", "use this redis-server (host:port) instead of starting one; it must be idle, since INFO commandstats deltas are read")
 		addrs      = flag.String("addrs", "", "five redis-server masters for Redlock (comma-separated) instead of starting them")

@@ -171,6 +171,9 @@ func runAll(cfg *config, rep *report) {
 	if cfg.scenarios["waiters"] { // only when named
 		runWaiters(cfg, rep) // bench/waiters.go
 	}
+	if cfg.scenarios["hotloop"] { // only when named
+		runHotLoop(cfg, rep) // bench/hotloop.go
+	}
 	if cfg.scenarios["burst-kinds"] { // only when named
 		runBurstKinds(cfg, rep) // bench/burst_kinds.go
 	}
