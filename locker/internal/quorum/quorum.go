@@ -250,7 +250,6 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 		}
 		return nil
 	}
-	queued := false // registered as a waiter on some master
 	if tn.held {
 		// The lock is held in this process: its release here wakes this
 		// one (line.go).
@@ -269,7 +268,6 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 		// Every round passes the first's wait: it names the token's queue
 		// entries (entry in common.lua).
 		try := b.try(ctx, n, token, t.TTL, t.Wait, scripts.ModeNotify, false)
-		queued = true
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
@@ -282,9 +280,9 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 			err = lockerr.ErrNotObtained
 		}
 		if err != nil {
-			if queued {
-				go b.withdraw(n, token) // the token is done: off the caller's path
-			}
+			// Every round registers the token on the masters; it is done:
+			// withdraw it off the caller's path.
+			go b.withdraw(n, token)
 			return node.Held{}, err
 		}
 		if !joined {

@@ -90,9 +90,11 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	}
 	// A re-check passes the first try's wait (its queue entry names it: see
 	// entry in common.lua), the first try's argument where there is one.
-	waitArg := b.MSArg(wait)
+	var waitArg any
 	if mode == scripts.ModeRecheck && len(n.FirstArgs) > 2 {
 		waitArg = n.FirstArgs[2]
+	} else {
+		waitArg = b.MSArg(wait)
 	}
 	var v any
 	var err error
