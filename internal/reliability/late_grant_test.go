@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gomodule/redigo/redis"
+
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/reliability/faults"
 	"github.com/locktag/locktag/locker"
@@ -38,10 +40,22 @@ func TestLateGrantConfirmed(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	resetStats(t, srv)
 	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute}.env()...)
-	eventually(t, 30*time.Second, "the child's waiter queued", func() bool {
+	// Frozen while it waits, not while a call of its own is on its way: its
+	// try queued it, it listens on the key's channel, and its re-check for a
+	// release before it listened (a script call of its own) was answered.
+	eventually(t, 30*time.Second, "the child's waiter queued and listening", func() bool {
 		n, err := srv.Do("ZCARD", lockKeys(key)[1])
-		return err == nil && n.(int64) == 1
+		if err != nil || n.(int64) != 1 {
+			return false
+		}
+		subs, err := redis.Values(srv.Do("PUBSUB", "NUMSUB", lockKeys(key)[0]+":c"))
+		if err != nil || len(subs) != 2 || subs[1].(int64) != 1 {
+			return false
+		}
+		calls := commandCalls(t, srv)
+		return calls["evalsha"]+calls["eval"] >= 2
 	})
 	ch.Stop()
 	if err := first.Release(ctx); err != nil {
