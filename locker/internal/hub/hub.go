@@ -286,7 +286,8 @@ const anchorMaxAge = time.Second
 
 // HandOver tells the local waiter token, if any, that it holds the lock
 // of channel. It may be told twice — by the releasing process's own reply
-// and by the notice — and keeps the first. A grant with After (this
+// and by the notice (none for a waiter of the releasing Locker) — and
+// keeps the first. A grant with After (this
 // process's release) is kept as the key's clock anchor; a notice's grant
 // gets After from a fresh anchor (see anchorMaxAge).
 func (h *Hub) HandOver(channel, token string, g Grant) {
@@ -296,6 +297,11 @@ func (h *Hub) HandOver(channel, token string, g Grant) {
 		switch {
 		case !g.After.IsZero():
 			s.anchor, s.anchorServer = g.After, g.Server
+			if g.PTTL > 0 {
+				// No notice follows a hand-over to this Locker's own
+				// waiter: the new lease's end is known from here.
+				h.observeLocked(s, g.PTTL, g.Server, true)
+			}
 		case !s.anchor.IsZero() && time.Since(s.anchor) < anchorMaxAge:
 			// The anchor's release ran at or after s.anchor, at server
 			// time anchorServer (ms, truncated): the grant came at least
@@ -347,6 +353,17 @@ func (h *Hub) safetyFired(s *subscription) {
 	}
 	s.checkFirst()
 	s.safety.Reset(s.backstop)
+}
+
+// Recheck tells the first local waiter on channel, if any, to ask Redis
+// whether it holds the lock: news of a hand-over to it may be lost (a
+// release whose reply never came).
+func (h *Hub) Recheck(channel string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if s := h.chans[channel]; s != nil {
+		s.checkFirst()
+	}
 }
 
 // checkFirst tells the first local waiter to re-check; hub.mu is held.

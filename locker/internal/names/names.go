@@ -28,7 +28,7 @@ type Names struct {
 	LimitArg any          // acquire's extra argument: a semaphore's limit, a read/write hold's kind; nil for a mutex
 	LabelArg any          // acquire's last argument: the holder's label; nil for none (not sent)
 	// FirstArgs are acquire's arguments for the first try ('a'), and
-	// ReleaseArgs release's (token, HandoffGrant, window), made once per
+	// ReleaseArgs release's (token, HandoffGrant, window, sid), made once per
 	// holder in its lease's storage (Buf); nil where a holder has none
 	// (the caller builds them per call). Read-only once made, so nested
 	// holds and concurrent calls share them.
@@ -44,7 +44,7 @@ type Buf struct {
 	keys     [4]string
 	keyArgs  [4]any
 	first    [8]any
-	release  [3]any
+	release  [4]any
 	FirstCtx callctx.Deadline // the first try's (and a waiter's re-checks') call context, one call at a time
 }
 
@@ -58,7 +58,11 @@ type Layout struct {
 	// one, which must remember that token to mint a larger one whatever
 	// its clock says.
 	LastKey   bool
-	WindowArg any // the grant window in ms, boxed once (release's last argument)
+	WindowArg any // the grant window in ms, boxed once (release's third argument)
+	// SIDArg is the Locker's subscriber, boxed once: release's last
+	// argument, so that a hand-over to a waiter of the same Locker is
+	// woken from the reply and not told by a notice (grant in mutex.lua).
+	SIDArg any
 }
 
 // Mutex returns the names of key's mutex and a new owner token, with the
@@ -125,7 +129,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 		nkeys = 4
 	}
 	var tokenArg any = token
-	buf.release = [3]any{tokenArg, scripts.HandoffGrant, lay.WindowArg}
+	buf.release = [4]any{tokenArg, scripts.HandoffGrant, lay.WindowArg, lay.SIDArg}
 	return Names{
 		Keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys]),
 		Channel:     part(3),

@@ -47,12 +47,12 @@ func TestKindNames(t *testing.T) {
 // TestMutexLastKey: a Redlock Locker's mutex names carry the last token's
 // key, prefix{key}:f; a semaphore's never do.
 func TestMutexLastKey(t *testing.T) {
-	lay := &Layout{Prefix: "p:", LastKey: true, WindowArg: int64(250)}
+	lay := &Layout{Prefix: "p:", LastKey: true, WindowArg: int64(250), SIDArg: "sid"}
 	n, token := lay.Mutex("k", nil)
 	if got, want := n.Keys.Names(), []string{"p:{k}", "p:{k}:q", "p:{k}:w", "p:{k}:f"}; !slices.Equal(got, want) {
 		t.Errorf("keys %q, want %q", got, want)
 	}
-	if want := []any{token, scripts.HandoffGrant, int64(250)}; !slices.Equal(n.ReleaseArgs, want) {
+	if want := []any{token, scripts.HandoffGrant, int64(250), "sid"}; !slices.Equal(n.ReleaseArgs, want) {
 		t.Errorf("release arguments %v, want %v", n.ReleaseArgs, want)
 	}
 	if s, _ := lay.Semaphore("k", 2, nil); len(s.Keys.Names()) != 3 {

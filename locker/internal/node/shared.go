@@ -39,6 +39,7 @@ type Shared struct {
 	Hooks  Hooks
 	SID    string       // the Locker's instance id (a UUID): names its waiters in queue entries (see package hub)
 	Layout names.Layout // how this Locker names its keys
+	Window time.Duration // WithGrantWindow: how long a hand-over's grant lasts unconfirmed
 	// Script arguments made once: boxing them per call would allocate.
 	SIDArg, WindowArg any
 	// CheckScript is check.lua under a comment naming this Locker, so
@@ -55,10 +56,10 @@ type Shared struct {
 // instance id, the key layout (LastKey for Redlock) and the arguments
 // made once.
 func NewShared(cfg Config, grantWindow time.Duration, lastKey bool, hooks Hooks) *Shared {
-	sh := &Shared{Cfg: cfg, Hooks: hooks}
+	sh := &Shared{Cfg: cfg, Hooks: hooks, Window: grantWindow}
 	sh.SID = uuid.NewString() // the Locker's instance id; it names its waiters in queue entries
 	sh.SIDArg, sh.WindowArg = sh.SID, scripts.MS(grantWindow)
-	sh.Layout = names.Layout{Prefix: cfg.Prefix, LastKey: lastKey, WindowArg: sh.WindowArg}
+	sh.Layout = names.Layout{Prefix: cfg.Prefix, LastKey: lastKey, WindowArg: sh.WindowArg, SIDArg: sh.SIDArg}
 	sh.CheckScript = driver.NewScript("-- check by " + sh.SID + "\n" + scripts.CheckSource)
 	for _, c := range scripts.Commands() {
 		sh.CheckCommands = append(sh.CheckCommands, c)

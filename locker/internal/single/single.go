@@ -242,7 +242,8 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 	return x == 1, nil
 }
 
-// Release drops a hold; a hand-over to a local waiter wakes it at once.
+// Release drops a hold; a hand-over to a local waiter wakes it at once,
+// the only news of it when the waiter is this Locker's.
 func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ time.Duration) error {
 	var v any
 	var err error
@@ -250,9 +251,16 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 	if n.ReleaseArgs != nil {
 		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.ReleaseArgs...)
 	} else {
-		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.TokenArg, scripts.HandoffGrant, b.WindowArg)
+		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.TokenArg, scripts.HandoffGrant, b.WindowArg, b.SIDArg)
 	}
 	if err != nil {
+		// The release may have run and handed the lock to a waiter of
+		// this Locker, which no notice tells then (release.lua): the
+		// first local waiter asks Redis now, and once more when such a
+		// grant's window is over, in case its call overtook the release
+		// (pooled calls): the lapse then tells every local waiter.
+		b.nd.Hub.Recheck(n.Channel)
+		time.AfterFunc(b.Window+2*time.Millisecond, func() { b.nd.Hub.Recheck(n.Channel) })
 		return lockerr.Unavailable(err)
 	}
 	switch x := v.(type) {

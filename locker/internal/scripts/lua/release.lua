@@ -1,10 +1,12 @@
 -- release: drop one hold; at zero end the lock (gone in value.lua) and, if
 -- waiters may be queued, hand it to the first live one (free in
--- mutex.lua). ARGV: token, handoff ('g' | 'n', see free), window_ms.
+-- mutex.lua). ARGV: token, handoff ('g' | 'n', see free), window_ms, and
+-- optionally sid (the caller's subscriber).
 -- Reply: holds left (>= 0), or -1 when the caller does not hold the lock
 -- (nothing is changed then), or {0, owner, fence, server_ms, pttl_ms} when
 -- the lock was handed to a waiter: the releasing process wakes that waiter
--- at once if it is its own, without waiting for the notice.
+-- at once if it is its own, and then no notice is published for it (a
+-- waiter queued with sid; see grant in mutex.lua).
 -- This part runs first, before the helpers are defined (each definition
 -- makes a closure on every call): GETDEL takes the value, and the last
 -- hold of a lock nobody waits for is released with it. Any other value

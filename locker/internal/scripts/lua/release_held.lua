@@ -22,6 +22,6 @@ if l.holds > 1 then
 end
 gone(l, ARGV[2], v)
 if l.queue == 0 then return 0 end
-local g, gf, ms, px = free(l, ARGV[2], tonumber(ARGV[3]), nowus)
+local g, gf, ms, px = free(l, ARGV[2], tonumber(ARGV[3]), nowus, ARGV[4])
 if g then return {0, g, gf, ms, px} end
 return 0

@@ -283,17 +283,22 @@ end
 -- confirms by extending the lease (its first renewal), so a grant to a
 -- waiter that has gone lapses within the window instead of a whole lease.
 -- Every process waiting on the key is told "token fence server_ms
--- pttl_ms", so each can re-check when that lease ends. prev is the lock's
+-- pttl_ms", so each can re-check when that lease ends; but not when the
+-- waiter's subscriber is near, the subscriber of the caller (a release),
+-- which wakes the waiter from the reply: a notice the waiter's process
+-- would read as well costs that process a wake-up on every hand-over.
+-- Other processes' waiters then re-check once at the lease end they last
+-- heard of, and hear again at the next grant told. prev is the lock's
 -- last token, when one is at hand (see mint); life the queue's (see
 -- join). Returns the new owner, fence and pttl, or nil.
-local function grant(channel, self, nowus, window, prev, life)
+local function grant(channel, self, nowus, window, prev, life, near)
   local nowms = math.floor(nowus / 1000)
   local w, ttl, sid, label = pop(nowms)
   if not w then return nil end
   local px = ttl
   if w ~= self then px = math.min(ttl, window) end
   local f = take(w, px, life, nowus, label, prev, sid)
-  if w ~= self or redis.call('EXISTS', KEYS[2]) == 1 then
+  if sid ~= near and (w ~= self or redis.call('EXISTS', KEYS[2]) == 1) then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
   end
   return w, f, px
@@ -309,13 +314,14 @@ end
 
 -- free runs when the last hold of l went, its key deleted, with waiters
 -- maybe queued (queue set). handoff 'g' hands it to the queue's head and
--- returns (owner, fence, server_ms, pttl_ms) of the hand-over; 'n'
+-- returns (owner, fence, server_ms, pttl_ms) of the hand-over, told to
+-- every process but near's (nil: none; see grant); 'n'
 -- (Redlock, whose masters must not pick a holder each on their own)
 -- publishes the free notice "-" when live waiters are queued, and they try
 -- again: the lock key comes back for them as a lease that is over, so
 -- that the queue keeps its place (see value.lua). The hand-over's token is
 -- larger than the freed lock's.
-local function free(l, handoff, window, nowus)
+local function free(l, handoff, window, nowus, near)
   local nowms = math.floor(nowus / 1000)
   if handoff == 'n' then
     if live(nowms) then
@@ -325,7 +331,7 @@ local function free(l, handoff, window, nowus)
     end
     return nil
   end
-  local w, f, px = grant(chan(), nil, nowus, window, l.fence, l.queue)
+  local w, f, px = grant(chan(), nil, nowus, window, l.fence, l.queue, near)
   return w, f, nowms, px
 end
 -- leave: a queued waiter gives up. If the lock was handed to it meanwhile,

@@ -1,0 +1,122 @@
+package locker_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
+)
+
+// TestOwnHandOverUntold: a release that hands the lock to a waiter of the
+// same Locker wakes it from its reply and publishes no grant notice; a
+// hand-over to another Locker's waiter (another process) is published.
+// The two-Locker run is the control: it shows the count sees the notices.
+func TestOwnHandOverUntold(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	one, other := newLocker(t, srv), newLocker(t, srv)
+	for _, tc := range []struct {
+		name    string
+		lockers []*locker.Locker
+		ok      func(acq, published int) bool
+		want    string
+	}{
+		{"one Locker", []*locker.Locker{one}, func(acq, pub int) bool { return pub*10 <= acq }, "at most one notice per 10 acquisitions"},
+		{"two Lockers", []*locker.Locker{one, other}, func(acq, pub int) bool { return pub*8 >= acq }, "a notice for at least one acquisition in 8"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			const workers, rounds = 8, 10
+			srvs := []*redistest.Server{srv}
+			before := commandStats(t, srvs)["publish"]
+			var wg sync.WaitGroup
+			for i := range workers {
+				lk := tc.lockers[i%len(tc.lockers)]
+				wg.Go(func() {
+					for range rounds {
+						le, err := lk.Obtain(ctx, tc.name, locker.Params{TTL: 10 * time.Second, Wait: 10 * time.Second})
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						time.Sleep(time.Millisecond) // the work
+						if err := le.Release(ctx); err != nil {
+							t.Error(err)
+						}
+					}
+				})
+			}
+			wg.Wait()
+			pub := commandStats(t, srvs)["publish"] - before
+			t.Logf("%d acquisitions, %d notices published", workers*rounds, pub)
+			if !tc.ok(workers*rounds, pub) {
+				t.Errorf("%d notices for %d acquisitions, want %s", pub, workers*rounds, tc.want)
+			}
+		})
+	}
+}
+
+// TestOwnHandOverReplyLost: a release whose reply is lost (its call gave
+// up while Redis was stopped, on a pipelined connection that outlives
+// the stop) may have handed the lock to a waiter of the same Locker,
+// which no notice then tells: the waiter asks Redis, and gets the lock
+// long before its wait or the old lease would end. The release runs when
+// Redis resumes; the waiter's first question may run before it.
+func TestOwnHandOverReplyLost(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	lk := newLockerOn(t, redigo.New(srv.Pool(t), redigo.WithStallTimeout(time.Minute)),
+		locker.WithCallTimeout(300*time.Millisecond))
+	const key = "reply-lost"
+	// Load the release script: a stopped Redis would answer the first
+	// call NOSCRIPT, long after it gave up.
+	if err := mustObtain(t, lk, ctx, "warm-up", locker.Params{TTL: time.Minute}).Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	holder := mustObtain(t, lk, ctx, key, locker.Params{TTL: time.Minute})
+	if _, err := srv.Do("CONFIG", "RESETSTAT"); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		le  *locker.Lease
+		err error
+	}
+	got := make(chan result, 1)
+	go func() {
+		le, err := lk.Obtain(ctx, key, locker.Params{TTL: time.Minute, Wait: 20 * time.Second})
+		got <- result{le, err}
+	}()
+	eventually(t, 10*time.Second, "the waiter queued and listening", func() bool {
+		if queueLen(t, srv, key) != 1 {
+			return false
+		}
+		subs, err := redis.Values(srv.Do("PUBSUB", "NUMSUB", "locktag:{"+key+"}:c"))
+		if err != nil || len(subs) != 2 || subs[1].(int64) != 1 {
+			return false
+		}
+		calls := commandStats(t, []*redistest.Server{srv})
+		return calls["evalsha"]+calls["eval"] >= 2 // its try and its first re-check
+	})
+	srv.Freeze()
+	err := holder.Release(ctx)
+	srv.Thaw()
+	if err == nil {
+		t.Fatal("Release answered while Redis was stopped")
+	}
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("the waiter: %v", r.err)
+		}
+		if err := r.le.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the lock within 10s (its wait is 20s, the old lease 1 min)")
+	}
+}
