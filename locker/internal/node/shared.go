@@ -37,8 +37,8 @@ type Hooks struct {
 type Shared struct {
 	Cfg    Config
 	Hooks  Hooks
-	SID    string       // the Locker's instance id (a UUID): names its waiters in queue entries (see package hub)
-	Layout names.Layout // how this Locker names its keys
+	SID    string        // the Locker's instance id (a UUID): names its waiters in queue entries (see package hub)
+	Layout names.Layout  // how this Locker names its keys
 	Window time.Duration // WithGrantWindow: how long a hand-over's grant lasts unconfirmed
 	// Script arguments made once: boxing them per call would allocate.
 	SIDArg, WindowArg any
