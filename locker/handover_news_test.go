@@ -13,51 +13,64 @@ import (
 	"github.com/locktag/locktag/locker/redigo"
 )
 
-// TestOwnHandOverUntold: a release that hands the lock to a waiter of the
-// same Locker wakes it from its reply and publishes no grant notice; a
-// hand-over to another Locker's waiter (another process) is published.
-// The two-Locker run is the control: it shows the count sees the notices.
+// TestOwnHandOverUntold: a release that hands a lock (a mutex, a permit,
+// a write hold) to a waiter of the same Locker wakes it from its reply and
+// publishes no grant notice; a hand-over to another Locker's waiter
+// (another process) is published. The two-Locker runs are the control:
+// they show the count sees the notices.
 func TestOwnHandOverUntold(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
 	one, other := newLocker(t, srv), newLocker(t, srv)
-	for _, tc := range []struct {
-		name    string
-		lockers []*locker.Locker
-		ok      func(acq, published int) bool
-		want    string
+	for _, kind := range []struct {
+		name string
+		p    locker.Params
 	}{
-		{"one Locker", []*locker.Locker{one}, func(acq, pub int) bool { return pub*10 <= acq }, "at most one notice per 10 acquisitions"},
-		{"two Lockers", []*locker.Locker{one, other}, func(acq, pub int) bool { return pub*8 >= acq }, "a notice for at least one acquisition in 8"},
+		{"mutex", locker.Params{}},
+		{"semaphore", locker.Params{Limit: 2}},
+		{"write", locker.Params{Mode: locker.Write}},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			const workers, rounds = 8, 10
-			srvs := []*redistest.Server{srv}
-			before := commandStats(t, srvs)["publish"]
-			var wg sync.WaitGroup
-			for i := range workers {
-				lk := tc.lockers[i%len(tc.lockers)]
-				wg.Go(func() {
-					for range rounds {
-						le, err := lk.Obtain(ctx, tc.name, locker.Params{TTL: 10 * time.Second, Wait: 10 * time.Second})
-						if err != nil {
-							t.Error(err)
-							return
+		for _, tc := range []struct {
+			name    string
+			lockers []*locker.Locker
+			ok      func(acq, published int) bool
+			want    string
+		}{
+			{"one Locker", []*locker.Locker{one}, func(acq, pub int) bool { return pub*10 <= acq }, "at most one notice per 10 acquisitions"},
+			{"two Lockers", []*locker.Locker{one, other}, func(acq, pub int) bool { return pub*8 >= acq }, "a notice for at least one acquisition in 8"},
+		} {
+			t.Run(kind.name+"/"+tc.name, func(t *testing.T) {
+				const workers, rounds = 8, 10
+				key := kind.name + "/" + tc.name
+				p := kind.p
+				p.TTL, p.Wait = 10*time.Second, 10*time.Second
+				srvs := []*redistest.Server{srv}
+				before := commandStats(t, srvs)["publish"]
+				var wg sync.WaitGroup
+				for i := range workers {
+					lk := tc.lockers[i%len(tc.lockers)]
+					wg.Go(func() {
+						for range rounds {
+							le, err := lk.Obtain(ctx, key, p)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							time.Sleep(time.Millisecond) // the work
+							if err := le.Release(ctx); err != nil {
+								t.Error(err)
+							}
 						}
-						time.Sleep(time.Millisecond) // the work
-						if err := le.Release(ctx); err != nil {
-							t.Error(err)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			pub := commandStats(t, srvs)["publish"] - before
-			t.Logf("%d acquisitions, %d notices published", workers*rounds, pub)
-			if !tc.ok(workers*rounds, pub) {
-				t.Errorf("%d notices for %d acquisitions, want %s", pub, workers*rounds, tc.want)
-			}
-		})
+					})
+				}
+				wg.Wait()
+				pub := commandStats(t, srvs)["publish"] - before
+				t.Logf("%d acquisitions, %d notices published", workers*rounds, pub)
+				if !tc.ok(workers*rounds, pub) {
+					t.Errorf("%d notices for %d acquisitions, want %s", pub, workers*rounds, tc.want)
+				}
+			})
+		}
 	}
 }
 
@@ -118,5 +131,48 @@ func TestOwnHandOverReplyLost(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the waiter did not get the lock within 10s (its wait is 20s, the old lease 1 min)")
+	}
+}
+
+// TestOwnHandOverManyReaders: a writer's release admits every queued
+// reader of its Locker at once; its reply carries all their grants, and
+// each reader is woken by it (no notice is published), long before the
+// readers' wait or the writer's lease would end.
+func TestOwnHandOverManyReaders(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	lk := newLocker(t, srv)
+	const key, readers = "many-readers", 3
+	writer := mustObtain(t, lk, ctx, key, locker.Params{TTL: time.Minute, Mode: locker.Write})
+	got := make(chan error, readers)
+	for range readers {
+		go func() {
+			le, err := lk.Obtain(ctx, key, locker.Params{TTL: time.Minute, Wait: 20 * time.Second, Mode: locker.Read})
+			if err == nil {
+				err = le.Release(ctx)
+			}
+			got <- err
+		}()
+	}
+	eventually(t, 10*time.Second, "the readers queued", func() bool {
+		return intReply(t, srv, "ZCARD", "locktag:{"+key+"}:rw:q") == readers
+	})
+	srvs := []*redistest.Server{srv}
+	before := commandStats(t, srvs)["publish"]
+	if err := writer.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range readers {
+		select {
+		case err := <-got:
+			if err != nil {
+				t.Fatalf("reader: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d readers got the lock within 10s (their wait is 20s, the writer's lease 1 min)", i, readers)
+		}
+	}
+	if pub := commandStats(t, srvs)["publish"] - before; pub != 0 {
+		t.Errorf("%d notices published, want none", pub)
 	}
 }

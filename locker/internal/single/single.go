@@ -269,12 +269,13 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 			return lockerr.ErrNotHeld
 		}
 	case []any:
-		// Handed to a waiter: wake it here if it is ours.
-		if len(x) == 5 {
-			token, _ := x[1].(string)
-			fence, _ := x[2].(int64)
-			server, _ := x[3].(int64)
-			pttl, _ := x[4].(int64)
+		// Handed to waiters, {0, token, fence, server_ms, pttl_ms, ...}
+		// (a mutex's one, or permits): wake them here if they are ours.
+		for g := x[1:]; len(g) >= 4; g = g[4:] {
+			token, _ := g[0].(string)
+			fence, _ := g[1].(int64)
+			server, _ := g[2].(int64)
+			pttl, _ := g[3].(int64)
 			b.nd.Hub.HandOver(n.Channel, token, hub.Grant{Fence: fence, Server: server, PTTL: time.Duration(pttl) * time.Millisecond, After: sent})
 		}
 	}

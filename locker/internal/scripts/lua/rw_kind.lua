@@ -41,9 +41,10 @@ end
 -- run of readers together while no writer holds, or one writer when nobody
 -- holds; it stops at the first waiter that cannot enter, so a queued
 -- writer is never overtaken by readers that came after it. Waiters other
--- than self are granted for at most window ms and told on the channel.
--- Returns self's fence and pttl when self was admitted.
-local function rw_grant(self, nowms, window)
+-- than self are granted for at most window ms and told on the channel (or
+-- in told: see sem_grant). Returns self's fence and pttl when self was
+-- admitted.
+local function rw_grant(self, nowms, window, near, told)
   local mf, mpx
   while true do
     local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -61,7 +62,7 @@ local function rw_grant(self, nowms, window)
       if w == self then
         mf, mpx = f, px
       else
-        redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+        tell(w, f, nowms, px, sid, near, told)
       end
       if kind == 'w' then break end
     end
@@ -69,7 +70,7 @@ local function rw_grant(self, nowms, window)
   return mf, mpx
 end
 
-local function hand_on(nowms, window)
+local function hand_on(nowms, window, near, told)
   rw_writer() -- forget a writer that left
-  rw_grant(nil, nowms, window)
+  rw_grant(nil, nowms, window, near, told)
 end

@@ -1,7 +1,10 @@
 -- sem_release: drop one hold of a permit (or a read/write hold); the last
 -- frees it and hands free permits to the queue's head. ARGV: token, handoff
--- (unused: one node only), window_ms. Reply: holds left (>= 0), or -1 when
--- the caller holds no permit (its lease ended; nothing is touched).
+-- (unused: one node only), window_ms, and optionally sid (the caller's
+-- subscriber). Reply: holds left (>= 0), or -1 when the caller holds no
+-- permit (its lease ended; nothing is touched), or {0, token, fence,
+-- server_ms, pttl_ms, ...}: the grants to waiters of the caller's Locker,
+-- which it wakes itself (no notice is published for them).
 -- This file runs first in the script (after the kind's idle), ahead of the
 -- shared functions (common.lua, sem_common.lua, the kind's file), so that
 -- a release nobody

@@ -5,7 +5,11 @@
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local now = tonumber(nowms)
   sem_purge(now)
-  hand_on(now, tonumber(ARGV[3]))
+  -- Grants to waiters of the caller's Locker (ARGV[4]) come back in the
+  -- reply, {0, token, fence, server_ms, pttl_ms, ...}, not on the channel.
+  local told = {0}
+  hand_on(now, tonumber(ARGV[3]), ARGV[4], told)
+  if #told > 1 then return told end
 else
   redis.call('HDEL', KEYS[3], 'Q')
 end

@@ -324,12 +324,26 @@ local function sem_left(nowms)
   return tonumber(e[2]) - nowms
 end
 
+-- tell tells waiter w of its grant (fence f at server ms nowms, for px ms)
+-- on the channel, or lists it in told when its subscriber sid is near.
+local function tell(w, f, nowms, px, sid, near, told)
+  if near and sid == near then
+    local n = #told
+    told[n + 1], told[n + 2], told[n + 3], told[n + 4] = w, f, tonumber(nowms), px
+  else
+    redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+  end
+end
+
 -- sem_grant hands free permits to the live waiters at the head of the
 -- queue, first come first served. A waiter other than self gets its permit
 -- for at most window ms (it confirms with its first renewal, as a mutex's
--- grant) and is told on the channel "token fence server_ms pttl_ms".
--- Returns self's fence and pttl when self got one.
-local function sem_grant(self, nowms, window, limit)
+-- grant) and is told on the channel "token fence server_ms pttl_ms" —
+-- but a waiter whose subscriber is near (a release's caller, see grant in
+-- mutex.lua) is listed in told instead (token, fence, server_ms,
+-- pttl_ms), for the caller's reply. Returns self's fence and pttl when
+-- self got one.
+local function sem_grant(self, nowms, window, limit, near, told)
   local mf, mpx
   while redis.call('ZCARD', KEYS[1]) < limit do
     local w, ttl, sid, label = pop(nowms)
@@ -340,7 +354,7 @@ local function sem_grant(self, nowms, window, limit)
     if w == self then
       mf, mpx = f, px
     else
-      redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+      tell(w, f, nowms, px, sid, near, told)
     end
   end
   return mf, mpx
@@ -424,9 +438,10 @@ end
 -- run of readers together while no writer holds, or one writer when nobody
 -- holds; it stops at the first waiter that cannot enter, so a queued
 -- writer is never overtaken by readers that came after it. Waiters other
--- than self are granted for at most window ms and told on the channel.
--- Returns self's fence and pttl when self was admitted.
-local function rw_grant(self, nowms, window)
+-- than self are granted for at most window ms and told on the channel (or
+-- in told: see sem_grant). Returns self's fence and pttl when self was
+-- admitted.
+local function rw_grant(self, nowms, window, near, told)
   local mf, mpx
   while true do
     local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -444,7 +459,7 @@ local function rw_grant(self, nowms, window)
       if w == self then
         mf, mpx = f, px
       else
-        redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+        tell(w, f, nowms, px, sid, near, told)
       end
       if kind == 'w' then break end
     end
@@ -452,9 +467,9 @@ local function rw_grant(self, nowms, window)
   return mf, mpx
 end
 
-local function hand_on(nowms, window)
+local function hand_on(nowms, window, near, told)
   rw_writer() -- forget a writer that left
-  rw_grant(nil, nowms, window)
+  rw_grant(nil, nowms, window, near, told)
 end
 -- sem_leave: a queued waiter gives up. If it was granted a permit meanwhile,
 -- mode 'k' keeps it (reply as sem_acquire's) and mode 'r' releases it to

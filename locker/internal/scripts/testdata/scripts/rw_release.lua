@@ -11,8 +11,11 @@ local function idle(token)
 end
 -- sem_release: drop one hold of a permit (or a read/write hold); the last
 -- frees it and hands free permits to the queue's head. ARGV: token, handoff
--- (unused: one node only), window_ms. Reply: holds left (>= 0), or -1 when
--- the caller holds no permit (its lease ended; nothing is touched).
+-- (unused: one node only), window_ms, and optionally sid (the caller's
+-- subscriber). Reply: holds left (>= 0), or -1 when the caller holds no
+-- permit (its lease ended; nothing is touched), or {0, token, fence,
+-- server_ms, pttl_ms, ...}: the grants to waiters of the caller's Locker,
+-- which it wakes itself (no notice is published for them).
 -- This file runs first in the script (after the kind's idle), ahead of the
 -- shared functions (common.lua, sem_common.lua, the kind's file), so that
 -- a release nobody
@@ -383,12 +386,26 @@ local function sem_left(nowms)
   return tonumber(e[2]) - nowms
 end
 
+-- tell tells waiter w of its grant (fence f at server ms nowms, for px ms)
+-- on the channel, or lists it in told when its subscriber sid is near.
+local function tell(w, f, nowms, px, sid, near, told)
+  if near and sid == near then
+    local n = #told
+    told[n + 1], told[n + 2], told[n + 3], told[n + 4] = w, f, tonumber(nowms), px
+  else
+    redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+  end
+end
+
 -- sem_grant hands free permits to the live waiters at the head of the
 -- queue, first come first served. A waiter other than self gets its permit
 -- for at most window ms (it confirms with its first renewal, as a mutex's
--- grant) and is told on the channel "token fence server_ms pttl_ms".
--- Returns self's fence and pttl when self got one.
-local function sem_grant(self, nowms, window, limit)
+-- grant) and is told on the channel "token fence server_ms pttl_ms" —
+-- but a waiter whose subscriber is near (a release's caller, see grant in
+-- mutex.lua) is listed in told instead (token, fence, server_ms,
+-- pttl_ms), for the caller's reply. Returns self's fence and pttl when
+-- self got one.
+local function sem_grant(self, nowms, window, limit, near, told)
   local mf, mpx
   while redis.call('ZCARD', KEYS[1]) < limit do
     local w, ttl, sid, label = pop(nowms)
@@ -399,7 +416,7 @@ local function sem_grant(self, nowms, window, limit)
     if w == self then
       mf, mpx = f, px
     else
-      redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+      tell(w, f, nowms, px, sid, near, told)
     end
   end
   return mf, mpx
@@ -483,9 +500,10 @@ end
 -- run of readers together while no writer holds, or one writer when nobody
 -- holds; it stops at the first waiter that cannot enter, so a queued
 -- writer is never overtaken by readers that came after it. Waiters other
--- than self are granted for at most window ms and told on the channel.
--- Returns self's fence and pttl when self was admitted.
-local function rw_grant(self, nowms, window)
+-- than self are granted for at most window ms and told on the channel (or
+-- in told: see sem_grant). Returns self's fence and pttl when self was
+-- admitted.
+local function rw_grant(self, nowms, window, near, told)
   local mf, mpx
   while true do
     local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
@@ -503,7 +521,7 @@ local function rw_grant(self, nowms, window)
       if w == self then
         mf, mpx = f, px
       else
-        redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+        tell(w, f, nowms, px, sid, near, told)
       end
       if kind == 'w' then break end
     end
@@ -511,9 +529,9 @@ local function rw_grant(self, nowms, window)
   return mf, mpx
 end
 
-local function hand_on(nowms, window)
+local function hand_on(nowms, window, near, told)
   rw_writer() -- forget a writer that left
-  rw_grant(nil, nowms, window)
+  rw_grant(nil, nowms, window, near, told)
 end
 -- sem_release_queued: the end of sem_release.lua, after the shared
 -- functions, when waiters may be queued ("Q" set): free permits go to the
@@ -522,7 +540,11 @@ end
 if redis.call('EXISTS', KEYS[2]) == 1 then
   local now = tonumber(nowms)
   sem_purge(now)
-  hand_on(now, tonumber(ARGV[3]))
+  -- Grants to waiters of the caller's Locker (ARGV[4]) come back in the
+  -- reply, {0, token, fence, server_ms, pttl_ms, ...}, not on the channel.
+  local told = {0}
+  hand_on(now, tonumber(ARGV[3]), ARGV[4], told)
+  if #told > 1 then return told end
 else
   redis.call('HDEL', KEYS[3], 'Q')
 end

@@ -324,12 +324,26 @@ local function sem_left(nowms)
   return tonumber(e[2]) - nowms
 end
 
+-- tell tells waiter w of its grant (fence f at server ms nowms, for px ms)
+-- on the channel, or lists it in told when its subscriber sid is near.
+local function tell(w, f, nowms, px, sid, near, told)
+  if near and sid == near then
+    local n = #told
+    told[n + 1], told[n + 2], told[n + 3], told[n + 4] = w, f, tonumber(nowms), px
+  else
+    redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+  end
+end
+
 -- sem_grant hands free permits to the live waiters at the head of the
 -- queue, first come first served. A waiter other than self gets its permit
 -- for at most window ms (it confirms with its first renewal, as a mutex's
--- grant) and is told on the channel "token fence server_ms pttl_ms".
--- Returns self's fence and pttl when self got one.
-local function sem_grant(self, nowms, window, limit)
+-- grant) and is told on the channel "token fence server_ms pttl_ms" —
+-- but a waiter whose subscriber is near (a release's caller, see grant in
+-- mutex.lua) is listed in told instead (token, fence, server_ms,
+-- pttl_ms), for the caller's reply. Returns self's fence and pttl when
+-- self got one.
+local function sem_grant(self, nowms, window, limit, near, told)
   local mf, mpx
   while redis.call('ZCARD', KEYS[1]) < limit do
     local w, ttl, sid, label = pop(nowms)
@@ -340,7 +354,7 @@ local function sem_grant(self, nowms, window, limit)
     if w == self then
       mf, mpx = f, px
     else
-      redis.call('PUBLISH', chan(), w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
+      tell(w, f, nowms, px, sid, near, told)
     end
   end
   return mf, mpx
@@ -383,8 +397,8 @@ local function sem_reenter(token, ttl, mode, nowms)
 end
 -- A semaphore hands free permits to the queue's head, up to the limit the
 -- last waiter queued with.
-local function hand_on(nowms, window)
-  sem_grant(nil, nowms, window, tonumber(redis.call('HGET', KEYS[3], '#') or '0'))
+local function hand_on(nowms, window, near, told)
+  sem_grant(nil, nowms, window, tonumber(redis.call('HGET', KEYS[3], '#') or '0'), near, told)
 end
 -- sem_leave: a queued waiter gives up. If it was granted a permit meanwhile,
 -- mode 'k' keeps it (reply as sem_acquire's) and mode 'r' releases it to
