@@ -176,3 +176,61 @@ func TestOwnHandOverManyReaders(t *testing.T) {
 		t.Errorf("%d notices published, want none", pub)
 	}
 }
+
+// TestOwnHandOverWholeLease: a release hands the lock to a waiter of its
+// own Locker for the waiter's whole lease, since that waiter's process is
+// alive (it is releasing) and wakes it from the reply, however late; a
+// waiter of another Locker (process) gets the grant window, which it
+// confirms with its first renewal. Read at once after the release, well
+// before that renewal (a third into a 6s window).
+func TestOwnHandOverWholeLease(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	window := locker.WithGrantWindow(6 * time.Second)
+	releaser, other := newLocker(t, srv, window), newLocker(t, srv, window)
+	for _, tc := range []struct {
+		name   string
+		waiter *locker.Locker
+		ok     func(pttl time.Duration) bool
+		want   string
+	}{
+		{"own Locker", releaser, func(d time.Duration) bool { return d > 30*time.Second }, "the whole lease (1 min)"},
+		{"another Locker", other, func(d time.Duration) bool { return d > 0 && d <= 6*time.Second }, "the grant window (6s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			key := "whole-lease/" + tc.name
+			p := locker.Params{TTL: time.Minute, Wait: 20 * time.Second}
+			holder := mustObtain(t, releaser, ctx, key, p)
+			got := make(chan *locker.Lease, 1)
+			go func() {
+				le, err := tc.waiter.Obtain(ctx, key, p)
+				if err != nil {
+					t.Error(err)
+				}
+				got <- le
+			}()
+			eventually(t, 10*time.Second, "the waiter queued and listening", func() bool {
+				if queueLen(t, srv, key) != 1 {
+					return false
+				}
+				subs, err := redis.Values(srv.Do("PUBSUB", "NUMSUB", "locktag:{"+key+"}:c"))
+				return err == nil && len(subs) == 2 && subs[1].(int64) == 1
+			})
+			if err := holder.Release(ctx); err != nil {
+				t.Fatal(err)
+			}
+			st, err := releaser.Inspect(ctx, key)
+			if err != nil || len(st.Holders) != 1 {
+				t.Fatalf("Inspect: %+v, %v; want one holder", st, err)
+			}
+			if pttl := st.Holders[0].LeaseLeft; !tc.ok(pttl) {
+				t.Errorf("the waiter's grant: %v left, want %s", pttl, tc.want)
+			}
+			if le := <-got; le != nil {
+				if err := le.Release(ctx); err != nil {
+					t.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -57,7 +57,7 @@ local function rw_grant(self, nowms, window, near, told)
     redis.call('HDEL', KEYS[3], '~' .. w)
     if live then
       local px = ttl
-      if w ~= self then px = math.min(ttl, window) end
+      if w ~= self and sid ~= near then px = math.min(ttl, window) end
       local f = rw_take(w, kind, px, nowms, label, sid)
       if w == self then
         mf, mpx = f, px

@@ -282,6 +282,9 @@ end
 -- lapse). A waiter other than self gets the lock for at most window ms: it
 -- confirms by extending the lease (its first renewal), so a grant to a
 -- waiter that has gone lapses within the window instead of a whole lease.
+-- A waiter whose subscriber is near (below) gets its whole ttl: its
+-- process is the caller's, alive, and wakes it from the reply, however
+-- busy (a burst's thousands of goroutines) it is.
 -- Every process waiting on the key is told "token fence server_ms
 -- pttl_ms", so each can re-check when that lease ends; but not when the
 -- waiter's subscriber is near, the subscriber of the caller (a release),
@@ -296,7 +299,7 @@ local function grant(channel, self, nowus, window, prev, life, near)
   local w, ttl, sid, label = pop(nowms)
   if not w then return nil end
   local px = ttl
-  if w ~= self then px = math.min(ttl, window) end
+  if w ~= self and sid ~= near then px = math.min(ttl, window) end
   local f = take(w, px, life, nowus, label, prev, sid)
   if sid ~= near and (w ~= self or redis.call('EXISTS', KEYS[2]) == 1) then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)

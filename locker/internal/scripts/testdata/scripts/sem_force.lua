@@ -340,8 +340,8 @@ end
 -- for at most window ms (it confirms with its first renewal, as a mutex's
 -- grant) and is told on the channel "token fence server_ms pttl_ms" —
 -- but a waiter whose subscriber is near (a release's caller, see grant in
--- mutex.lua) is listed in told instead (token, fence, server_ms,
--- pttl_ms), for the caller's reply. Returns self's fence and pttl when
+-- mutex.lua) gets its whole ttl and is listed in told instead (token,
+-- fence, server_ms, pttl_ms), for the caller's reply. Returns self's fence and pttl when
 -- self got one.
 local function sem_grant(self, nowms, window, limit, near, told)
   local mf, mpx
@@ -349,7 +349,7 @@ local function sem_grant(self, nowms, window, limit, near, told)
     local w, ttl, sid, label = pop(nowms)
     if not w then break end
     local px = ttl
-    if w ~= self then px = math.min(ttl, window) end
+    if w ~= self and sid ~= near then px = math.min(ttl, window) end
     local f = sem_take(w, px, nowms, label, limit, sid)
     if w == self then
       mf, mpx = f, px
