@@ -256,9 +256,9 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 	if err != nil {
 		// The release may have run and handed the lock to a waiter of
 		// this Locker, which no notice tells then (release.lua): the
-		// first local waiter asks Redis now, and once more when such a
-		// grant's window is over, in case its call overtook the release
-		// (pooled calls): the lapse then tells every local waiter.
+		// first local waiter asks Redis now, and once more a grant
+		// window later, in case its call overtook the release (pooled
+		// calls).
 		b.nd.Hub.Recheck(n.Channel)
 		time.AfterFunc(b.Window+2*time.Millisecond, func() { b.nd.Hub.Recheck(n.Channel) })
 		return lockerr.Unavailable(err)
@@ -271,7 +271,7 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 	case []any:
 		// Handed to waiters, {0, token, fence, server_ms, pttl_ms, ...}
 		// (a mutex's one, or permits): wake them here if they are ours.
-		for g := x[1:]; len(g) >= 4; g = g[4:] {
+		for g := x[min(len(x), 1):]; len(g) >= 4; g = g[4:] {
 			token, _ := g[0].(string)
 			fence, _ := g[1].(int64)
 			server, _ := g[2].(int64)

@@ -401,8 +401,8 @@ end
 -- grant) and is told on the channel "token fence server_ms pttl_ms" —
 -- but a waiter whose subscriber is near (a release's caller, see grant in
 -- mutex.lua) gets its whole ttl and is listed in told instead (token,
--- fence, server_ms, pttl_ms), for the caller's reply. Returns self's fence and pttl when
--- self got one.
+-- fence, server_ms, pttl_ms), for the caller's reply. Returns self's fence
+-- and pttl when self got one.
 local function sem_grant(self, nowms, window, limit, near, told)
   local mf, mpx
   while redis.call('ZCARD', KEYS[1]) < limit do
