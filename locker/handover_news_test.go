@@ -105,11 +105,7 @@ func TestOwnHandOverReplyLost(t *testing.T) {
 		got <- result{le, err}
 	}()
 	eventually(t, 10*time.Second, "the waiter queued and listening", func() bool {
-		if queueLen(t, srv, key) != 1 {
-			return false
-		}
-		subs, err := redis.Values(srv.Do("PUBSUB", "NUMSUB", "locktag:{"+key+"}:c"))
-		if err != nil || len(subs) != 2 || subs[1].(int64) != 1 {
+		if !queuedListening(t, srv, key) {
 			return false
 		}
 		calls := commandStats(t, []*redistest.Server{srv})
@@ -210,11 +206,7 @@ func TestOwnHandOverWholeLease(t *testing.T) {
 				got <- le
 			}()
 			eventually(t, 10*time.Second, "the waiter queued and listening", func() bool {
-				if queueLen(t, srv, key) != 1 {
-					return false
-				}
-				subs, err := redis.Values(srv.Do("PUBSUB", "NUMSUB", "locktag:{"+key+"}:c"))
-				return err == nil && len(subs) == 2 && subs[1].(int64) == 1
+				return queuedListening(t, srv, key)
 			})
 			if err := holder.Release(ctx); err != nil {
 				t.Fatal(err)
@@ -233,4 +225,14 @@ func TestOwnHandOverWholeLease(t *testing.T) {
 			}
 		})
 	}
+}
+
+// queuedListening reports whether one waiter is queued for the mutex key
+// and one subscriber listens on its channel.
+func queuedListening(t *testing.T, srv *redistest.Server, key string) bool {
+	if queueLen(t, srv, key) != 1 {
+		return false
+	}
+	subs, err := redis.Values(srv.Do("PUBSUB", "NUMSUB", "locktag:{"+key+"}:c"))
+	return err == nil && len(subs) == 2 && subs[1].(int64) == 1
 }
