@@ -192,9 +192,41 @@ func (s *Server) start() error {
 			return fmt.Errorf("redis-server did not answer within 10s: %s", tail(filepath.Join(s.dir, "redis.log")))
 		}
 	}
+	if err := s.answeredBy(cmd.Process.Pid); err != nil {
+		// Another server holds the port (two free ports that were the
+		// same one a moment apart): ours could not bind it.
+		_ = cmd.Process.Kill()
+		<-exited
+		logf.Close()
+		return err
+	}
 	s.mu.Lock()
 	s.cmd, s.exited, s.log = cmd, exited, logf
 	s.mu.Unlock()
+	return nil
+}
+
+// answeredBy checks that the server answering on s's port is process
+// pid, by the process_id of INFO server (a server that does not say is
+// taken at its word).
+func (s *Server) answeredBy(pid int) error {
+	c, err := redis.Dial("tcp", s.Addr(), redis.DialConnectTimeout(time.Second),
+		redis.DialReadTimeout(time.Second), s.dialAuth())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	info, err := redis.String(c.Do("INFO", "server"))
+	if err != nil {
+		return nil
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
+			if got, _ := strconv.Atoi(v); got != pid {
+				return fmt.Errorf("redistest: port %d answered by process %d, not the server started (%d)", s.port, got, pid)
+			}
+		}
+	}
 	return nil
 }
 
