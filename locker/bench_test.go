@@ -171,7 +171,8 @@ func BenchmarkUncontendedParallel(b *testing.B) {
 // the start of a release to the return of the lock call of a *different*
 // goroutine (a goroutine that re-takes its own lock is no hand-over);
 // fairness is the fewest critical sections any goroutine got divided by the
-// most (1 = perfectly fair).
+// most (1 = perfectly fair); redis-script-µs/op is Redis's time in scripts
+// (their commands included) per critical section, from INFO commandstats.
 func BenchmarkHotKey(b *testing.B) {
 	srv := redistest.Start(b)
 	for _, s := range benchSubjects(b, srv)[:2] {
@@ -186,6 +187,7 @@ func BenchmarkHotKey(b *testing.B) {
 				var left atomic.Int64
 				left.Store(int64(b.N))
 				var wg sync.WaitGroup
+				_, usec0 := commandUsec(b, srv, "evalsha")
 				b.ResetTimer()
 				for w := range c {
 					wg.Go(func() {
@@ -208,6 +210,8 @@ func BenchmarkHotKey(b *testing.B) {
 				}
 				wg.Wait()
 				b.StopTimer()
+				_, usec := commandUsec(b, srv, "evalsha")
+				b.ReportMetric(float64(usec-usec0)/float64(b.N), "redis-script-µs/op")
 				if len(gaps) > 0 {
 					slices.Sort(gaps)
 					b.ReportMetric(float64(gaps[len(gaps)/2].Microseconds()), "handoff-p50-µs")

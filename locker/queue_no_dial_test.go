@@ -74,7 +74,7 @@ func TestNoDialStorm(t *testing.T) {
 }
 
 // commandUsec reads cmdstat_<cmd>'s calls and usec from INFO commandstats.
-func commandUsec(t *testing.T, srv *redistest.Server, cmd string) (calls, usec int64) {
+func commandUsec(t testing.TB, srv *redistest.Server, cmd string) (calls, usec int64) {
 	t.Helper()
 	info, err := redis.String(srv.Do("INFO", "commandstats"))
 	if err != nil {

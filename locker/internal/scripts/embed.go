@@ -21,6 +21,8 @@ var (
 	luaRelease string
 	//go:embed lua/release_held.lua
 	luaReleaseHeld string
+	//go:embed lua/handover.lua
+	luaHandOver string
 	//go:embed lua/mutex.lua
 	luaMutex string
 	//go:embed lua/leave.lua

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 
@@ -13,15 +14,18 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 )
 
-// generalOf returns src with its fast path's guard, cond (the first line
-// of the fast path's if), made false: the same script, every call taking
-// the general path.
-func generalOf(t *testing.T, src, cond string) *driver.Script {
+// generalOf returns src with its fast paths' guards, conds (the first
+// line of each fast path's if), made false: the same script, every call
+// taking the general path.
+func generalOf(t *testing.T, src string, conds ...string) *driver.Script {
 	t.Helper()
-	if !strings.Contains(src, cond) {
-		t.Fatalf("fast path guard %q not in the script", cond)
+	for _, cond := range conds {
+		if !strings.Contains(src, cond) {
+			t.Fatalf("fast path guard %q not in the script", cond)
+		}
+		src = strings.Replace(src, cond, "if false and "+strings.TrimPrefix(cond, "if "), 1)
 	}
-	return driver.NewScript(strings.Replace(src, cond, "if false and "+strings.TrimPrefix(cond, "if "), 1))
+	return driver.NewScript(src)
 }
 
 // clock matches what the scripts mint from the server clock (fences in
@@ -111,6 +115,7 @@ func lockKeys(name, suffix string, last bool) []string {
 // made false, on two lock names prepared alike, and compares.
 func TestFastPathsMatchGeneral(t *testing.T) {
 	srv := redistest.Start(t)
+	published := notices(t, srv)
 	const ttl = 10000
 	acquire := func(s *driver.Script, extra ...any) func(t *testing.T, keys []string) any {
 		return func(t *testing.T, keys []string) any {
@@ -124,10 +129,35 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 		}
 	}
 	mutexAcquire := luaAcquireFree + mutexLib + luaAcquire
-	mutexRelease := luaRelease + mutexLib + luaReleaseHeld
+	mutexRelease := luaRelease + luaHandOver + mutexLib + luaReleaseHeld
 	const mutexGuard = "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"
 	const acquireGuard = "if ARGV[4] == 'a' and "
 	const releaseGuard = "if string.sub(v, 1, i - 1) == token .. ' ' and "
+	const handOverGuard = "if ARGV[2] == 'g' and "
+	generalRelease := generalOf(t, mutexRelease, releaseGuard, handOverGuard)
+	// handOver releases tok's lock, queued for by waiters, as the
+	// subscriber near ("": none passed).
+	handOver := func(s *driver.Script, near string) func(t *testing.T, keys []string) any {
+		return func(t *testing.T, keys []string) any {
+			if near == "" {
+				return eval(t, srv, s, keys, "tok", HandoffGrant, 250)
+			}
+			return eval(t, srv, s, keys, "tok", HandoffGrant, 250, near)
+		}
+	}
+	// queued: tok holds the lock, and a waiter "w" of subscriber s1
+	// (label "job 7") is queued for it; with dead, behind an entry whose
+	// wait ended ten seconds ago.
+	queued := func(dead bool) func(keys []string) {
+		return func(keys []string) {
+			eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250)
+			eval(t, srv, Acquire, keys, "w", 3000, 5000, ModeAcquire, "s1", 250, "job 7")
+			if dead {
+				now, _ := redis.Int64s(srv.Do("TIME"))
+				_, _ = srv.Do("ZADD", keys[1], (now[0]-20)*1000000, "gone 10000 3000 s2")
+			}
+		}
+	}
 	for _, tc := range []struct {
 		name          string
 		suffix        string
@@ -174,10 +204,42 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			}},
 		{name: "mutex release",
 			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
-			fast:  release(Release, HandoffGrant), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffGrant)},
+			fast:  release(Release, HandoffGrant), general: release(generalRelease, HandoffGrant)},
 		{name: "redlock release", last: true,
 			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 0) },
-			fast:  release(Release, HandoffNotify), general: release(generalOf(t, mutexRelease, releaseGuard), HandoffNotify)},
+			fast:  release(Release, HandoffNotify), general: release(generalRelease, HandoffNotify)},
+		{name: "mutex hand-over to another subscriber's waiter", setup: queued(false),
+			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
+		{name: "mutex hand-over to a waiter of the releaser's subscriber", setup: queued(false),
+			fast: handOver(Release, "s1"), general: handOver(generalRelease, "s1")},
+		{name: "mutex hand-over, no subscriber passed", setup: queued(false),
+			fast: handOver(Release, ""), general: handOver(generalRelease, "")},
+		{name: "mutex hand-over past a waiter whose wait is over", setup: queued(true),
+			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
+		{name: "mutex hand-over, every waiter's wait over",
+			setup: func(keys []string) {
+				queued(true)(keys)
+				_, _ = srv.Do("ZREM", keys[1], "w 5000 3000 s1 job 7")
+			},
+			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
+		{name: "mutex release of a nested hold, waiters queued",
+			setup: func(keys []string) {
+				queued(false)(keys)
+				v, _ := redis.String(srv.Do("GET", keys[0]))
+				f := strings.Fields(v) // "tok fence holds queue granted ends from"
+				f[2] = "2"
+				_, _ = srv.Do("SET", keys[0], strings.Join(f, " "), "KEEPTTL")
+			},
+			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
+		{name: "mutex release of a lease over, kept for its queue",
+			setup: func(keys []string) {
+				queued(false)(keys)
+				v, _ := redis.String(srv.Do("GET", keys[0]))
+				f := strings.Fields(v)
+				f[5] = "1000000000000" // ends, long past
+				_, _ = srv.Do("SET", keys[0], strings.Join(f, " "), "KEEPTTL")
+			},
+			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
 		{name: "semaphore acquire", suffix: ":s",
 			fast:    acquire(Sem.Acquire, int64(3)),
 			general: acquire(generalOf(t, luaSemAcquireIdle+luaValue+luaCommon+luaSemCommon+luaSemKind+luaSemAcquire, acquireGuard), int64(3))},
@@ -192,7 +254,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			general: acquire(generalOf(t, luaRWAcquireIdle+luaValue+luaCommon+luaSemCommon+luaRWKind+luaRWAcquire, acquireGuard), "w")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			var replies, states [2]string
+			var replies, states, notices [2]string
 			for i, run := range []func(*testing.T, []string) any{tc.fast, tc.general} {
 				keys := lockKeys(fmt.Sprintf("%s-%d", tc.name, i), tc.suffix, tc.last)
 				if tc.setup != nil {
@@ -204,6 +266,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 				}
 				replies[i] = reply(v)
 				states[i] = state(t, srv, keys)
+				notices[i] = published()
 			}
 			if !sameReply(replies[0], replies[1]) {
 				t.Errorf("replies differ:\nfast    %s\ngeneral %s", replies[0], replies[1])
@@ -211,7 +274,44 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			if states[0] != states[1] {
 				t.Errorf("keys differ:\nfast:\n%sgeneral:\n%s", states[0], states[1])
 			}
+			if notices[0] != notices[1] {
+				t.Errorf("notices differ:\nfast    %q\ngeneral %q", notices[0], notices[1])
+			}
 		})
+	}
+}
+
+// notices subscribes to every lock channel of the test's lock names and
+// returns a function that reports what was published on them since its
+// last call, with the clock's numbers masked and the lock names dropped:
+// it publishes an end marker and reads up to it.
+func notices(t *testing.T, srv *redistest.Server) func() string {
+	t.Helper()
+	psc := redis.PubSubConn{Conn: srv.Pool(t).Get()}
+	t.Cleanup(func() { _ = psc.Close() })
+	if err := psc.PSubscribe("t:{*"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := psc.Receive().(redis.Subscription); !ok {
+		t.Fatal("PSUBSCRIBE not confirmed")
+	}
+	return func() string {
+		t.Helper()
+		if _, err := srv.Do("PUBLISH", "t:{end}", "end"); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for {
+			switch m := psc.ReceiveWithTimeout(5 * time.Second).(type) {
+			case redis.Message:
+				if m.Channel == "t:{end}" {
+					return strings.Join(got, "; ")
+				}
+				got = append(got, m.Channel[strings.Index(m.Channel, "}"):]+" "+reply(m.Data))
+			case error:
+				t.Fatalf("reading notices: %v", m)
+			}
+		}
 	}
 }
 

@@ -9,7 +9,7 @@ import "github.com/locktag/locktag/locker/driver"
 // no helper at all.
 var (
 	Acquire = driver.NewScript(luaAcquireFree + mutexLib + luaAcquire)
-	Release = driver.NewScript(luaRelease + mutexLib + luaReleaseHeld)
+	Release = driver.NewScript(luaRelease + luaHandOver + mutexLib + luaReleaseHeld)
 	Leave   = driver.NewScript(mutexLib + luaLeave)
 	Extend  = driver.NewScript(luaValue + luaExtend)
 	PTTL    = driver.NewScript(luaValue + luaPTTL)

@@ -25,6 +25,48 @@ if string.sub(v, 1, i - 1) == token .. ' ' and string.find(v, '^%d+ 1 0 ', i) th
   end
   return 0
 end
+-- release, the busy lock's common case, after release.lua: the caller's
+-- last hold of a lock whose lease is running, with waiters queued, handed
+-- to the first live one ('g'). It is free and grant (mutex.lua) written
+-- out, run before any helper is defined: their definitions cost more Redis
+-- time than the hand-over itself, and a hand-over is the lock's idle time
+-- while others wait (docs/benchmarks-load.md). Any other value falls
+-- through to release_held.lua, with v as GETDEL took it.
+if ARGV[2] == 'g' and string.sub(v, 1, i - 1) == token .. ' ' then
+  -- "token fence 1 queue granted ends from[ label]", queue not 0.
+  local f, q, e = string.match(v, '^(%d+) 1 ([1-9]%d*) %d+ (%d+) ', i)
+  if f then
+    local t = redis.call('TIME')
+    local us = t[2]
+    if #us < 6 then us = string.sub('00000' .. us, -6) end
+    local ms = t[1] .. string.sub(us, 1, 3)
+    local nowms = tonumber(ms)
+    if e + 0 > nowms then
+      -- pop in common.lua, written out: the first waiter whose wait is
+      -- not over.
+      while true do
+        local h = redis.call('ZPOPMIN', KEYS[2])
+        if #h == 0 then return 0 end
+        local w, wait, ttl, sid, label = string.match(h[1], '^(%S+) (%d+) (%d+) (%S+) ?(.*)$')
+        if math.floor(h[2] / 1000) + wait >= nowms then
+          -- take in value.lua with grant's lease: the whole ttl for a
+          -- waiter of the caller's subscriber (ARGV[4]), else the window.
+          local px = ttl + 0
+          if sid ~= ARGV[4] then px = math.min(px, ARGV[3] + 0) end
+          local nf = string.format('%d', f + 1)
+          local ends = nowms + px
+          local nv = w .. ' ' .. nf .. ' 1 ' .. q .. ' ' .. ms .. ' ' .. string.format('%d', ends) .. ' ' .. sid
+          if label ~= '' then nv = nv .. ' ' .. label end
+          redis.call('SET', KEYS[1], nv, 'PXAT', string.format('%d', math.max(ends, q + 0)))
+          if sid ~= ARGV[4] then
+            redis.call('PUBLISH', KEYS[1] .. ':c', w .. ' ' .. nf .. ' ' .. ms .. ' ' .. px)
+          end
+          return {0, w, nf + 0, nowms, px}
+        end
+      end
+    end
+  end
+end
 -- The server clock and the fencing token, for every script that mints one;
 -- and the mutex's value, for the mutex's scripts. It comes before
 -- common.lua, after the uncontended paths of acquire and release
