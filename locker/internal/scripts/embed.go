@@ -23,6 +23,8 @@ var (
 	luaReleaseHeld string
 	//go:embed lua/handover.lua
 	luaHandOver string
+	//go:embed lua/acquire_busy.lua
+	luaAcquireBusy string
 	//go:embed lua/mutex.lua
 	luaMutex string
 	//go:embed lua/leave.lua

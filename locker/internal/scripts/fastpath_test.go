@@ -128,13 +128,34 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			return eval(t, srv, s, keys, "tok", handoff, 250)
 		}
 	}
-	mutexAcquire := luaAcquireFree + mutexLib + luaAcquire
+	mutexAcquire := luaAcquireFree + luaAcquireBusy + mutexLib + luaAcquire
 	mutexRelease := luaRelease + luaHandOver + mutexLib + luaReleaseHeld
 	const mutexGuard = "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"
 	const acquireGuard = "if ARGV[4] == 'a' and "
 	const releaseGuard = "if string.sub(v, 1, i - 1) == token .. ' ' and "
 	const handOverGuard = "if ARGV[2] == 'g' and "
+	const busyGuard = "if found and ARGV[4] == 'a' and "
 	generalRelease := generalOf(t, mutexRelease, releaseGuard, handOverGuard)
+	generalBusy := generalOf(t, mutexAcquire, busyGuard)
+	// wait is a first try of tok that waits, labelled with label ("": none).
+	wait := func(s *driver.Script, label string) func(t *testing.T, keys []string) any {
+		return func(t *testing.T, keys []string) any {
+			if label == "" {
+				return eval(t, srv, s, keys, "tok", ttl, 5000, ModeAcquire, "sid", 250)
+			}
+			return eval(t, srv, s, keys, "tok", ttl, 5000, ModeAcquire, "sid", 250, label)
+		}
+	}
+	// held: other holds the lock (labelled "svc"); with waiting, a waiter
+	// "w" whose wait (9 s) outlasts tok's is queued already.
+	held := func(waiting bool) func(keys []string) {
+		return func(keys []string) {
+			eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "s0", 250, "svc")
+			if waiting {
+				eval(t, srv, Acquire, keys, "w", ttl, 9000, ModeAcquire, "s1", 250)
+			}
+		}
+	}
 	// handOver releases tok's lock, queued for by waiters, as the
 	// subscriber near ("": none passed).
 	handOver := func(s *driver.Script, near string) func(t *testing.T, keys []string) any {
@@ -162,7 +183,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 		name          string
 		suffix        string
 		last          bool                // Redlock's last-token key
-		busy          bool                // the reply carries another holder's lease left: compared in seconds
+		busy          bool                // the reply carries a lease's time left: compared in seconds
 		setup         func(keys []string) // the state both runs start from
 		fast, general func(t *testing.T, keys []string) any
 	}{
@@ -179,6 +200,30 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			general: func(t *testing.T, keys []string) any {
 				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeAcquire, "sid", 250)
 			}},
+		{name: "mutex first try queues", busy: true, setup: held(false),
+			fast: wait(Acquire, ""), general: wait(generalBusy, "")},
+		{name: "mutex first try queues, labelled", busy: true, setup: held(false),
+			fast: wait(Acquire, "job 7"), general: wait(generalBusy, "job 7")},
+		{name: "mutex first try queues behind a longer wait", busy: true, setup: held(true),
+			fast: wait(Acquire, ""), general: wait(generalBusy, "")},
+		{name: "mutex first try queues, queue without expiry", busy: true,
+			setup: func(keys []string) {
+				held(true)(keys)
+				_, _ = srv.Do("PERSIST", keys[1])
+			},
+			fast: wait(Acquire, ""), general: wait(generalBusy, "")},
+		{name: "mutex first try, a lease over kept for its queue",
+			setup: func(keys []string) {
+				held(true)(keys)
+				v, _ := redis.String(srv.Do("GET", keys[0]))
+				f := strings.Fields(v)
+				f[5] = "1000000000000" // ends, long past
+				_, _ = srv.Do("SET", keys[0], strings.Join(f, " "), "KEEPTTL")
+			},
+			fast: wait(Acquire, ""), general: wait(generalBusy, "")},
+		{name: "mutex first try, a retry of one that took the lock", busy: true,
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
+			fast:  wait(Acquire, ""), general: wait(generalBusy, "")},
 		{name: "redlock acquire after a release", last: true,
 			setup: func(keys []string) {
 				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", ttl)

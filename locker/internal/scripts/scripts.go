@@ -6,9 +6,10 @@ import "github.com/locktag/locktag/locker/driver"
 // after value.lua's (the lock's value, fencing); a mutex's add mutex.lua's
 // (its queue and hand-over). A mutex's acquire and release run their
 // uncontended path first (acquire_free.lua, release.lua), so it defines
-// no helper at all.
+// no helper at all, and then their common busy case (acquire_busy.lua: a
+// waiter joins the queue; handover.lua: a release hands the lock on).
 var (
-	Acquire = driver.NewScript(luaAcquireFree + mutexLib + luaAcquire)
+	Acquire = driver.NewScript(luaAcquireFree + luaAcquireBusy + mutexLib + luaAcquire)
 	Release = driver.NewScript(luaRelease + luaHandOver + mutexLib + luaReleaseHeld)
 	Leave   = driver.NewScript(mutexLib + luaLeave)
 	Extend  = driver.NewScript(luaValue + luaExtend)

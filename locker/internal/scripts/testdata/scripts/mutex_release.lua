@@ -28,10 +28,11 @@ end
 -- release, the busy lock's common case, after release.lua: the caller's
 -- last hold of a lock whose lease is running, with waiters queued, handed
 -- to the first live one ('g'). It is free and grant (mutex.lua) written
--- out, run before any helper is defined: their definitions cost more Redis
--- time than the hand-over itself, and a hand-over is the lock's idle time
--- while others wait (docs/benchmarks-load.md). Any other value falls
--- through to release_held.lua, with v as GETDEL took it.
+-- out, run before any helper is defined: the definitions and the general
+-- path make the call cost Redis about 40 % more, and a hand-over is the
+-- lock's idle time while others wait (docs/benchmarks.md, one hot key).
+-- Any other value falls through to release_held.lua, with v as GETDEL
+-- took it.
 if ARGV[2] == 'g' and string.sub(v, 1, i - 1) == token .. ' ' then
   -- "token fence 1 queue granted ends from[ label]", queue not 0.
   local f, q, e = string.match(v, '^(%d+) 1 ([1-9]%d*) %d+ (%d+) ', i)
