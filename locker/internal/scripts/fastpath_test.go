@@ -166,6 +166,14 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			return eval(t, srv, s, keys, "tok", HandoffGrant, 250, near)
 		}
 	}
+	// setField sets field i of the mutex value at keys[0] ("owner fence
+	// holds queue granted ends from[ label]") to v, keeping its expiry.
+	setField := func(keys []string, i int, v string) {
+		old, _ := redis.String(srv.Do("GET", keys[0]))
+		f := strings.Fields(old)
+		f[i] = v
+		_, _ = srv.Do("SET", keys[0], strings.Join(f, " "), "KEEPTTL")
+	}
 	// queued: tok holds the lock, and a waiter "w" of subscriber s1
 	// (label "job 7") is queued for it; with dead, behind an entry whose
 	// wait ended ten seconds ago.
@@ -215,10 +223,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 		{name: "mutex first try, a lease over kept for its queue",
 			setup: func(keys []string) {
 				held(true)(keys)
-				v, _ := redis.String(srv.Do("GET", keys[0]))
-				f := strings.Fields(v)
-				f[5] = "1000000000000" // ends, long past
-				_, _ = srv.Do("SET", keys[0], strings.Join(f, " "), "KEEPTTL")
+				setField(keys, 5, "1000000000000") // ends, long past
 			},
 			fast: wait(Acquire, ""), general: wait(generalBusy, "")},
 		{name: "mutex first try, a retry of one that took the lock", busy: true,
@@ -270,19 +275,13 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 		{name: "mutex release of a nested hold, waiters queued",
 			setup: func(keys []string) {
 				queued(false)(keys)
-				v, _ := redis.String(srv.Do("GET", keys[0]))
-				f := strings.Fields(v) // "tok fence holds queue granted ends from"
-				f[2] = "2"
-				_, _ = srv.Do("SET", keys[0], strings.Join(f, " "), "KEEPTTL")
+				setField(keys, 2, "2") // holds
 			},
 			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
 		{name: "mutex release of a lease over, kept for its queue",
 			setup: func(keys []string) {
 				queued(false)(keys)
-				v, _ := redis.String(srv.Do("GET", keys[0]))
-				f := strings.Fields(v)
-				f[5] = "1000000000000" // ends, long past
-				_, _ = srv.Do("SET", keys[0], strings.Join(f, " "), "KEEPTTL")
+				setField(keys, 5, "1000000000000") // ends, long past
 			},
 			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
 		{name: "semaphore acquire", suffix: ":s",
