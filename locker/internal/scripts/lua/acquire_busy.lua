@@ -8,13 +8,11 @@ if found and ARGV[4] == 'a' and not KEYS[4] and tonumber(ARGV[3]) > 0 then
   -- "owner fence holds queue granted ends from[ label]", split around
   -- queue, which this call may rewrite.
   local pre, o, q, post, e = string.match(found, '^((%S+) %d+ %d+ )(%d+)( %d+ (%d+) %S+.*)$')
-  local sec, us = clock[1], clock[2]
-  if #us < 6 then us = string.sub('00000' .. us, -6) end
-  local nowms = tonumber(sec .. string.sub(us, 1, 3))
+  local nowms = tonumber(clock_ms)
   if o and o ~= ARGV[1] and (q == '0' or e + 0 > nowms) then
     local en = ARGV[1] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2] .. ' ' .. ARGV[5]
     if ARGV[7] and ARGV[7] ~= '' then en = en .. ' ' .. ARGV[7] end
-    redis.call('ZADD', KEYS[2], sec .. us, en)
+    redis.call('ZADD', KEYS[2], clock_us, en)
     -- The queue lives until this wait is over and QUEUE_MARGIN more,
     -- stretched by QUEUE_SLACK when it must grow (common.lua, mutex.lua).
     local life = q + 0

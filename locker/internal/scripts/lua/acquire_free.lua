@@ -14,14 +14,16 @@
 -- digits, ms), without Lua's float printing and with as few strings made
 -- as the value allows (each is hashed and interned). Redlock's waiting
 -- mode 'n' takes it too: with no lock key nobody is queued, so there is no
--- entry of its own to drop (acquire.lua).
-local clock, found
+-- entry of its own to drop (acquire.lua). clock_us and clock_ms are the
+-- clock as those strings, for acquire_busy.lua.
+local clock, found, clock_us, clock_ms
 if (ARGV[4] == 'a' or ARGV[4] == 'n') then
   clock = redis.call('TIME')
   local sec, us = clock[1], clock[2]
   if #us < 6 then us = string.sub('00000' .. us, -6) end
-  local f = sec .. us
-  local ms = string.sub(f, 1, #sec + 3)
+  clock_us = sec .. us
+  clock_ms = string.sub(clock_us, 1, #sec + 3)
+  local f, ms = clock_us, clock_ms
   if KEYS[4] then
     -- Redlock: one more than the last holder's token this master keeps
     -- (gone and last in value.lua).

@@ -7,6 +7,7 @@
 -- QUEUE_SLACK (ms) is how much longer than needed a queue's life is made
 -- when it must grow, so that a steady stream of waiters stretches it (and
 -- rewrites the lock's value) once in a while rather than on every arrival.
+-- (acquire_busy.lua writes it out.)
 local QUEUE_SLACK = 1000
 
 -- join adds entry e (see entry in common.lua) to the queue and returns
@@ -58,7 +59,9 @@ end
 -- Other processes' waiters then re-check once at the lease end they last
 -- heard of, and hear again at the next grant told. prev is the lock's
 -- last token, when one is at hand (see mint); life the queue's (see
--- join). Returns the new owner, fence and pttl, or nil.
+-- join). Returns the new owner, fence and pttl, or nil. A release's
+-- common case writes free, grant, pop and take out (handover.lua); the
+-- fast-path test keeps the two equal.
 local function grant(channel, self, nowus, window, prev, life, near)
   local nowms = math.floor(nowus / 1000)
   local w, ttl, sid, label = pop(nowms)

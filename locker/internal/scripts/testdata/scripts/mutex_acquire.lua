@@ -14,14 +14,16 @@
 -- digits, ms), without Lua's float printing and with as few strings made
 -- as the value allows (each is hashed and interned). Redlock's waiting
 -- mode 'n' takes it too: with no lock key nobody is queued, so there is no
--- entry of its own to drop (acquire.lua).
-local clock, found
+-- entry of its own to drop (acquire.lua). clock_us and clock_ms are the
+-- clock as those strings, for acquire_busy.lua.
+local clock, found, clock_us, clock_ms
 if (ARGV[4] == 'a' or ARGV[4] == 'n') then
   clock = redis.call('TIME')
   local sec, us = clock[1], clock[2]
   if #us < 6 then us = string.sub('00000' .. us, -6) end
-  local f = sec .. us
-  local ms = string.sub(f, 1, #sec + 3)
+  clock_us = sec .. us
+  clock_ms = string.sub(clock_us, 1, #sec + 3)
+  local f, ms = clock_us, clock_ms
   if KEYS[4] then
     -- Redlock: one more than the last holder's token this master keeps
     -- (gone and last in value.lua).
@@ -50,13 +52,11 @@ if found and ARGV[4] == 'a' and not KEYS[4] and tonumber(ARGV[3]) > 0 then
   -- "owner fence holds queue granted ends from[ label]", split around
   -- queue, which this call may rewrite.
   local pre, o, q, post, e = string.match(found, '^((%S+) %d+ %d+ )(%d+)( %d+ (%d+) %S+.*)$')
-  local sec, us = clock[1], clock[2]
-  if #us < 6 then us = string.sub('00000' .. us, -6) end
-  local nowms = tonumber(sec .. string.sub(us, 1, 3))
+  local nowms = tonumber(clock_ms)
   if o and o ~= ARGV[1] and (q == '0' or e + 0 > nowms) then
     local en = ARGV[1] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2] .. ' ' .. ARGV[5]
     if ARGV[7] and ARGV[7] ~= '' then en = en .. ' ' .. ARGV[7] end
-    redis.call('ZADD', KEYS[2], sec .. us, en)
+    redis.call('ZADD', KEYS[2], clock_us, en)
     -- The queue lives until this wait is over and QUEUE_MARGIN more,
     -- stretched by QUEUE_SLACK when it must grow (common.lua, mutex.lua).
     local life = q + 0
@@ -214,6 +214,8 @@ end
 
 -- QUEUE_MARGIN (ms) is how much longer than its last waiter's wait a
 -- queue lives.
+-- (acquire_busy.lua writes it out, as QUEUE_SLACK: the fast-path test
+-- keeps them equal.)
 local QUEUE_MARGIN = 1000
 
 -- The lock's channel is KEYS[1]..':c' (see package names): made
@@ -315,6 +317,7 @@ end
 -- QUEUE_SLACK (ms) is how much longer than needed a queue's life is made
 -- when it must grow, so that a steady stream of waiters stretches it (and
 -- rewrites the lock's value) once in a while rather than on every arrival.
+-- (acquire_busy.lua writes it out.)
 local QUEUE_SLACK = 1000
 
 -- join adds entry e (see entry in common.lua) to the queue and returns
@@ -366,7 +369,9 @@ end
 -- Other processes' waiters then re-check once at the lease end they last
 -- heard of, and hear again at the next grant told. prev is the lock's
 -- last token, when one is at hand (see mint); life the queue's (see
--- join). Returns the new owner, fence and pttl, or nil.
+-- join). Returns the new owner, fence and pttl, or nil. A release's
+-- common case writes free, grant, pop and take out (handover.lua); the
+-- fast-path test keeps the two equal.
 local function grant(channel, self, nowus, window, prev, life, near)
   local nowms = math.floor(nowus / 1000)
   local w, ttl, sid, label = pop(nowms)

@@ -175,6 +175,8 @@ end
 
 -- QUEUE_MARGIN (ms) is how much longer than its last waiter's wait a
 -- queue lives.
+-- (acquire_busy.lua writes it out, as QUEUE_SLACK: the fast-path test
+-- keeps them equal.)
 local QUEUE_MARGIN = 1000
 
 -- The lock's channel is KEYS[1]..':c' (see package names): made
