@@ -2,7 +2,6 @@ package interceptor
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"strings"
@@ -191,12 +190,6 @@ func noLeak(t *testing.T, msg string, secrets ...string) {
 			t.Errorf("status message %q leaks %q", msg, s)
 		}
 	}
-}
-
-// isStatus reports whether err is a status error with code c.
-func isStatus(err error, c codes.Code) bool {
-	var se interface{ GRPCStatus() *status.Status }
-	return errors.As(err, &se) && se.GRPCStatus().Code() == c
 }
 
 // metadataCtx adds outgoing metadata kv pairs to ctx.
