@@ -3,10 +3,12 @@ GO ?= go
 # Every package of every module in go.work (the library modules, the
 # example app, the test-only modules and the load tool).
 ALL := github.com/locktag/locktag/...
+# staticcheck's release, pinned so that a new check cannot fail CI unasked.
+STATICCHECK := v0.8.2
 
 .PHONY: test deps vet fmt lint footprint unit reliability versions apicheck bench fuzz soak
 
-## test: install what the tests need and run the whole suite: vet and gofmt,
+## test: install what the tests need and run the whole suite: vet, staticcheck, gofmt,
 ## the footprint check (one fresh consumer per transport), every module's
 ## tests with -race on Redis, the fault suite, the Redis-backed library
 ## tests on Valkey, the library modules on their minimum dependency
@@ -39,9 +41,11 @@ deps:
 	@redis-server --version && redis-cli --version
 	@chromium --version 2>/dev/null || true
 
-## lint: go vet over every module, gofmt, and the go.work consumer check.
+## lint: go vet and staticcheck over every module, gofmt, and the go.work
+## consumer check.
 lint:
 	$(GO) vet $(ALL)
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) $(ALL)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	bash .ci/consumer-check.sh
 
