@@ -38,13 +38,13 @@ type settings = rpccore.Settings[*Call, ErrorHandler]
 // as package interceptor's (see there).
 var ErrUnknownMethod = rpccore.ErrUnknownMethod
 
-// ErrBadField: a {req...} field the request message lacks or cannot use.
+// ErrBadField reports a {req...} field the request message lacks or cannot use.
 var ErrBadField = rpccore.ErrBadField
 
-// ErrReqInStream: a stream rule using {req...}.
+// ErrReqInStream reports a stream rule using {req...}.
 var ErrReqInStream = rpccore.ErrReqInStream
 
-// ErrBadSource: a placeholder path a source cannot serve, or a WithSource
+// ErrBadSource reports a placeholder path a source cannot serve, or a WithSource
 // that redefines a built-in source.
 var ErrBadSource = rpccore.ErrBadSource
 

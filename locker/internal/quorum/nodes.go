@@ -12,8 +12,8 @@ import (
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
-// Rates: a bucket on each master apart admits up to N times the rate, and
-// a quorum of buckets cannot be exact: refused.
+// Rates refuses: a bucket on each master apart admits up to N times the
+// rate, and a quorum of buckets cannot be exact.
 func (b *Backend) Rates() (*node.Node, error) {
 	return nil, fmt.Errorf("%w: Redlock keeps no rate limits: a bucket on each master apart admits up to %d times the rate, "+
 		"and no quorum of buckets makes a limit exact; use a Locker from New", lockerr.ErrKindUnsupported, len(b.nodes))
@@ -58,13 +58,15 @@ func (b *Backend) everyMaster(ctx context.Context, op func(*node.Node, context.C
 	return errs
 }
 
-// Quorum: a Redlock lock's state is what a majority of masters agree on.
+// Quorum returns every master and the majority: a Redlock lock's state is
+// what a majority of masters agree on.
 func (b *Backend) Quorum() ([]*node.Node, int) { return b.nodes, b.need }
 
-// Handoff: masters keep no hand-over; waiters are sent a free notice.
+// Handoff is the free-notice mode: masters keep no hand-over; waiters are
+// sent a free notice.
 func (b *Backend) Handoff() (string, any) { return scripts.HandoffNotify, 0 }
 
-// Masters: every Redlock master, in the order given to NewRedlock.
+// Masters returns every Redlock master, in the order given to NewRedlock.
 func (b *Backend) Masters(context.Context) ([]driver.Driver, error) {
 	ds := make([]driver.Driver, len(b.nodes))
 	for i, nd := range b.nodes {

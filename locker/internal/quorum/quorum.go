@@ -318,13 +318,13 @@ func (b *Backend) withdraw(n names.Names, token string) {
 	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, args...)
 }
 
-// Semaphores: a permit set kept by quorum would need each master to agree
-// on which waiters hold the N permits; not implemented, so refused.
+// Semaphores refuses: a permit set kept by quorum would need each master
+// to agree on which waiters hold the N permits; not implemented.
 func (b *Backend) Semaphores() error {
 	return fmt.Errorf("%w: Redlock keeps no semaphores or read/write locks (Params.Limit, Params.Mode); use a Locker from New", lockerr.ErrKindUnsupported)
 }
 
-// Records: Redlock keeps no idempotency records (see the error).
+// Records refuses: Redlock keeps no idempotency records (see the error).
 func (b *Backend) Records() (*node.Node, error) {
 	return nil, fmt.Errorf("%w: Redlock (NewRedlock) keeps no idempotency records: "+
 		"a record on one master is lost or split by that master's failover, so a key could execute twice; "+

@@ -9,13 +9,15 @@ import (
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
-// Quorum: a lock lives on the one node, which alone makes its state.
+// Quorum returns the one node and a quorum of 1: a lock lives there, and
+// that node alone makes its state.
 func (b *Backend) Quorum() ([]*node.Node, int) { return []*node.Node{b.nd}, 1 }
 
-// Handoff: a force-release hands the lock to the queue's head.
+// Handoff is the grant mode: a force-release hands the lock to the
+// queue's head.
 func (b *Backend) Handoff() (string, any) { return scripts.HandoffGrant, b.WindowArg }
 
-// Masters: the deployment's masters, when the driver exposes them
+// Masters returns the deployment's masters, when the driver exposes them
 // (driver.Masters), else the one node.
 func (b *Backend) Masters(ctx context.Context) ([]driver.Driver, error) {
 	ms, err := b.nd.Masters(ctx)

@@ -308,13 +308,14 @@ func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.D
 	return 0, lockerr.ErrNotHeld
 }
 
-// ValidUntil: one node's lease ends when Redis says; no drift allowance.
+// ValidUntil returns sent + ttl: one node's lease ends when Redis says; no
+// drift allowance.
 func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
 
-// Records: one deployment keeps idempotency records on its node.
+// Records returns the node: one deployment keeps idempotency records there.
 func (b *Backend) Records() (*node.Node, error) { return b.nd, nil }
 
-// Semaphores: one deployment keeps every lock kind.
+// Semaphores returns nil: one deployment keeps every lock kind.
 func (b *Backend) Semaphores() error { return nil }
 
 // Ping checks that the node answers (runs Check until it passed).
@@ -327,7 +328,7 @@ func (b *Backend) Ping(ctx context.Context) error {
 // Close closes the node's subscriber connection and driver.
 func (b *Backend) Close() error { return b.nd.Close() }
 
-// Rates: one deployment keeps rate keys on its one node.
+// Rates returns the node: one deployment keeps rate keys there.
 func (b *Backend) Rates() (*node.Node, error) { return b.nd, nil }
 
 // Check runs Locker.Check on the node.
@@ -337,5 +338,5 @@ func (b *Backend) Check(ctx context.Context) error {
 	return node.Failed(b.nd.Check(cctx))
 }
 
-// Healthy: one deployment is usable exactly when it answers.
+// Healthy pings the node: one deployment is usable exactly when it answers.
 func (b *Backend) Healthy(ctx context.Context) error { return b.Ping(ctx) }
