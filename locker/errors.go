@@ -60,9 +60,9 @@ var (
 	ErrForceReleased = lockerr.ErrForceReleased
 )
 
-// ErrQuorum means that a Redlock operation did not reach a majority of the masters
-// because some of them failed. Errors that match it are *QuorumError values
-// and also match ErrUnavailable.
+// ErrQuorum means that a Redlock operation did not reach a majority of the
+// masters because some of them failed. Errors that match it are
+// *QuorumError values and also match ErrUnavailable.
 var ErrQuorum = lockerr.ErrQuorum
 
 // QuorumError reports a Redlock operation that failed on too many masters:
@@ -77,7 +77,7 @@ type QuorumError = tally.QuorumError
 // not ErrUnavailable. A queued waiter granted late queues again instead.
 var ErrLate = lockerr.ErrLate
 
-// ErrUnsupported means that the server, or the user the Locker logs in as, lacks
-// scripting, pub/sub or a command the scripts call; Check (and the first
-// Ping or Healthy) says what to allow. See docs/servers.md.
+// ErrUnsupported means that the server, or the user the Locker logs in as,
+// lacks scripting, pub/sub or a command the scripts call; Check (and the
+// first Ping or Healthy) says what to allow. See docs/servers.md.
 var ErrUnsupported = lockerr.ErrUnsupported

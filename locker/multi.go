@@ -19,7 +19,8 @@ import (
 // accounts), and every key costs a round trip while the others are held.
 const MaxKeys = multi.MaxKeys
 
-// ErrTooManyKeys means that ObtainMany was given more than MaxKeys distinct keys.
+// ErrTooManyKeys means that ObtainMany was given more than MaxKeys distinct
+// keys.
 var ErrTooManyKeys = lockerr.ErrTooManyKeys
 
 // multiScripts marks a multi-key root lease: it runs no script of its own

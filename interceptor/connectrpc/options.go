@@ -38,14 +38,15 @@ type settings = rpccore.Settings[*Call, ErrorHandler]
 // as package interceptor's (see there).
 var ErrUnknownMethod = rpccore.ErrUnknownMethod
 
-// ErrBadField reports a {req...} field the request message lacks or cannot use.
+// ErrBadField reports a {req...} field the request message lacks or cannot
+// use.
 var ErrBadField = rpccore.ErrBadField
 
 // ErrReqInStream reports a stream rule using {req...}.
 var ErrReqInStream = rpccore.ErrReqInStream
 
-// ErrBadSource reports a placeholder path a source cannot serve, or a WithSource
-// that redefines a built-in source.
+// ErrBadSource reports a placeholder path a source cannot serve, or a
+// WithSource that redefines a built-in source.
 var ErrBadSource = rpccore.ErrBadSource
 
 // RuleError describes a rule that cannot be used (as interceptor's).

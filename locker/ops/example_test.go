@@ -118,7 +118,8 @@ func ExampleWithAuthorizer() {
 func ExampleHashNames() {
 	redact := ops.HashNames([]byte("a secret from your config"))
 	fmt.Println(strings.HasPrefix(redact("user:alice@example.com"), "user:#"))
-	first, again := redact("user:alice@example.com"), redact("user:alice@example.com")
+	name := "user:alice@example.com"
+	first, again := redact(name), redact(name)
 	fmt.Println(first == again) // the same name, the same redaction
 	fmt.Println(len(redact("nocolon")))
 	// Output:

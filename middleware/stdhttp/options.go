@@ -123,17 +123,19 @@ const (
 	ProblemContentType       = httpcore.ProblemContentType
 )
 
-// ErrBadRule means that Lock.Check found a {path.X} the pattern lacks. The same
-// value as package middleware's, as are the body errors below.
+// ErrBadRule means that Lock.Check found a {path.X} the pattern lacks. The
+// same value as package middleware's, as are the body errors below.
 var ErrBadRule = httpcore.ErrBadRule
 
 // ErrBodyTooLarge reports a body over guard.WithMaxRequestBytes (413).
 var ErrBodyTooLarge = httpcore.ErrBodyTooLarge
 
-// ErrBodyNotJSON reports a {body...} placeholder on a body that is not JSON (400).
+// ErrBodyNotJSON reports a {body...} placeholder on a body that is not
+// JSON (400).
 var ErrBodyNotJSON = httpcore.ErrBodyNotJSON
 
-// ErrNoRouteParam reports, at request time, a {path.X} the pattern lacks (500).
+// ErrNoRouteParam reports, at request time, a {path.X} the pattern lacks
+// (500).
 var ErrNoRouteParam = httpcore.ErrNoRouteParam
 
 // Status returns the HTTP status of an outcome of kind k: the Gin
