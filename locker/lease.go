@@ -183,6 +183,9 @@ func (le *Lease) Holds() int {
 // Context returns a context that carries the lease (see FromContext; a
 // nested Obtain with it re-enters the lock) and is cancelled with cause
 // ErrLockLost if the lock is lost. Use it for the work the lock protects.
+// Its Err reads the lease's deadline as Lost does: after a pause past the
+// lease it reports the loss at once, where Done closes when the process's
+// timers next run.
 func (le *Lease) Context() context.Context {
 	root := le.root
 	root.kp.Mu.Lock()
@@ -197,7 +200,7 @@ func (le *Lease) Context() context.Context {
 		return le.ctx
 	}
 	cctx, cancel := context.WithCancelCause(le.base)
-	le.ctx = context.WithValue(cctx, ctxKey{}, le)
+	le.ctx = &leaseContext{Context: context.WithValue(cctx, ctxKey{}, le), root: le}
 	// The context is cancelled when the lease ends, also by running out.
 	le.kp.ArmExpiryLocked()
 	if le.done {
@@ -210,7 +213,11 @@ func (le *Lease) Context() context.Context {
 	return le.ctx
 }
 
-// Lost reports whether the lock was lost before it was released.
+// Lost reports whether the lock was lost before it was released. A lease
+// whose local deadline has passed without a confirmed renewal is lost from
+// that instant, also in a process that was paused past it and has not run
+// its timers yet: Lost then ends the lease itself (its context is
+// cancelled with cause ErrLockLost) before it answers.
 func (le *Lease) Lost() bool {
 	root := le.root
 	for _, pt := range root.parts {
@@ -219,8 +226,39 @@ func (le *Lease) Lost() bool {
 		}
 	}
 	root.kp.Mu.Lock()
-	defer root.kp.Mu.Unlock()
-	return errors.Is(root.cause, ErrLockLost) || root.kp.PastDeadlineLocked()
+	lost := errors.Is(root.cause, ErrLockLost)
+	overdue, lastErr := root.kp.OverdueLocked()
+	overdue = overdue && !root.done
+	root.kp.Mu.Unlock()
+	if overdue {
+		root.lose(keeper.Expired, lastErr)
+		return true
+	}
+	return lost
+}
+
+// leaseContext is a root lease's context (Lease.Context). Its Err reads
+// the lease's deadline first, so a process that resumes after a pause past
+// its lease is told the lock is lost by the first Err, not only once its
+// timers have run. Done, Value and Deadline are the wrapped context's;
+// contexts derived from it are cancelled with it.
+type leaseContext struct {
+	context.Context
+	root *Lease
+}
+
+// Err returns the context's error, after ending the lease if it ran out
+// (see Lease.Lost). When Lost reports the loss, the cancellation that
+// follows it (after the loss is logged) is waited for, so that Err and
+// Done agree.
+func (c *leaseContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if c.root.Lost() {
+		<-c.Context.Done()
+	}
+	return c.Context.Err()
 }
 
 // TTL returns the remaining lease in Redis, or ErrNotHeld.

@@ -56,8 +56,10 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	le.released = true
 	root.live--
 	last := root.live == 0
-	// An unwatched lease (keeper.Start) that ran out is lost, as a timer would say.
-	ranOut := last && root.kp.PastDeadlineLocked()
+	// A lease that ran out is lost, whether or not its expiry timer has
+	// run yet.
+	ranOut, lastErr := root.kp.OverdueLocked()
+	ranOut = ranOut && last
 	lost := root.done || ranOut // the lease ended before this Release
 	if last {
 		root.kp.StopLocked()
@@ -65,7 +67,7 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 	ttl := root.t.ttl
 	root.kp.Mu.Unlock()
 	if ranOut {
-		root.lose(keeper.Expired, nil)
+		root.lose(keeper.Expired, lastErr)
 	}
 
 	cctx := le.l.o.bounds().UpkeepIn(ctx, &le.upkeep)

@@ -42,6 +42,8 @@ func TestHelperProcess(t *testing.T) {
 		childTicker()
 	case "candidate":
 		childCandidate()
+	case "stepper":
+		childStepper()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)
@@ -95,7 +97,7 @@ func (e childEnv) params() locker.Params {
 	return locker.Params{TTL: e.ttl, Wait: e.wait, Limit: e.limit, Mode: modes[e.mode]}
 }
 
-func (e childEnv) locker() *locker.Locker {
+func (e childEnv) locker(extra ...locker.Option) *locker.Locker {
 	pool := &redis.Pool{
 		MaxIdle: 16,
 		DialContext: func(ctx context.Context) (redis.Conn, error) {
@@ -117,7 +119,7 @@ func (e childEnv) locker() *locker.Locker {
 	if e.window > 0 {
 		opts = append(opts, locker.WithGrantWindow(e.window))
 	}
-	lk, err := locker.New(redigo.New(pool), opts...)
+	lk, err := locker.New(redigo.New(pool), append(opts, extra...)...)
 	if err != nil {
 		panic(err) // a child process: its parent sees the failure
 	}

@@ -65,9 +65,11 @@ func NewElector(lk *locker.Locker, name string, opts ...ElectorOption) (*Elector
 func (e *Elector) Name() string { return e.name }
 
 // IsLeader reports whether this process leads now: it has a term whose
-// context is live. A process paused past its lease reads true until its
-// timers run after it resumes; fence writes with Term.Token where that
-// matters.
+// context is live. A term whose lease ran out without a confirmed renewal
+// is over at once, also in a process that resumes after a pause past its
+// lease and has not run its timers yet. Nothing closes the gap between
+// this check and the work after it: fence writes with Term.Token where
+// that matters.
 func (e *Elector) IsLeader() bool {
 	_, ok := e.Term()
 	return ok
@@ -183,7 +185,7 @@ func (e *Elector) campaign(ctx context.Context) (*term, error) {
 // begin makes the term of lease le the current one.
 func (e *Elector) begin(le *locker.Lease) *term {
 	ctx, cancel := context.WithCancelCause(le.Context())
-	t := &term{e: e, lease: le, ctx: ctx, cancel: cancel, since: time.Now()}
+	t := &term{e: e, lease: le, ctx: &termContext{ctx, le}, cancel: cancel, since: time.Now()}
 	e.mu.Lock()
 	e.cur = t
 	e.mu.Unlock()
@@ -281,4 +283,24 @@ func (t *term) end(ctx context.Context) error {
 		}
 	})
 	return t.err
+}
+
+// termContext is a term's context. Like the lease's own context, its Err
+// first asks the lease whether it ran out (locker.Lease.Lost), so a leader
+// that resumes after a pause past its lease reads the loss at once, with
+// cause locker.ErrLockLost.
+type termContext struct {
+	context.Context
+	lease *locker.Lease
+}
+
+// Err returns the context's error, after ending the lease if it ran out.
+func (c *termContext) Err() error {
+	if err := c.Context.Err(); err != nil {
+		return err
+	}
+	if c.lease.Lost() {
+		<-c.Context.Done() // the lease's context ends, and this one with it
+	}
+	return c.Context.Err()
 }

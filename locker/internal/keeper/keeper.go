@@ -69,9 +69,9 @@ func RetryAfter(every time.Duration) time.Duration {
 // renewal comes after first (none if first <= 0), later ones every every.
 // A lease that is never renewed may leave its expiry timer to
 // ArmExpiryLocked (lazy): until someone needs the loss reported when it
-// happens (a context to cancel), the owner reads PastDeadlineLocked
-// instead, and the uncontended path saves a timer and its callback. A
-// renewed lease needs the timer to end failed retries.
+// happens (a context to cancel), the owner reads OverdueLocked instead,
+// and the uncontended path saves a timer and its callback. A renewed lease
+// needs the timer to end failed retries.
 func (k *Keeper) Start(owner Owner, until time.Time, first, every, retry time.Duration, lazy bool) {
 	k.Mu.Lock()
 	defer k.Mu.Unlock()
@@ -91,10 +91,14 @@ func (k *Keeper) ArmExpiryLocked() {
 	}
 }
 
-// PastDeadlineLocked reports whether the deadline passed with no expiry
-// timer armed to report it; k.Mu is held.
-func (k *Keeper) PastDeadlineLocked() bool {
-	return k.expiry == nil && !k.stopped && !time.Now().Before(k.deadline)
+// OverdueLocked reports whether the deadline passed without a confirmed
+// renewal while the lease is kept, and the last renewal's error; k.Mu is
+// held. It reads the clock, not the timers: after the process was paused
+// past its deadline, the owner learns of the loss here at once, while the
+// expiry timer may not have run yet. The owner then loses the lease
+// itself (Owner.Lose), as the timer would have.
+func (k *Keeper) OverdueLocked() (bool, error) {
+	return !k.stopped && !time.Now().Before(k.deadline), k.lastErr
 }
 
 // StopLocked stops the timers and the renewals for good; k.Mu is held. It
@@ -157,6 +161,13 @@ func (k *Keeper) renew() {
 	if err == nil && !ok {
 		k.Mu.Unlock()
 		k.owner.Lose(Refused, nil)
+		return
+	}
+	if !time.Now().Before(k.deadline) {
+		// The reply came after the deadline, which may have been reported
+		// already: a late confirmation does not bring the lease back.
+		k.Mu.Unlock()
+		k.owner.Lose(Expired, err)
 		return
 	}
 	if err != nil {
