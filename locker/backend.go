@@ -17,11 +17,13 @@ type terms struct {
 	// (the first try, a waiter's re-checks: one at a time); nil: each
 	// call allocates its own.
 	call *callctx.Deadline
+	// closing is the Locker's: closed when it shuts down.
+	closing <-chan struct{}
 }
 
 // terms are p after defaults: a zero TTL is a watchdog lease.
 func (l *Locker) terms(p Params) terms {
-	t := terms{ttl: p.TTL, wait: p.Wait, params: p}
+	t := terms{ttl: p.TTL, wait: p.Wait, params: p, closing: l.closing}
 	if t.ttl <= 0 {
 		t.ttl, t.watchdog = l.o.lease, true
 	}
@@ -31,5 +33,5 @@ func (l *Locker) terms(p Params) terms {
 // engineTerms are t for the backend; ref is handed back to the Waiting
 // hook (the Obtain's lease, whose t it reads).
 func (t terms) engineTerms(ref *Lease) node.Terms {
-	return node.Terms{TTL: t.ttl, Wait: t.wait, Watchdog: t.watchdog, Call: t.call, Ref: ref}
+	return node.Terms{TTL: t.ttl, Wait: t.wait, Watchdog: t.watchdog, Call: t.call, Ref: ref, Closing: t.closing}
 }

@@ -19,6 +19,12 @@ var (
 	// renewal failed, or its lease ran out. A lease's context is cancelled with
 	// this cause.
 	ErrLockLost = lockerr.ErrLockLost
+	// ErrClosed: the Locker was closed (Locker.Close, Locker.Shutdown).
+	// Obtain returns it, and so does a wait that the shutdown ended; a
+	// lease's context is cancelled with a cause that matches it and
+	// ErrLockLost; Release of a lease the shutdown released returns an
+	// error that matches it and ErrNotHeld.
+	ErrClosed = lockerr.ErrClosed
 	// ErrUnavailable: Redis could not be reached or answered with an error.
 	// The lock state is unknown; callers must not assume they hold the lock.
 	ErrUnavailable = lockerr.ErrUnavailable

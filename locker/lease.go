@@ -203,10 +203,17 @@ func (le *Lease) Context() context.Context {
 	le.ctx = &leaseContext{Context: context.WithValue(cctx, ctxKey{}, le), root: le}
 	// The context is cancelled when the lease ends, also by running out.
 	le.kp.ArmExpiryLocked()
-	if le.done {
+	switch {
+	case le.done:
 		// Ended before anyone asked: the context is born cancelled.
 		cancel(le.cause)
-	} else {
+	case le.l.closed.Load():
+		// Asked for while the Locker shuts down: the holder is told to
+		// stop, as those asked for before were (Shutdown).
+		le.cancel = cancel
+		le.l.track(le)
+		cancel(errShutDown)
+	default:
 		le.cancel = cancel
 		le.l.track(le) // a force-release notice cancels it
 	}

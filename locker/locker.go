@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
@@ -35,6 +37,13 @@ type Locker struct {
 	leases control.Table[*Lease]
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
+	// closing is closed when Shutdown starts; closed is set then too, and
+	// shut is closed when the shutdown is over (see shutdown.go).
+	closing  chan struct{}
+	closed   atomic.Bool
+	shutOnce sync.Once
+	shut     chan struct{}
+	shutErr  error
 }
 
 // New returns a Locker on one Redis deployment reached through d: a single
@@ -127,7 +136,7 @@ func checkDriver(d driver.Driver) error {
 // newLocker returns a Locker with options o and no backend yet; lastKey
 // for Redlock (see names.Layout).
 func newLocker(o options, lastKey bool) *Locker {
-	l := &Locker{opts: o}
+	l := &Locker{opts: o, closing: make(chan struct{}), shut: make(chan struct{})}
 	l.o = &l.opts
 	l.tel = newTelemetry(l.o)
 	l.log = logs.Logger{L: o.logger, Keys: o.keyAttribute}
@@ -153,12 +162,6 @@ func newLocker(o options, lastKey bool) *Locker {
 // (locktag.locker.id) and the ops page carry it, so an operator can tell
 // which process a record or a page came from.
 func (l *Locker) ID() string { return l.sh.SID }
-
-// Close closes the shared subscriber connections and the drivers' own
-// connections (the clients and pools given to the drivers stay open).
-// Leases already obtained keep working until released; waiting Obtain
-// calls fall back to re-checking at the holder's remaining lease.
-func (l *Locker) Close() error { return l.be.Close() }
 
 // Ping checks that every Redis node answers (credentials, TLS, network) by
 // running a trivial script, and returns an error matching ErrUnavailable
@@ -248,6 +251,9 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, errors.Join(ErrNotObtained, err)
+	}
+	if l.closed.Load() {
+		return nil, ErrClosed
 	}
 	family := scripts.FamilyMutex
 	if p.Limit != 0 || p.Mode != Exclusive {

@@ -2,6 +2,7 @@ package locker
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -65,7 +66,12 @@ func (le *Lease) release(ctx context.Context, keep time.Duration) error {
 		root.kp.StopLocked()
 	}
 	ttl := root.t.ttl
+	closedOut := root.done && errors.Is(root.cause, ErrClosed)
 	root.kp.Mu.Unlock()
+	if closedOut {
+		// Released by Shutdown, whose connections may be closed by now.
+		return fmt.Errorf("%w: %w", ErrClosed, ErrNotHeld)
+	}
 	if ranOut {
 		root.lose(keeper.Expired, lastErr)
 	}

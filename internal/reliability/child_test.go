@@ -44,6 +44,8 @@ func TestHelperProcess(t *testing.T) {
 		childCandidate()
 	case "stepper":
 		childStepper()
+	case "terminee":
+		childTerminee()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown role", faults.Role())
 		os.Exit(2)

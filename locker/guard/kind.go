@@ -164,7 +164,7 @@ func classify(err error) Kind {
 		return TooLarge
 	case errors.As(err, &te):
 		return BadKey
-	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrPoolExhausted):
+	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrPoolExhausted), errors.Is(err, locker.ErrClosed):
 		return Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return Deadline
@@ -191,7 +191,7 @@ func classifyIdem(err error) Kind {
 		return InFlight
 	case errors.Is(err, locker.ErrMismatch):
 		return Mismatch
-	case errors.Is(err, locker.ErrUnavailable):
+	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrClosed):
 		return Unavailable
 	}
 	return Internal

@@ -94,7 +94,9 @@ func (e *Elector) Term() (Term, bool) {
 // queue, and this process queues again behind it. A nil lead leads until
 // the term's context ends.
 //
-// Run returns ctx.Err() when ctx ends; lead's error when lead fails while
+// Run returns ctx.Err() when ctx ends; locker.ErrClosed when the Locker
+// shuts down (Locker.Close: the term's context is cancelled and the lock
+// handed on first); lead's error when lead fails while
 // its term is still live (after resigning); ErrCampaigning when the Elector
 // is already campaigning. Errors lead returns after its term ended (lost or
 // resigned) do not end Run: it campaigns again. A failed campaign call

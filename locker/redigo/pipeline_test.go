@@ -161,8 +161,8 @@ func TestPipelinedClose(t *testing.T) {
 	if err := lk.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lk.Obtain(ctx, "a", locker.Params{TTL: time.Second}); !errors.Is(err, locker.ErrUnavailable) {
-		t.Fatalf("Obtain after Close: %v, want ErrUnavailable", err)
+	if _, err := lk.Obtain(ctx, "a", locker.Params{TTL: time.Second}); !errors.Is(err, locker.ErrClosed) {
+		t.Fatalf("Obtain after Close: %v, want ErrClosed", err)
 	}
 	lockertest.GoroutinesSettle(t, base)
 }

@@ -157,6 +157,15 @@ func (c *Child) Kill() {
 	<-c.exited
 }
 
+// Terminate sends SIGTERM, as a deploy's orchestrator does to stop a
+// process, and returns without waiting (see Wait).
+func (c *Child) Terminate() {
+	c.t.Helper()
+	if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		c.t.Fatalf("faults: terminate child: %v", err)
+	}
+}
+
 // Stop sends SIGSTOP: every thread of the child freezes, timers included,
 // as in a long GC pause or a suspended VM. Its sockets stay open.
 func (c *Child) Stop() {

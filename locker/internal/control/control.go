@@ -26,8 +26,9 @@ func Each(notice string, fn func(token, reason string)) {
 // nobody needs to stop costs the table nothing, and a leaked one is not
 // kept alive by it. The zero Table is ready to use.
 type Table[T comparable] struct {
-	mu sync.Mutex
-	m  map[string]T
+	mu    sync.Mutex
+	m     map[string]T
+	empty chan struct{} // closed when the last entry goes (Emptied); nil: none asked
 }
 
 // Add puts v in under token.
@@ -45,8 +46,39 @@ func (t *Table[T]) Remove(token string, v T) {
 	t.mu.Lock()
 	if t.m[token] == v {
 		delete(t.m, token)
+		if len(t.m) == 0 && t.empty != nil {
+			close(t.empty)
+			t.empty = nil
+		}
 	}
 	t.mu.Unlock()
+}
+
+// Snapshot returns the entries now in the table.
+func (t *Table[T]) Snapshot() []T {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	vs := make([]T, 0, len(t.m))
+	for _, v := range t.m {
+		vs = append(vs, v)
+	}
+	return vs
+}
+
+// Emptied returns a channel that is closed once the table has no entry:
+// at once if it has none now.
+func (t *Table[T]) Emptied() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.m) == 0 {
+		ch := make(chan struct{})
+		close(ch)
+		return ch
+	}
+	if t.empty == nil {
+		t.empty = make(chan struct{})
+	}
+	return t.empty
 }
 
 // Get returns token's entry, if any.

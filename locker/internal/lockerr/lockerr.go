@@ -19,6 +19,7 @@ var (
 	ErrNotObtained            = errors.New("locker: not obtained")
 	ErrNotHeld                = errors.New("locker: not held")
 	ErrLockLost               = errors.New("locker: lock lost")
+	ErrClosed                 = errors.New("locker: closed")
 	ErrUnavailable            = errors.New("locker: redis unavailable")
 	ErrPoolExhausted          = driver.ErrPoolExhausted
 	ErrNotSent                = driver.ErrNotSent

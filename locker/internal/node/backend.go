@@ -115,4 +115,7 @@ type Terms struct {
 	Call *callctx.Deadline
 	// Ref is the caller's, handed back to Hooks.Waiting.
 	Ref any
+	// Closing is closed when the Locker shuts down: a wait then ends with
+	// lockerr.ErrClosed, leaving the queue as a cancelled one does.
+	Closing <-chan struct{}
 }

@@ -200,6 +200,8 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 			return node.Held{}, lockerr.ErrNotObtained
 		case <-ctx.Done():
 			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+		case <-t.Closing:
+			return node.Held{}, lockerr.ErrClosed
 		}
 	}
 	var err error
@@ -247,6 +249,8 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 		case <-timer.C:
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-t.Closing:
+			return lockerr.ErrClosed
 		}
 		return nil
 	}

@@ -150,6 +150,9 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 		case <-ctx.Done():
 			_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
 			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+		case <-t.Closing:
+			_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
+			return node.Held{}, lockerr.ErrClosed
 		}
 	}
 }
