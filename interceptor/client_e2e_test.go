@@ -89,8 +89,9 @@ func (e *execLog) exactlyOnce(ops []string) error {
 }
 
 // dropFirstAnswer, the outermost server interceptor, lets each call run
-// and then, for the first call of each operation, cuts the connection it
-// came on: the answer is produced and never delivered.
+// and then, for the first answer of each operation, cuts the connection
+// the call came on: the answer is produced and never delivered. (A cut
+// also ends the other calls on that connection; they are retried too.)
 func dropFirstAnswer(l *connListener) grpc.UnaryServerInterceptor {
 	var mu sync.Mutex
 	seen := map[string]bool{}
@@ -98,8 +99,10 @@ func dropFirstAnswer(l *connListener) grpc.UnaryServerInterceptor {
 		resp, err := h(ctx, req)
 		op := req.(*testpb.ReserveRequest).GetSku()
 		mu.Lock()
-		drop := !seen[op]
-		seen[op] = true
+		drop := err == nil && !seen[op] // an answer, not a refusal or a call cut short by another's drop
+		if drop {
+			seen[op] = true
+		}
 		mu.Unlock()
 		if drop {
 			p, _ := peer.FromContext(ctx)

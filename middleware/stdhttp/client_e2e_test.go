@@ -65,7 +65,7 @@ func (e *executions) exactlyOnce(ops []string) error {
 }
 
 // dropFirstAnswer serves each request through next and, for the first
-// request of each operation, drops the answer after next has produced it:
+// answer (200) of each operation, drops it after next has produced it:
 // the connection is closed and the client gets no response.
 func dropFirstAnswer(t *testing.T, next http.Handler) http.Handler {
 	var mu sync.Mutex
@@ -73,9 +73,12 @@ func dropFirstAnswer(t *testing.T, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec := httptest.NewRecorder()
 		next.ServeHTTP(rec, r)
+		op := r.Header.Get("X-Op")
 		mu.Lock()
-		drop := !seen[r.Header.Get("X-Op")]
-		seen[r.Header.Get("X-Op")] = true
+		drop := rec.Code == http.StatusOK && !seen[op]
+		if drop {
+			seen[op] = true
+		}
 		mu.Unlock()
 		if drop {
 			conn, _, err := w.(http.Hijacker).Hijack()
