@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktag/locktag/interceptor"
@@ -34,10 +35,10 @@ func ExampleIdempotentUnaryClientInterceptor() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	calls := 0
+	var calls atomic.Int32
 	loseFirst := func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		resp, err := h(ctx, req)
-		if calls++; calls == 1 { // the charge ran; its answer is lost
+		if calls.Add(1) == 1 { // the charge ran; its answer is lost
 			return nil, status.Error(codes.Unavailable, "connection reset")
 		}
 		return resp, err
@@ -63,6 +64,6 @@ func ExampleIdempotentUnaryClientInterceptor() {
 
 	var header metadata.MD
 	resp, err := client.Reserve(context.Background(), &testpb.ReserveRequest{Sku: "book"}, grpc.Header(&header))
-	fmt.Println("charge", resp.GetToken(), err, "replayed:", header.Get(interceptor.ReplayedMetadata), "calls:", calls)
+	fmt.Println("charge", resp.GetToken(), err, "replayed:", header.Get(interceptor.ReplayedMetadata), "calls:", calls.Load())
 	// Output: charge 1 <nil> replayed: [true] calls: 2
 }
