@@ -34,8 +34,8 @@ var (
 //
 // Keys: a call without an Idempotency-Key header gets a new key (p's
 // NewKey, as a quoted Structured Field string), once, before its first
-// attempt; every attempt sends the same key. A key the caller set is sent
-// as it is.
+// attempt; every attempt sends the same key, and it is removed from the
+// request when the call returns. A key the caller set is sent as it is.
 //
 // Retries: CodeUnavailable (which is also what a connection error gives),
 // CodeResourceExhausted with a google.rpc.RetryInfo, and CodeAborted (in
@@ -74,6 +74,9 @@ func (c *idempotentClient) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		}
 		if len(req.Header().Values(IdempotencyKeyHeader)) == 0 {
 			req.Header().Set(IdempotencyKeyHeader, retry.FormatKey(c.p.NewKey()))
+			// The caller's request is left as it was: sent again, it is a
+			// new operation with a new key.
+			defer req.Header().Del(IdempotencyKeyHeader)
 		}
 		a := c.p.Begin()
 		for {

@@ -126,6 +126,18 @@ func TestIdempotentClientCodes(t *testing.T) {
 			}
 		})
 	}
+	t.Run("a minted key is not left on the request", func(t *testing.T) {
+		s, client := scriptedClient(t, quickPolicy(), nil)
+		req := connect.NewRequest(&testpb.ReserveRequest{Sku: "a"})
+		for range 2 {
+			if _, err := client.CallUnary(t.Context(), req); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if len(s.keys) != 2 || s.keys[0][0] == s.keys[1][0] || req.Header().Get(connectrpc.IdempotencyKeyHeader) != "" {
+			t.Fatalf("keys %q, left %q: want two operations, two keys", s.keys, req.Header().Get(connectrpc.IdempotencyKeyHeader))
+		}
+	})
 	t.Run("the caller's key is kept", func(t *testing.T) {
 		s, client := scriptedClient(t, quickPolicy(), connect.NewError(connect.CodeUnavailable, errors.New("down")), nil)
 		req := connect.NewRequest(&testpb.ReserveRequest{Sku: "a"})

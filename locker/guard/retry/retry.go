@@ -78,9 +78,18 @@ type Event struct {
 }
 
 // Policy is a retry policy: which outcomes are retried, how long to wait
-// and when to give up. It is immutable and safe for concurrent use; the
-// zero value is not usable — call New.
+// and when to give up. It is immutable and safe for concurrent use. The
+// zero value, and a nil *Policy, have New()'s defaults.
 type Policy struct{ s settings }
+
+// settings returns p's settings, or the defaults for a zero or nil p (New
+// always sets newKey).
+func (p *Policy) settings() *settings {
+	if p == nil || p.s.newKey == nil {
+		return &defaults
+	}
+	return &p.s
+}
 
 // New returns a Policy with opts applied over the defaults.
 func New(opts ...Option) *Policy {
@@ -99,25 +108,25 @@ func (p *Policy) Retries(c Class) bool {
 	case NoAnswer, InFlight, Throttled, Unavailable:
 		return true
 	case Busy:
-		return p.s.retryBusy
+		return p.settings().retryBusy
 	}
 	return false
 }
 
 // NewKey returns a key for a new operation from the policy's WithNewKey
 // function.
-func (p *Policy) NewKey() string { return p.s.newKey() }
+func (p *Policy) NewKey() string { return p.settings().newKey() }
 
 // Begin starts one operation's attempts; call it just before the first
 // attempt.
 func (p *Policy) Begin() *Attempts {
-	return &Attempts{p: p, start: time.Now(), n: 1}
+	return &Attempts{s: p.settings(), start: time.Now(), n: 1}
 }
 
 // Attempts counts one operation's attempts and waits between them. It is
 // used by one goroutine at a time.
 type Attempts struct {
-	p     *Policy
+	s     *settings
 	start time.Time
 	n     int // the attempt under way or just ended, from 1
 }
@@ -133,7 +142,7 @@ func (a *Attempts) N() int { return a.n }
 // after the budget or ctx's deadline; or, if ctx ends while it waits, an
 // error wrapping ctx.Err() and cause.
 func (a *Attempts) Wait(ctx context.Context, c Class, hint time.Duration, cause error) error {
-	s := &a.p.s
+	s := a.s
 	if a.n >= s.maxAttempts {
 		return gaveUp(fmt.Errorf("%w: %d attempts made", ErrBudgetExhausted, a.n), cause)
 	}
@@ -162,7 +171,7 @@ func (a *Attempts) Wait(ctx context.Context, c Class, hint time.Duration, cause 
 // delay is the wait before the next attempt: the jittered backoff, or the
 // server's hint (capped) if that is longer.
 func (a *Attempts) delay(hint time.Duration) time.Duration {
-	s := &a.p.s
+	s := a.s
 	b := s.maxWait
 	if shift := a.n - 1; shift < 32 && s.base<<shift < s.maxWait && s.base<<shift > 0 {
 		b = s.base << shift

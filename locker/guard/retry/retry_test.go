@@ -3,6 +3,10 @@ package retry_test
 import (
 	"context"
 	"errors"
+	"go/parser"
+	"go/token"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -103,5 +107,42 @@ func TestKeys(t *testing.T) {
 	}
 	if k := retry.New(retry.WithNewKey(func() string { return "fixed" })).NewKey(); k != "fixed" {
 		t.Errorf("WithNewKey: %q", k)
+	}
+}
+
+// The zero Policy and a nil one behave as New().
+func TestZeroPolicy(t *testing.T) {
+	for _, p := range []*retry.Policy{nil, {}} {
+		if !p.Retries(retry.Unavailable) || p.Retries(retry.Busy) || len(p.NewKey()) != 26 {
+			t.Fatalf("%v: not the defaults", p)
+		}
+		if err := p.Begin().Wait(t.Context(), retry.Unavailable, 0, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// The package imports the standard library only: every transport's
+// client, and the core module, can use it for free.
+func TestStdlibOnly(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		af, err := parser.ParseFile(fset, f, nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, im := range af.Imports {
+			path := strings.Trim(im.Path.Value, `"`)
+			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s imports %s: only the standard library is allowed", f, path)
+			}
+		}
 	}
 }
