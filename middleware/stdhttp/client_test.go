@@ -303,3 +303,62 @@ func TestRetryTransportGuard(t *testing.T) {
 		t.Fatalf("another body, same key: %v", err)
 	}
 }
+
+// trackedBody records whether it was closed.
+type trackedBody struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (b *trackedBody) Close() error { b.closed.Store(true); return nil }
+
+// stubTransport answers with statuses[i] (the last after that), each with
+// a tracked body.
+type stubTransport struct {
+	statuses []int
+	problem  string
+	bodies   []*trackedBody
+}
+
+func (s *stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	code := s.statuses[min(len(s.bodies), len(s.statuses)-1)]
+	b := &trackedBody{Reader: strings.NewReader(`{"type":"https://example.com/x#` + s.problem + `"}`)}
+	s.bodies = append(s.bodies, b)
+	h := http.Header{"Content-Type": {"application/problem+json"}}
+	return &http.Response{StatusCode: code, Status: strconv.Itoa(code) + " " + http.StatusText(code), Header: h, Body: b, Request: r}, nil
+}
+
+// Every response the transport does not return is closed; the one it
+// returns is left open, readable in full.
+func TestRetryTransportClosesBodies(t *testing.T) {
+	stub := &stubTransport{statuses: []int{503, 429, 409, 200}, problem: "idempotency-key-in-flight"}
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
+	resp, err := stdhttp.NewRetryTransport(stub, quick()).RoundTrip(req)
+	if err != nil || resp.StatusCode != 200 || len(stub.bodies) != 4 {
+		t.Fatalf("%v %v after %d attempts", resp, err, len(stub.bodies))
+	}
+	for i, b := range stub.bodies[:3] {
+		if !b.closed.Load() {
+			t.Errorf("the body of attempt %d (%d) was not closed", i+1, stub.statuses[i])
+		}
+	}
+	if stub.bodies[3].closed.Load() {
+		t.Error("the returned body was closed")
+	}
+
+	stub = &stubTransport{statuses: []int{422}, problem: "idempotency-key-reused"}
+	req, _ = http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
+	if _, err := stdhttp.NewRetryTransport(stub, quick()).RoundTrip(req); !errors.Is(err, stdhttp.ErrKeyReused) || !stub.bodies[0].closed.Load() {
+		t.Fatalf("422: %v, closed %v", err, stub.bodies[0].closed.Load())
+	}
+
+	stub = &stubTransport{statuses: []int{409}, problem: "something-else"}
+	req, _ = http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
+	resp, err = stdhttp.NewRetryTransport(stub, quick()).RoundTrip(req)
+	if err != nil || resp.StatusCode != 409 {
+		t.Fatal(resp, err)
+	}
+	if body, _ := io.ReadAll(resp.Body); string(body) != `{"type":"https://example.com/x#something-else"}` || stub.bodies[0].closed.Load() {
+		t.Fatalf("a 409 returned: body %q, closed %v; want it whole and open", body, stub.bodies[0].closed.Load())
+	}
+}
