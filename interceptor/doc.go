@@ -85,6 +85,12 @@
 // locker.FromContext(ctx).Token() is the fencing token to hand to storage,
 // and a nested Locker.Obtain of the same key with that context re-enters the
 // lock.
+//
+// # Clients
+//
+// IdempotentUnaryClientInterceptor is the client side of the idempotency
+// guard: one idempotency-key per call, sent on every retry, with the
+// retries of package locker/guard/retry (docs/clients.md).
 package interceptor
 
 //go:generate sh gen.sh

@@ -13,6 +13,9 @@
 //	})
 //	...
 //	path, h := shopv1connect.NewShopHandler(svc, connect.WithInterceptors(ic))
+//
+// On the client side, NewIdempotentClient sends one Idempotency-Key per
+// call and retries it with that key (docs/clients.md).
 package connectrpc
 
 import (

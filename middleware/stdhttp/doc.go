@@ -22,4 +22,8 @@
 // restored), {method}, {route} (r.Pattern), {ip} (the peer address) and
 // the application's (WithSource). Statuses are in Status; docs/http.md is
 // the guide.
+//
+// On the client side, NewRetryTransport is an http.RoundTripper that sends
+// one Idempotency-Key per request and retries it with that key
+// (docs/clients.md).
 package stdhttp

@@ -156,3 +156,30 @@ func refuse(w http.ResponseWriter, r *http.Request, s *settings, o guard.Outcome
 	httpcore.SetRefusalHeaders(w.Header(), o)
 	s.ErrorHandler(w, r, o, Status(o.Kind))
 }
+
+// RetryOption configures NewRetryTransport.
+type RetryOption func(*retrySettings)
+
+type retrySettings struct {
+	header  string
+	methods []string
+}
+
+// WithRetryKeyHeader sets the request header that carries the idempotency
+// key, as the server's WithKeyHeader does. The default is
+// "Idempotency-Key"; "" keeps it.
+func WithRetryKeyHeader(name string) RetryOption {
+	return func(s *retrySettings) {
+		if name != "" {
+			s.header = http.CanonicalHeaderKey(name)
+		}
+	}
+}
+
+// WithRetryKeyMethods sets the methods whose requests get a key when the
+// caller set none (and so are retried). The default is POST and PATCH;
+// none gives no request a key, so only keyed requests the caller made and
+// idempotent methods are retried.
+func WithRetryKeyMethods(methods ...string) RetryOption {
+	return func(s *retrySettings) { s.methods = append([]string(nil), methods...) }
+}
