@@ -3,12 +3,12 @@ module github.com/locktag/locktag/middleware/lockecho
 go 1.26.0
 
 require (
+	github.com/gomodule/redigo v1.9.2
 	github.com/labstack/echo/v4 v4.16.0
 	github.com/locktag/locktag v0.11.0
 )
 
 require (
-	github.com/gomodule/redigo v1.9.2 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
