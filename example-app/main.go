@@ -43,6 +43,7 @@ import (
 type config struct {
 	HTTPAddr string
 	GRPCAddr string
+	Router   string // the HTTP API's router: gin (the default) or echo
 	Demo     bool
 	OTel     bool
 	Buyers   int           // -demo: concurrent purchases per round
@@ -62,6 +63,7 @@ func main() {
 	cfg := config{Getenv: os.Getenv}
 	flag.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
 	flag.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "gRPC listen address")
+	flag.StringVar(&cfg.Router, "router", routerGin, "the HTTP API's router: gin or echo (the same routes and lock tags)")
 	flag.BoolVar(&cfg.Demo, "demo", false, "run the flash-sale demo (with and without the lock tag) and exit")
 	flag.BoolVar(&cfg.OTel, "otel", false, "print locktag's OpenTelemetry spans and metrics (stdout exporters)")
 	flag.IntVar(&cfg.Buyers, "buyers", 300, "-demo: concurrent purchases per round")
