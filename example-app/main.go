@@ -4,6 +4,7 @@
 //	go run ./example-app          # serve on an embedded Redis, nothing to install
 //	go run ./example-app -demo    # oversold with and without the lock tag
 //	go run ./example-app -otel    # also print locktag's spans and metrics
+//	go run ./example-app -router echo  # the HTTP API on Echo instead of Gin
 //
 // Ctrl-C (or SIGTERM) stops it gracefully: requests in flight finish and
 // release their locks (after -grace, 10s, they are cancelled: they answer
