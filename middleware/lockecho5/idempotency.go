@@ -20,7 +20,11 @@ import (
 //
 // accountOf is a func(*echo.Context) (string, error). It panics with
 // NewIdempotency's error if an option is invalid or no scope is given.
-// Put it before Lock (Echo runs route middleware in the order given). An
+// Install it on the route, a group or e.Use, never e.Pre: it guards
+// requests by their route (c.Path()), and before routing, as for a
+// request that matches no route, there is none and it passes the request
+// on unguarded. Put it before Lock (Echo runs route middleware in the
+// order given). An
 // error the handler returns is answered by Echo's HTTPErrorHandler inside
 // the guard, so that answer is what is stored. Statuses and lifecycle:
 // docs/idempotency.md; records are those of the Gin and net/http
