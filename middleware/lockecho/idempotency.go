@@ -24,9 +24,8 @@ import (
 // requests by their route (c.Path()), and before routing, as for a
 // request that matches no route, there is none and it passes the request
 // on unguarded. Put it before Lock (Echo runs route middleware in the
-// order given). An
-// error the handler returns is answered by Echo's HTTPErrorHandler inside
-// the guard, so that answer is what is stored. Statuses and lifecycle:
+// order given). An error the handler returns is answered by Echo's
+// HTTPErrorHandler inside the guard, so that answer is what is stored. Statuses and lifecycle:
 // docs/idempotency.md; records are those of the Gin and net/http
 // adapters (format "H1"), so one service may move between them.
 func Idempotency(l *locker.Locker, opts ...Option) echo.MiddlewareFunc {
