@@ -79,3 +79,25 @@ func TestIdempotencyStoresErrorAnswer(t *testing.T) {
 		t.Fatalf("retry: %d %q replayed=%q after %d runs, want the first answer replayed", second.Code, second.Body, second.Header().Get(lockecho5.ReplayedHeader), runs.Load())
 	}
 }
+
+// TestDirectWriteSeen: a handler that writes to Echo's Response itself
+// (echo.UnwrapResponse) instead of c.Response() has answered as far as the
+// lock guard is concerned: a keep tag keeps the lock after its 2xx.
+func TestDirectWriteSeen(t *testing.T) {
+	_, lk := setup(t)
+	e := newEcho()
+	e.POST("/items/:id", func(c *echo.Context) error {
+		r, err := echo.UnwrapResponse(c.Response())
+		if err != nil {
+			return err
+		}
+		r.WriteHeader(http.StatusNoContent)
+		return nil
+	}, lockecho5.Lock(lk, `key:"item:{path.id}" keep:"1m"`))
+	if rec := do(e, http.MethodPost, "/items/1", ""); rec.Code != http.StatusNoContent {
+		t.Fatalf("%d %s, want 204", rec.Code, rec.Body)
+	}
+	if _, err := lk.Obtain(t.Context(), "item:1", locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("after a 2xx under a keep tag: %v, want the lock kept (ErrNotObtained)", err)
+	}
+}
