@@ -5,6 +5,8 @@
 # stay small:
 #   net/http + redigo          <= 15 modules in all
 #   Gin + redigo               <= Gin's own graph + 8
+#   Echo v4 + redigo           <= Echo's own graph + 8 (as Gin's)
+#   Echo v5 + redigo           <= Echo v5's own graph + 8 (as Gin's)
 #   gRPC + redigo              <= gRPC's own graph + 9
 #   connect-go + redigo        <= connect-go's own graph + 11
 # The core requires no OpenTelemetry module (the instrumentation is the
@@ -67,6 +69,8 @@ consumer() {
 
 declare -A pins
 pins[github.com/gin-gonic/gin]=$(version middleware github.com/gin-gonic/gin)
+pins[github.com/labstack/echo/v4]=$(version middleware/lockecho github.com/labstack/echo/v4)
+pins[github.com/labstack/echo/v5]=$(version middleware/lockecho5 github.com/labstack/echo/v5)
 pins[google.golang.org/grpc]=$(version interceptor google.golang.org/grpc)
 pins[connectrpc.com/connect]=$(version interceptor/connectrpc connectrpc.com/connect)
 
@@ -86,6 +90,8 @@ if (cd "$tmp/nethttp" && go list -m all) | grep -E "($forbidden|gin-gonic|google
 	fail=1
 fi
 for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" \
+	"echo github.com/labstack/echo/v4 github.com/locktag/locktag/middleware/lockecho 8" \
+	"echo5 github.com/labstack/echo/v5 github.com/locktag/locktag/middleware/lockecho5 8" \
 	"grpc google.golang.org/grpc github.com/locktag/locktag/interceptor 9" \
 	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 11"; do
 	set -- $t

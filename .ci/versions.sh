@@ -32,7 +32,7 @@ latest)
 			GOFLAGS=-mod=mod go mod tidy >/dev/null)
 	done
 	echo "versions latest: upgraded to"
-	(cd "$src" && for m in "${modules[@]}"; do (cd "$m" && go list -m all); done | grep -v locktag | sort -u | grep -E 'gin-gonic/gin |google.golang.org/grpc |connectrpc.com/connect |go-redis/v9 |gomodule/redigo |go.opentelemetry.io/otel |google.golang.org/protobuf ' | sed 's/^/  /')
+	(cd "$src" && for m in "${modules[@]}"; do (cd "$m" && go list -m all); done | grep -v locktag | sort -u | grep -E 'gin-gonic/gin |labstack/echo/v4 |labstack/echo/v5 |google.golang.org/grpc |connectrpc.com/connect |go-redis/v9 |gomodule/redigo |go.opentelemetry.io/otel |google.golang.org/protobuf ' | sed 's/^/  /')
 	;;
 go-next)
 	export GOTOOLCHAIN=${GO_NEXT:-go1.27.3}

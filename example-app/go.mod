@@ -7,6 +7,7 @@ require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/gin-gonic/gin v1.12.0
 	github.com/gomodule/redigo v1.9.3
+	github.com/labstack/echo/v4 v4.16.0
 	github.com/locktag/locktag v0.11.0
 	github.com/locktag/locktag/interceptor v0.11.0
 	github.com/locktag/locktag/interceptor/connectrpc v0.11.0
@@ -14,6 +15,7 @@ require (
 	github.com/locktag/locktag/locker/goredis v0.11.0
 	github.com/locktag/locktag/locker/lockotel v0.11.0
 	github.com/locktag/locktag/middleware v0.11.0
+	github.com/locktag/locktag/middleware/lockecho v0.11.0
 	github.com/locktag/locktag/middleware/stdhttp v0.11.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.opentelemetry.io/otel/exporters/stdout/stdoutmetric v1.47.0
@@ -42,9 +44,11 @@ require (
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
 	github.com/locktag/locktag/interceptor/internal/rpccore v0.11.0 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-colorable v0.1.15 // indirect
+	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
@@ -52,6 +56,8 @@ require (
 	github.com/quic-go/quic-go v0.59.0 // indirect
 	github.com/twitchyliquid64/golang-asm v0.15.1 // indirect
 	github.com/ugorji/go/codec v1.3.1 // indirect
+	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasttemplate v1.2.2 // indirect
 	github.com/yuin/gopher-lua v1.1.1 // indirect
 	go.mongodb.org/mongo-driver/v2 v2.5.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
@@ -65,6 +71,7 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 )
 
@@ -77,5 +84,6 @@ replace (
 	github.com/locktag/locktag/locker/goredis => ../locker/goredis
 	github.com/locktag/locktag/locker/lockotel => ../locker/lockotel
 	github.com/locktag/locktag/middleware => ../middleware
+	github.com/locktag/locktag/middleware/lockecho => ../middleware/lockecho
 	github.com/locktag/locktag/middleware/stdhttp => ../middleware/stdhttp
 )

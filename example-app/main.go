@@ -4,6 +4,7 @@
 //	go run ./example-app          # serve on an embedded Redis, nothing to install
 //	go run ./example-app -demo    # oversold with and without the lock tag
 //	go run ./example-app -otel    # also print locktag's spans and metrics
+//	go run ./example-app -router echo  # the HTTP API on Echo instead of Gin
 //
 // Ctrl-C (or SIGTERM) stops it gracefully: requests in flight finish and
 // release their locks (after -grace, 10s, they are cancelled: they answer
@@ -43,6 +44,7 @@ import (
 type config struct {
 	HTTPAddr string
 	GRPCAddr string
+	Router   string // the HTTP API's router: gin (the default) or echo
 	Demo     bool
 	OTel     bool
 	Buyers   int           // -demo: concurrent purchases per round
@@ -62,6 +64,7 @@ func main() {
 	cfg := config{Getenv: os.Getenv}
 	flag.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
 	flag.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "gRPC listen address")
+	flag.StringVar(&cfg.Router, "router", routerGin, "the HTTP API's router: gin or echo (the same routes and lock tags)")
 	flag.BoolVar(&cfg.Demo, "demo", false, "run the flash-sale demo (with and without the lock tag) and exit")
 	flag.BoolVar(&cfg.OTel, "otel", false, "print locktag's OpenTelemetry spans and metrics (stdout exporters)")
 	flag.IntVar(&cfg.Buyers, "buyers", 300, "-demo: concurrent purchases per round")

@@ -9,7 +9,6 @@ import (
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/ops"
-	"github.com/locktag/locktag/middleware"
 	"github.com/locktag/locktag/middleware/stdhttp"
 )
 
@@ -22,11 +21,15 @@ const stdBuyPattern = "POST /std/items/{id}/buy"
 // Shop service over connect-go (under /shop.v1.Shop/), and one net/http
 // route. Tag mistakes are reported here, before traffic.
 func newHTTPHandler(s *shop, accessLog io.Writer) (http.Handler, error) {
-	router := newRouter(s, accessLog)
-	// Every lock tag must be resolvable on its route (a {path.X} the route
-	// lacks would otherwise answer 500 to every request).
-	if err := middleware.CheckRoutes(router); err != nil {
-		return nil, fmt.Errorf("lock tags: %w", err)
+	return newHTTPHandlerOn(s, accessLog, routerGin)
+}
+
+// newHTTPHandlerOn is newHTTPHandler with the API on the router named
+// (-router: gin or echo; apiRouter, echo.go).
+func newHTTPHandlerOn(s *shop, accessLog io.Writer, routerName string) (http.Handler, error) {
+	router, err := apiRouter(s, accessLog, routerName)
+	if err != nil {
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	path, ch, err := newConnectHandler(s)

@@ -32,7 +32,7 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	if !cfg.Quiet {
 		accessLog = out
 	}
-	handler, err := newHTTPHandler(s, accessLog) // checks every lock tag before traffic
+	handler, err := newHTTPHandlerOn(s, accessLog, cfg.Router) // checks every lock tag before traffic
 	if err != nil {
 		return err
 	}
@@ -62,6 +62,9 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 		return fmt.Errorf("grpc: %w (choose another address with -grpc)", err)
 	}
 	printBanner(out, be.desc, hl.Addr().String(), gl.Addr().String())
+	if cfg.Router == routerEcho {
+		fmt.Fprintln(out, "  router:   Echo (-router echo): the HTTP API's routes and lock tags on Echo instead of Gin")
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(hl) }()

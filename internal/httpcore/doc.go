@@ -1,5 +1,6 @@
 // Package httpcore is what locktag's HTTP adapters share: the Gin adapter
-// (package middleware) and the net/http one (package middleware/stdhttp).
+// (package middleware), the net/http one (package middleware/stdhttp) and
+// the Echo ones (middleware/lockecho, middleware/lockecho5).
 // It holds everything about HTTP that is not about a router — the status of
 // each guard.Kind, problem+json bodies, Retry-After, the {body...} reader,
 // the stored-response format and its capture and replay, the request- and

@@ -7,9 +7,10 @@ import (
 
 // GinOption marks an Option as accepted by every adapter: each adapter
 // package takes options of its own interface type (middleware.Option for
-// Gin, stdhttp.Option, interceptor.Option for gRPC, connectrpc.Option),
-// which an Option satisfies through these four methods and an adapter's
-// own With... options through only that adapter's method. Passing one
+// Gin, stdhttp.Option, interceptor.Option for gRPC, connectrpc.Option,
+// lockecho.Option, ...), which an Option satisfies through the marker
+// methods below and an adapter's own With... options through only that
+// adapter's method. Passing one
 // adapter's option to another is therefore a compile error, while the
 // guard's options are written once here and pass anywhere.
 func (Option) GinOption() {}
@@ -23,6 +24,14 @@ func (Option) GRPCOption() {}
 // ConnectOption marks an Option as accepted by every adapter (see
 // GinOption).
 func (Option) ConnectOption() {}
+
+// EchoOption marks an Option as accepted by every adapter (see GinOption):
+// the Echo adapter's lockecho.Option.
+func (Option) EchoOption() {}
+
+// Echo5Option marks an Option as accepted by every adapter (see
+// GinOption): the Echo v5 adapter's lockecho5.Option.
+func (Option) Echo5Option() {}
 
 // AdapterOption makes an adapter's own setting an Option for the guards
 // in t, so that users pass it among the guard's options: set is applied

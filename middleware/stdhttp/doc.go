@@ -1,7 +1,8 @@
 // Package stdhttp puts locktag's lock tags and idempotency guards on
-// net/http handlers: http.ServeMux (Go 1.22+ patterns), chi, gorilla/mux,
-// echo (through echo.WrapMiddleware) — anything that takes an
-// http.Handler or a func(http.Handler) http.Handler.
+// net/http handlers: http.ServeMux (Go 1.22+ patterns), chi, gorilla/mux —
+// anything that takes an http.Handler or a func(http.Handler)
+// http.Handler. Echo services use package lockecho (module
+// middleware/lockecho), which reads Echo's route parameters.
 //
 //	lk, err := locker.New(redigo.New(pool))
 //	...

@@ -30,10 +30,12 @@ var adapters = []adapter{
 	{"net/http", "github.com/locktag/locktag/middleware/stdhttp", `stdhttp.NewLock(lk, tag, OPT)`, `stdhttp.WithKeyHeader("X-Key")`, "HTTPOption"},
 	{"grpc", "github.com/locktag/locktag/interceptor", `interceptor.New(lk, nil, OPT)`, `interceptor.WithProtoOptions(false)`, "GRPCOption"},
 	{"connect", "github.com/locktag/locktag/interceptor/connectrpc", `connectrpc.New(lk, nil, OPT)`, `connectrpc.WithProtoOptions(false)`, "ConnectOption"},
+	{"echo", "github.com/locktag/locktag/middleware/lockecho", `lockecho.NewLock(lk, tag, OPT)`, `lockecho.WithKeyHeader("X-Key")`, "EchoOption"},
+	{"echo5", "github.com/locktag/locktag/middleware/lockecho5", `lockecho5.NewLock(lk, tag, OPT)`, `lockecho5.WithKeyHeader("X-Key")`, "Echo5Option"},
 }
 
 // program returns a main package that makes calls, one a line from line
-// 20 on (the header is padded to 19 lines).
+// 30 on (the header is padded to 29 lines).
 func program(calls []string) string {
 	var b strings.Builder
 	b.WriteString("package main\n\nimport (\n")
@@ -42,7 +44,7 @@ func program(calls []string) string {
 	}
 	b.WriteString("\t\"github.com/locktag/locktag/locker\"\n\t\"github.com/locktag/locktag/locker/guard\"\n)\n\n")
 	b.WriteString("var (\n\tlk  *locker.Locker\n\ttag = `key:\"k\"`\n\t_   = guard.WithFailOpen\n)\n\n")
-	for n := strings.Count(b.String(), "\n"); n < 18; n++ {
+	for n := strings.Count(b.String(), "\n"); n < 28; n++ {
 		b.WriteString("\n")
 	}
 	b.WriteString("func main() {\n")
@@ -133,7 +135,7 @@ func TestOptionsTypedPerAdapter(t *testing.T) {
 			if from.name == to.name {
 				continue
 			}
-			want = append(want, wrong{20 + len(calls), from, to})
+			want = append(want, wrong{30 + len(calls), from, to})
 			calls = append(calls, strings.Replace(to.call, "OPT", from.own, 1))
 		}
 	}

@@ -1,0 +1,44 @@
+package lockecho
+
+import (
+	"net/http"
+
+	"github.com/locktag/locktag/internal/httpcore"
+)
+
+// recorder sits under Echo's Response (as its Writer) while an
+// idempotency guard runs the chain: it passes the response through, notes
+// its status and keeps a copy (httpcore.Capture).
+type recorder struct {
+	http.ResponseWriter
+	status int
+	cap    *httpcore.Capture
+}
+
+func (w *recorder) WriteHeader(code int) {
+	if w.status == 0 && code >= 200 {
+		w.status = code
+		w.cap.Snapshot(w.Header())
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *recorder) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(p)
+	w.cap.Keep(p[:n])
+	return n, err
+}
+
+// Flush lets streaming handlers flush through the recorder.
+func (w *recorder) Flush() {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }

@@ -1,0 +1,147 @@
+package lockecho
+
+import (
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/keyexpr"
+)
+
+// getter is the request-time half of a source.
+type getter = keyexpr.Getter[echo.Context]
+
+// sourceSet returns the built-in sources with the application's on top.
+func (m *locks) sourceSet() keyexpr.Sources[echo.Context] {
+	s := keyexpr.Sources[echo.Context]{
+		"path":   httpcore.Named("path", pathGetter),
+		"query":  httpcore.Named("query", queryGetter),
+		"form":   httpcore.Named("form", formGetter),
+		"header": httpcore.Named("header", func(n string) getter { return httpcore.Header(n, echo.Context.Request) }),
+		"body":   httpcore.Named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
+		"method": httpcore.Bare("method", func(c echo.Context) (string, error) { return c.Request().Method, nil }),
+		"route":  httpcore.Bare("route", func(c echo.Context) (string, error) { return c.Path(), nil }),
+		"ip":     httpcore.Bare("ip", clientIP),
+	}
+	for name, src := range m.s.Sources {
+		s[name] = src
+	}
+	return s
+}
+
+// pathGetter reads a route parameter from Echo's router (c.Param). A
+// route without the parameter is a mistake in the tag (ErrNoRouteParam, a
+// 500), not in the request.
+func pathGetter(name string) getter {
+	return func(c echo.Context) (string, error) {
+		names := c.ParamNames()
+		for i, n := range names {
+			if n == name {
+				return c.ParamValues()[i], nil
+			}
+		}
+		return "", ErrNoRouteParam
+	}
+}
+
+func queryGetter(name string) getter {
+	return func(c echo.Context) (string, error) { return c.QueryParam(name), nil }
+}
+
+// formGetter reads a url-encoded or multipart form value from the body
+// only (not the query string, unlike c.FormValue).
+func formGetter(name string) getter {
+	return func(c echo.Context) (string, error) { return c.Request().PostFormValue(name), nil }
+}
+
+// bodyGetter serves {body.a.b}: the JSON field at a.b, read once per
+// request, size-capped and restored for the handler (httpcore.ParseBody).
+// maxBytes is read per request: it is set once the guards are built.
+func bodyGetter(path string, maxBytes *int64) getter {
+	segs := httpcore.Segments(path)
+	return func(c echo.Context) (string, error) {
+		return httpcore.ParseBody(c.Request(), *maxBytes).Field(segs, *maxBytes)
+	}
+}
+
+// clientIP is c.RealIP() when the Echo instance has an IPExtractor (Echo's
+// way of saying which proxies to trust), and otherwise the peer address:
+// without one, RealIP believes X-Forwarded-For, which a client can forge.
+func clientIP(c echo.Context) (string, error) {
+	if e := c.Echo(); e != nil && e.IPExtractor != nil {
+		return c.RealIP(), nil
+	}
+	addr := c.Request().RemoteAddr
+	if host, _, err := net.SplitHostPort(addr); err == nil {
+		return host, nil
+	}
+	return addr, nil
+}
+
+// ContextKeys returns a source that reads values an earlier middleware
+// stored with c.Set, for use with WithSource:
+//
+//	lockecho.WithSource("ctx", lockecho.ContextKeys("user", "tenant"))
+//
+// lets templates use {ctx.user} and {ctx.tenant}, read with c.Get("user")
+// and c.Get("tenant"). With allowed keys given, any other key in a template is
+// a registration error (so a typo cannot become a 400 at request time); with
+// none, every key is accepted. A key that is not set, or set to "" or nil,
+// is a missing value (400). Strings and []byte are used as they are, integers
+// and booleans in decimal / "true" / "false", fmt.Stringer values through
+// String, and anything else through fmt.Sprint.
+func ContextKeys(allowed ...string) keyexpr.Source[echo.Context] {
+	allowed = slices.Clone(allowed)
+	return func(path string) (getter, error) {
+		if path == "" {
+			return nil, fmt.Errorf("a context key source needs a key name, e.g. {ctx.user}")
+		}
+		if len(allowed) > 0 && !slices.Contains(allowed, path) {
+			return nil, fmt.Errorf("context key %q is not one of the allowed keys %q", path, allowed)
+		}
+		return func(c echo.Context) (string, error) { return stringOf(c.Get(path)), nil }, nil
+	}
+}
+
+func stringOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return x
+	case []byte:
+		return string(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case uint:
+		return strconv.FormatUint(uint64(x), 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10)
+	case bool:
+		return strconv.FormatBool(x)
+	case fmt.Stringer:
+		return x.String()
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// SourceFunc returns a source without a path, for use with WithSource:
+//
+//	lockecho.WithSource("tenant", lockecho.SourceFunc(tenantOf))
+//
+// lets templates use {tenant}; get runs once per request. A template that
+// gives it a path ({tenant.x}) is a registration error.
+func SourceFunc(get func(c echo.Context) (string, error)) keyexpr.Source[echo.Context] {
+	return httpcore.SourceFunc(get)
+}
