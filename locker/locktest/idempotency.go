@@ -39,7 +39,7 @@ func (k *Kit) identity(c HTTPCall) (name, fp string) {
 	k.t.Helper()
 	r := c.Request
 	if r == nil {
-		k.t.Fatal("locktest: HTTPCall without a Request")
+		k.t.Fatalf("locktest: HTTPCall without a Request")
 	}
 	header := c.Header
 	if header == "" {

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -16,6 +15,17 @@ import (
 	"github.com/locktag/locktag/locker/redigo"
 )
 
+// T is what a Kit needs of a test: *testing.T, *testing.B and *testing.F
+// are T, and so is a Standalone, for TestMain and Examples. When t has an
+// Output method (testing.TB's), the Lockers log there.
+type T interface {
+	Helper()
+	Cleanup(func())
+	Errorf(format string, args ...any)
+	Fatalf(format string, args ...any)
+	Skipf(format string, args ...any)
+}
+
 // Kit is a Redis for one test and the Lockers on it: Locker, the one to
 // give the code under test, and another that plays a second process of
 // the same service (Hold, InFlight, Completed). Its methods put a guarded
@@ -23,7 +33,7 @@ import (
 // fail the test (t.Fatal) when they cannot, so call them from the test's
 // goroutine. A Kit is made by New and stopped by the test's clean-up.
 type Kit struct {
-	t      testing.TB
+	t      T
 	name   string    // "miniredis" or the redis-server program
 	emb    *embedded // nil on a redis-server
 	srv    server
@@ -44,7 +54,7 @@ const timeout = 10 * time.Second
 // docs/testing.md), unless WithRedisServer or the ServerEnv variable asks
 // for a redis-server; when that program is missing, New skips the test
 // and says why. The Lockers' log records go to the test's output.
-func New(t testing.TB, opts ...Option) *Kit {
+func New(t T, opts ...Option) *Kit {
 	t.Helper()
 	o := evaluateOptions(opts)
 	if o.server == "" {
@@ -53,7 +63,10 @@ func New(t testing.TB, opts ...Option) *Kit {
 	if o.server == "" {
 		o.server = embeddedName
 	}
-	k := &Kit{t: t, name: o.server, output: &testOutput{w: t.Output()}}
+	k := &Kit{t: t, name: o.server, output: &testOutput{w: io.Discard}}
+	if ot, ok := t.(interface{ Output() io.Writer }); ok {
+		k.output.w = ot.Output()
+	}
 	t.Cleanup(k.close)
 	var err error
 	if o.server == embeddedName {
