@@ -149,23 +149,26 @@ func (k *Kit) Lose(key string) {
 // test's clean-up calls Up before it closes the Lockers.
 func (k *Kit) Down() { k.cut.setDown(true) }
 
-// Up brings Redis back after Down and waits (up to 10s) until Locker
-// answers again, so the next request is served.
+// Up brings Redis back after Down and waits (up to 10s) until every
+// Locker of the Kit answers again — each has noticed its cut connection
+// and dialled anew — so the next request is served.
 func (k *Kit) Up() {
 	k.t.Helper()
 	k.cut.setDown(false)
 	deadline := time.Now().Add(timeout)
-	for {
-		ctx, cancel := k.ctx()
-		err := k.lk.Healthy(ctx)
-		cancel()
-		if err == nil {
-			return
+	for _, lk := range []*locker.Locker{k.lk, k.other} {
+		for {
+			ctx, cancel := k.ctx()
+			err := lk.Healthy(ctx)
+			cancel()
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				k.t.Fatalf("locktest: Redis not back within %v: %v", timeout, err)
+			}
+			time.Sleep(time.Millisecond) // polling with a deadline
 		}
-		if time.Now().After(deadline) {
-			k.t.Fatalf("locktest: Redis not back within %v: %v", timeout, err)
-		}
-		time.Sleep(time.Millisecond) // polling with a deadline
 	}
 }
 
