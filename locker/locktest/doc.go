@@ -4,7 +4,7 @@
 //
 //	func TestPayWhileHeld(t *testing.T) {
 //		k := locktest.New(t) // an embedded miniredis, stopped by t.Cleanup
-//		h := stdhttp.Lock(k.Locker(), `key:"order:{path.id}"`)(pay)
+//		h := stdhttp.MustLock(k.Locker(), `key:"order:{path.id}"`).Wrap(pay)
 //
 //		release := k.Hold("order:42") // another process holds the lock
 //		rec := httptest.NewRecorder()
