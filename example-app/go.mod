@@ -13,6 +13,7 @@ require (
 	github.com/locktag/locktag/interceptor/locktagv1 v0.11.0
 	github.com/locktag/locktag/locker/goredis v0.11.0
 	github.com/locktag/locktag/locker/lockotel v0.11.0
+	github.com/locktag/locktag/locker/locktest v0.11.0
 	github.com/locktag/locktag/middleware v0.11.0
 	github.com/locktag/locktag/middleware/stdhttp v0.11.0
 	github.com/redis/go-redis/v9 v9.23.0
@@ -76,6 +77,7 @@ replace (
 	github.com/locktag/locktag/interceptor/locktagv1 => ../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../locker/goredis
 	github.com/locktag/locktag/locker/lockotel => ../locker/lockotel
+	github.com/locktag/locktag/locker/locktest => ../locker/locktest
 	github.com/locktag/locktag/middleware => ../middleware
 	github.com/locktag/locktag/middleware/stdhttp => ../middleware/stdhttp
 )
