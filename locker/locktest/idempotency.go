@@ -2,6 +2,7 @@ package locktest
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"maps"
 	"net/http"
@@ -97,9 +98,9 @@ func (k *Kit) Completed(c HTTPCall, status int, header http.Header, body []byte)
 func (k *Kit) InFlight(c HTTPCall) (release func()) {
 	k.t.Helper()
 	name, fp := k.identity(c)
-	ctx, cancel := k.ctx()
-	defer cancel()
-	claim, err := k.other.Idempotent(ctx, name, fp, locker.IdempotencyParams{TTL: c.TTL, Name: "locktest"})
+	// Not bounded by a deadline: the claim's context derives from this one
+	// (its calls are bounded by the Locker's call timeout).
+	claim, err := k.other.Idempotent(context.Background(), name, fp, locker.IdempotencyParams{TTL: c.TTL, Name: "locktest"})
 	if err != nil {
 		k.t.Fatalf("locktest: InFlight %s %s: %v", c.Request.Method, c.Request.URL, err)
 	}

@@ -351,6 +351,36 @@ func TestInFlightWaitRuns(t *testing.T) {
 	})
 }
 
+// A guard waiting for an in-flight key replays the first request's
+// answer when that request completes (the notice of its record).
+func TestInFlightWaitReplaysOnComplete(t *testing.T) {
+	onEach(t, func(t *testing.T, k *Kit) {
+		g := idemGuard(t, k, guard.WithReplayWait(20*time.Second))
+		name, fp := k.identity(HTTPCall{Request: payment(`{}`), Route: "/payments", Scope: "alice"})
+		claim, err := k.other.Idempotent(context.Background(), name, fp, locker.IdempotencyParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := 0
+		done := make(chan guard.Outcome, 1)
+		go func() { done <- runIdem(g, payment(`{}`), &ran) }()
+		select {
+		case o := <-done:
+			t.Fatalf("did not wait: %v", o.Kind)
+		case <-time.After(50 * time.Millisecond): // a refusal would come at once
+		}
+		rec := guard.EncodeRecord(httprecord.Format, guard.Answer{Status: http.StatusAccepted, Payload: httprecord.EncodeResponse(nil, nil, []byte("first"))})
+		if err := claim.Complete(context.Background(), rec); err != nil {
+			t.Fatal(err)
+		}
+		o := <-done
+		wantKind(t, "after the first completed", o, guard.Replay)
+		if ran != 0 || o.Record.Status != http.StatusAccepted {
+			t.Fatalf("ran %d, record %+v", ran, o.Record)
+		}
+	})
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)

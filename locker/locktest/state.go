@@ -1,6 +1,7 @@
 package locktest
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -15,9 +16,9 @@ import (
 // the test when the lock is held already.
 func (k *Kit) Hold(key string) (release func()) {
 	k.t.Helper()
-	ctx, cancel := k.ctx()
-	defer cancel()
-	le, err := k.other.Obtain(ctx, key, locker.Params{Name: "locktest"})
+	// Not bounded by a deadline: the lease's context derives from this one
+	// (its calls are bounded by the Locker's call timeout).
+	le, err := k.other.Obtain(context.Background(), key, locker.Params{Name: "locktest"})
 	if err != nil {
 		k.t.Fatalf("locktest: Hold %q: %v", key, err)
 	}
@@ -43,8 +44,7 @@ func (k *Kit) HoldTag(tag string, values Values) (release func()) {
 	if err != nil {
 		k.t.Fatalf("locktest: %v", err)
 	}
-	ctx, cancel := k.ctx()
-	defer cancel()
+	ctx := context.Background() // the leases' contexts derive from it
 	p := locker.Params{Name: "locktest"}
 	var held []*locker.Lease
 	fail := func(err error) {
@@ -176,7 +176,8 @@ func (k *Kit) Up() {
 // as earlier requests would have: the next request is refused (HTTP 429,
 // gRPC ResourceExhausted) until the rate refills one request's share of
 // the period (keyexpr.Rate.Interval) later — Advance can move that along
-// on the embedded server.
+// on the embedded server. (A tag with a `wait` longer than the interval
+// waits for the next slot instead.)
 func (k *Kit) ExhaustRate(tag string, values Values) {
 	k.t.Helper()
 	spec, err := keyexpr.ParseTag(tag)
