@@ -241,7 +241,7 @@ func TestWatchdogRenews(t *testing.T) {
 			t.Fatalf("cause %v", context.Cause(le.Context()))
 		}
 		k.Up()
-	}, WithLockerOptions(locker.WithWatchdog(300*time.Millisecond, 100*time.Millisecond)))
+	}, WithLockerOptions(locker.WithWatchdog(2*time.Second, 500*time.Millisecond)))
 }
 
 func TestKeys(t *testing.T) {
