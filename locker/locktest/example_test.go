@@ -45,7 +45,7 @@ func Example() {
 func ExampleKit_Advance() {
 	var t locktest.Standalone
 	defer t.Close()
-	k := locktest.New(&t)
+	k := locktest.New(&t, locktest.WithEmbedded()) // Advance needs miniredis
 	const tag = `key:"api:{header.X-User}" rate:"60/1h"`
 	user := locktest.Values{"header.X-User": "alice"}
 	p := locker.RateParams{Limit: 60, Period: time.Hour}

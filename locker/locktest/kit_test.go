@@ -391,3 +391,16 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A redis-server that is not installed skips the test, naming it.
+func TestMissingServerSkips(t *testing.T) {
+	var sub *testing.T
+	t.Run("missing", func(t *testing.T) {
+		sub = t
+		New(t, WithRedisServer("locktest-no-such-server"))
+		t.Fatal("New returned without a server")
+	})
+	if !sub.Skipped() {
+		t.Fatal("not skipped")
+	}
+}

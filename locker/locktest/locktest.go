@@ -70,16 +70,20 @@ func New(t T, opts ...Option) *Kit {
 	t.Cleanup(k.close)
 	var err error
 	if o.server == embeddedName {
-		k.emb, err = startEmbedded()
-		k.srv = k.emb
+		if k.emb, err = startEmbedded(); err == nil {
+			k.srv = k.emb
+		}
 	} else {
-		k.srv, err = startProcess(o.server)
+		var p *process
+		if p, err = startProcess(o.server); err == nil {
+			k.srv = p
+		}
 	}
 	if errors.Is(err, ErrNoServer) {
-		t.Skipf("locktest: %v (WithRedisServer or %s=%s asked for it)", err, ServerEnv, o.server)
+		t.Skipf("%v (WithRedisServer or %s=%s asked for it)", err, ServerEnv, o.server)
 	}
 	if err != nil {
-		t.Fatalf("locktest: %v", err)
+		t.Fatalf("%v", err)
 	}
 	if k.cut, err = newCutter(k.srv.addr()); err != nil {
 		t.Fatalf("locktest: %v", err)
