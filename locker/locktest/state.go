@@ -51,31 +51,22 @@ func (k *Kit) HoldTag(tag string, values Values) (release func()) {
 		k.releaser(held)()
 		k.t.Fatalf("locktest: HoldTag `%s` %q: %v", tag, names, err)
 	}
-	switch {
-	case len(spec.Keys) > 0:
+	if len(spec.Keys) > 0 {
 		le, err := k.other.ObtainMany(ctx, names, p)
 		if err != nil {
 			fail(err)
 		}
-		held = append(held, le)
-	case spec.Limit > 0:
-		p.Limit = spec.Limit
-		for range spec.Limit {
-			// A fresh context each: one holder per permit, not a re-entry.
-			le, err := k.other.Obtain(ctx, names[0], p)
-			if err != nil {
-				fail(err)
-			}
-			held = append(held, le)
-		}
-	case spec.Mode != "":
-		p.Mode = locker.Write
-		le, err := k.other.Obtain(ctx, names[0], p)
-		if err != nil {
-			fail(err)
-		}
-		held = append(held, le)
-	default:
+		return k.releaser([]*locker.Lease{le})
+	}
+	holders := 1
+	if spec.Limit > 0 {
+		p.Limit, holders = spec.Limit, spec.Limit
+	}
+	if spec.Mode != "" {
+		p.Mode = locker.Write // keeps readers and writers out
+	}
+	for range holders {
+		// ctx carries no lease: each Obtain is a holder of its own.
 		le, err := k.other.Obtain(ctx, names[0], p)
 		if err != nil {
 			fail(err)
