@@ -178,6 +178,42 @@ func TestAdvanceExpiresKeep(t *testing.T) {
 	wantKind(t, "an hour later", run(g, order), guard.OK)
 }
 
+// After Advance, locking goes on as before on the moved clock: a waiter
+// is handed the lock on release, and its fencing token is larger.
+func TestAdvanceKeepsLocking(t *testing.T) {
+	k := New(t, WithEmbedded())
+	ctx := context.Background()
+	le, err := k.Locker().Obtain(ctx, "res", locker.Params{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := le.Token()
+	_ = le.Release(ctx)
+	k.Advance(24 * time.Hour)
+	release := k.Hold("res")
+	done := make(chan error, 1)
+	var after int64
+	go func() {
+		le, err := k.Locker().Obtain(ctx, "res", locker.Params{Wait: 20 * time.Second})
+		if err == nil {
+			after = le.Token()
+			err = le.Release(ctx)
+		}
+		done <- err
+	}()
+	waitFor(t, "the Obtain queued", func() bool {
+		st, err := k.Locker().Inspect(ctx, "res")
+		return err == nil && st.Queued == 1
+	})
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if after <= before {
+		t.Fatalf("token %d after %d", after, before)
+	}
+}
+
 // Fencing tokens grow with every holder, the Kit's holders included.
 func TestFencingGrows(t *testing.T) {
 	onEach(t, func(t *testing.T, k *Kit) {
