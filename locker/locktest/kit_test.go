@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -19,10 +20,13 @@ import (
 
 // onEach runs f on the embedded miniredis and on a redis-server (skipped
 // where there is none), so every state is shown to behave the same on
-// both.
+// both. The project's LOCKTAG_REDIS_SERVER picks the server program, as
+// for every Redis-backed test here (valkey-server in .ci/valkey.sh).
 func onEach(t *testing.T, f func(t *testing.T, k *Kit), opts ...Option) {
 	t.Run("miniredis", func(t *testing.T) { f(t, New(t, append(opts, WithEmbedded())...)) })
-	t.Run("redis-server", func(t *testing.T) { f(t, New(t, append(opts, WithRedisServer(""))...)) })
+	t.Run("redis-server", func(t *testing.T) {
+		f(t, New(t, append(opts, WithRedisServer(os.Getenv("LOCKTAG_REDIS_SERVER")))...))
+	})
 }
 
 // lockGuard is the guard layer's lock guard for tag, on requests that
