@@ -218,6 +218,27 @@ func TestAdvanceKeepsLocking(t *testing.T) {
 	}
 }
 
+// Leases run out in real time on the embedded server too: its TTLs
+// follow the clock (ClockTTL), not only Advance.
+func TestLeasesExpireInRealTime(t *testing.T) {
+	onEach(t, func(t *testing.T, k *Kit) {
+		ctx := context.Background()
+		if _, err := k.other.Obtain(ctx, "res", locker.Params{TTL: 100 * time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := k.Locker().Obtain(ctx, "res", locker.Params{}); !errors.Is(err, locker.ErrNotObtained) {
+			t.Fatalf("held: %v", err)
+		}
+		waitFor(t, "the 100ms lease ran out", func() bool {
+			le, err := k.Locker().Obtain(ctx, "res", locker.Params{})
+			if err == nil {
+				_ = le.Release(ctx)
+			}
+			return err == nil
+		})
+	})
+}
+
 // Fencing tokens grow with every holder, the Kit's holders included.
 func TestFencingGrows(t *testing.T) {
 	onEach(t, func(t *testing.T, k *Kit) {
