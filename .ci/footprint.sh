@@ -17,7 +17,10 @@
 # instance id, is in gRPC's own graph). A connect consumer adds the same
 # nine, google/uuid and genproto's rpc (the status details), which
 # connect-go's own graph lacks.
-# No library module may require test-only tooling.
+# No library module may require test-only tooling, except the test kit
+# locker/locktest, whose embedded server is miniredis: a consumer that
+# imports the core and locktest (in its tests) adds only the kit's module
+# and miniredis's own graph.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 export GOWORK=off GOFLAGS=-mod=mod
@@ -25,6 +28,8 @@ export GOWORK=off GOFLAGS=-mod=mod
 forbidden='chromedp|miniredis|go.opentelemetry.io/otel/sdk|go.opentelemetry.io/otel/exporters|go-chi/chi|toxiproxy|zerolog|prometheus|gonum'
 fail=0
 for m in "${modules[@]}"; do
+	# locktest is a test kit: it legitimately requires miniredis (checked below).
+	[ "$m" = locker/locktest ] && continue
 	if grep -E "^\s*($forbidden)" "$root/$m/go.mod" >/dev/null 2>&1 || grep -E "($forbidden)" "$root/$m/go.mod" | grep -v '^module' >/dev/null; then
 		echo "footprint: $m/go.mod requires test-only tooling:" >&2
 		grep -E "($forbidden)" "$root/$m/go.mod" >&2
@@ -99,4 +104,21 @@ for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" 
 	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)
 	check "$1 consumer (its own graph: $base, +$((n - base)))" "$n" $((base + $4))
 done
+# The test kit: core + locktest minus core may hold only locktest and
+# modules of miniredis's own graph.
+pins[github.com/alicebob/miniredis/v2]=$(version locker/locktest github.com/alicebob/miniredis/v2)
+core="github.com/locktag/locktag/locker github.com/locktag/locktag/locker/redigo"
+consumer core $core >/dev/null
+n=$(consumer core-locktest $core github.com/locktag/locktag/locker/locktest)
+consumer miniredis-alone github.com/alicebob/miniredis/v2 >/dev/null
+mods() { (cd "$tmp/$1" && go list -m -f '{{.Path}}' all | tail -n +2 | sort); }
+extra=$(comm -23 <(mods core-locktest) <(mods core) |
+	grep -vxF -f <(mods miniredis-alone; echo github.com/alicebob/miniredis/v2; echo github.com/locktag/locktag/locker/locktest) || true)
+if [ -n "$extra" ]; then
+	echo "footprint: locktest adds modules beyond its own and miniredis's graph:" >&2
+	echo "$extra" >&2
+	fail=1
+else
+	echo "footprint: core + locktest consumer: $n modules, $(($n - $(mods core | wc -l) - 1)) more than the core's (locktest and miniredis's graph only)"
+fi
 exit $fail

@@ -14,6 +14,7 @@ require (
 	github.com/locktag/locktag/interceptor/locktagv1 v0.11.0
 	github.com/locktag/locktag/locker/goredis v0.11.0
 	github.com/locktag/locktag/locker/lockotel v0.11.0
+	github.com/locktag/locktag/locker/locktest v0.11.0
 	github.com/locktag/locktag/middleware v0.11.0
 	github.com/locktag/locktag/middleware/lockecho v0.11.0
 	github.com/locktag/locktag/middleware/stdhttp v0.11.0
@@ -83,6 +84,7 @@ replace (
 	github.com/locktag/locktag/interceptor/locktagv1 => ../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../locker/goredis
 	github.com/locktag/locktag/locker/lockotel => ../locker/lockotel
+	github.com/locktag/locktag/locker/locktest => ../locker/locktest
 	github.com/locktag/locktag/middleware => ../middleware
 	github.com/locktag/locktag/middleware/lockecho => ../middleware/lockecho
 	github.com/locktag/locktag/middleware/stdhttp => ../middleware/stdhttp

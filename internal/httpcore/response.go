@@ -6,42 +6,24 @@ import (
 	"net/http"
 
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/guard/httprecord"
 )
 
 // RecordFormat names the stored responses of both HTTP adapters (see
 // EncodeResponse), so a record one of them wrote replays through the other.
-const RecordFormat = "H1"
+const RecordFormat = httprecord.Format
 
 // ReplayedHeader is set to "true" on every replayed response.
 const ReplayedHeader = "Idempotent-Replayed"
 
-// A stored response's payload (inside the guard's record, format "H1")
-// is
-//
-//	uvarint(n) n × (uvarint(len) name uvarint(len) value) body
-//
-// A header with several values appears once per value, in order.
-
-// EncodeResponse encodes the headers names of h, and body.
+// EncodeResponse encodes the headers names of h, and body: the payload
+// of a stored response (httprecord.EncodeResponse, which owns the layout).
 func EncodeResponse(h http.Header, names []string, body []byte) []byte {
-	n := 0
-	for _, name := range names {
-		n += len(h.Values(name))
-	}
-	b := make([]byte, 0, 16+len(body))
-	b = binary.AppendUvarint(b, uint64(n))
-	for _, name := range names {
-		for _, v := range h.Values(name) {
-			b = binary.AppendUvarint(b, uint64(len(name)))
-			b = append(b, name...)
-			b = binary.AppendUvarint(b, uint64(len(v)))
-			b = append(b, v...)
-		}
-	}
-	return append(b, body...)
+	return httprecord.EncodeResponse(h, names, body)
 }
 
-// Replay writes a stored response to w, marked with ReplayedHeader. An
+// Replay writes a stored response to w, marked with ReplayedHeader; it
+// reads the layout httprecord.EncodeResponse writes. An
 // unreadable record writes nothing and returns guard.ErrUnreadableRecord.
 func Replay(w http.ResponseWriter, r *guard.Record) error {
 	b := r.Payload
@@ -122,13 +104,8 @@ func (c *Capture) Answer(status int, names []string, sent bool) guard.Answer {
 
 // IdemRequest describes r to an idempotency guard: the key space is the
 // method and route pattern, the key comes from header, and the
-// fingerprint covers the method, route, path, query and body.
+// fingerprint covers the method, route, path, query and body
+// (httprecord.Request).
 func IdemRequest(r *http.Request, route, header string, body func(max int64) ([]byte, error)) guard.Request {
-	return guard.Request{
-		Route: r.Method + " " + route,
-		Name:  route,
-		Keys:  r.Header.Values(header),
-		Parts: []string{r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery},
-		Body:  body,
-	}
+	return httprecord.Request(r, route, header, body)
 }

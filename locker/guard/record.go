@@ -3,6 +3,10 @@ package guard
 import (
 	"crypto/sha256"
 	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/locktag/locktag/locker"
 )
 
 // A stored record is
@@ -56,4 +60,33 @@ func fingerprint(parts []string, body []byte) string {
 	}
 	h.Write(body)
 	return string(h.Sum(nil))
+}
+
+// EncodeRecord returns the record Run stores for answer a in format: its
+// Status and Payload, or, for an Oversize answer, its Status marked as not
+// stored. With Identity it lets a tool write the record of a first request
+// itself (Claim.Complete), as the test kit locker/locktest does; Run reads
+// it back as its own.
+func EncodeRecord(format string, a Answer) []byte {
+	return encodeRecord(format, a.Status, a.Payload, a.Oversize)
+}
+
+// Identity returns what Run claims for q from a caller of scope: the name
+// of its record (locker.IdempotencyName over q.Route, scope and the key
+// of q.Keys, parsed by ParseIdempotencyKey without a length cap) and the
+// fingerprint of q.Parts and body. q.Body is not called: body is the
+// request's body. Errors: ErrIdempotencyKeyMissing, errors wrapping
+// ErrBadIdempotencyKey.
+func (q Request) Identity(scope string, body []byte) (name, fp string, err error) {
+	switch {
+	case len(q.Keys) == 0:
+		return "", "", ErrIdempotencyKeyMissing
+	case len(q.Keys) > 1:
+		return "", "", fmt.Errorf("%w: sent more than once", ErrBadIdempotencyKey)
+	}
+	key, err := ParseIdempotencyKey(q.Keys[0], math.MaxInt)
+	if err != nil {
+		return "", "", err
+	}
+	return locker.IdempotencyName(q.Route, scope, key), fingerprint(q.Parts, body), nil
 }
