@@ -43,13 +43,16 @@ deps:
 	@redis-server --version && redis-cli --version
 	@chromium --version 2>/dev/null || true
 
-## lint: go vet and staticcheck over every module, gofmt, and the go.work
-## consumer check.
+## lint: go vet and staticcheck over every module, gofmt, the go.work
+## consumer check, the shared code's copies (.ci/copies.sh) and the rule
+## that no module imports another module's internal package.
 lint:
 	$(GO) vet $(ALL)
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) -checks 'inherit,ST1020,ST1021,ST1022' $(ALL)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	bash .ci/consumer-check.sh
+	bash .ci/copies.sh check
+	bash .ci/internal-imports.sh
 
 vet: lint
 

@@ -7,15 +7,15 @@
 #   Gin + redigo               <= Gin's own graph + 8
 #   Echo v4 + redigo           <= Echo's own graph + 8 (as Gin's)
 #   Echo v5 + redigo           <= Echo v5's own graph + 8 (as Gin's)
-#   gRPC + redigo              <= gRPC's own graph + 9
-#   connect-go + redigo        <= connect-go's own graph + 11
+#   gRPC + redigo              <= gRPC's own graph + 8
+#   connect-go + redigo        <= connect-go's own graph + 10
 # The core requires no OpenTelemetry module (the instrumentation is the
 # module locker/lockotel, which only its users require). What a gRPC
-# consumer adds is our four modules (the core, interceptor, its rpccore and
+# consumer adds is our three modules (the core, interceptor and
 # locktagv1), redigo, and the test modules redigo's go.mod lists (testify,
-# go-spew, go-difflib, yaml.v3): nine (google/uuid, the core's Locker
+# go-spew, go-difflib, yaml.v3): eight (google/uuid, the core's Locker
 # instance id, is in gRPC's own graph). A connect consumer adds the same
-# nine, google/uuid and genproto's rpc (the status details), which
+# eight, google/uuid and genproto's rpc (the status details), which
 # connect-go's own graph lacks.
 # No library module may require test-only tooling, except the test kit
 # locker/locktest, whose embedded server is miniredis: a consumer that
@@ -97,8 +97,8 @@ fi
 for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" \
 	"echo github.com/labstack/echo/v4 github.com/locktag/locktag/middleware/lockecho 8" \
 	"echo5 github.com/labstack/echo/v5 github.com/locktag/locktag/middleware/lockecho5 8" \
-	"grpc google.golang.org/grpc github.com/locktag/locktag/interceptor 9" \
-	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 11"; do
+	"grpc google.golang.org/grpc github.com/locktag/locktag/interceptor 8" \
+	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 10"; do
 	set -- $t
 	base=$(consumer "$1-alone" "$2")
 	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)

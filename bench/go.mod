@@ -37,9 +37,8 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/internal/rpccore v0.11.0 // indirect
 	github.com/locktag/locktag/interceptor/locktagv1 v0.11.0 // indirect
-	github.com/mattn/go-isatty v0.0.20 // indirect
+	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/pelletier/go-toml/v2 v2.2.4 // indirect
@@ -72,7 +71,6 @@ replace (
 	github.com/locktag/locktag/example-app => ../example-app
 	github.com/locktag/locktag/interceptor => ../interceptor
 	github.com/locktag/locktag/interceptor/connectrpc => ../interceptor/connectrpc
-	github.com/locktag/locktag/interceptor/internal/rpccore => ../interceptor/internal/rpccore
 	github.com/locktag/locktag/interceptor/locktagv1 => ../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../locker/goredis
 	github.com/locktag/locktag/locker/lockotel => ../locker/lockotel

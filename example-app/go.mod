@@ -47,7 +47,6 @@ require (
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/labstack/gommon v0.5.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/internal/rpccore v0.11.0 // indirect
 	github.com/mattn/go-colorable v0.1.15 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -80,7 +79,6 @@ replace (
 	github.com/locktag/locktag => ..
 	github.com/locktag/locktag/interceptor => ../interceptor
 	github.com/locktag/locktag/interceptor/connectrpc => ../interceptor/connectrpc
-	github.com/locktag/locktag/interceptor/internal/rpccore => ../interceptor/internal/rpccore
 	github.com/locktag/locktag/interceptor/locktagv1 => ../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../locker/goredis
 	github.com/locktag/locktag/locker/lockotel => ../locker/lockotel

@@ -3,7 +3,7 @@ package middleware
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // bodyKey is the gin key under which a request's parsed body is cached, so

@@ -1,7 +1,7 @@
 package middleware
 
 import (
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // Sentinel errors. Construction errors wrap ErrBadRule, guard.ErrBadOption

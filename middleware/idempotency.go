@@ -7,9 +7,9 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // Idempotency returns a per-route middleware that runs the rest of the

@@ -7,10 +7,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // Lock returns a per-route middleware that holds the lock described by tag

@@ -3,9 +3,9 @@ package middleware
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // ErrorHandler writes the response for a request a guard refused (or whose

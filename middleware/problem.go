@@ -3,8 +3,8 @@ package middleware
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // ProblemContentType is the media type of the bodies WriteProblem writes.

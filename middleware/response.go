@@ -3,7 +3,7 @@ package middleware
 import (
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // captureWriter passes the response through and keeps a copy of it

@@ -8,10 +8,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // Rules maps routes to lock tags for LockRules. A key is an upper-case HTTP

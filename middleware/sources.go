@@ -8,8 +8,8 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
 // getter is the request-time half of a source.

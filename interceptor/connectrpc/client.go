@@ -8,7 +8,7 @@ import (
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/locktag/locktag/interceptor/internal/rpccore"
+	"github.com/locktag/locktag/interceptor/connectrpc/internal/rpccore"
 	"github.com/locktag/locktag/locker/guard/retry"
 )
 

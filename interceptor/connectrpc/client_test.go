@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/locktag/locktag/interceptor/connectrpc"
-	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/connectrpc/internal/rpccore/testpb"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/guard/retry"

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/locktag/locktag/interceptor/connectrpc"
-	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/connectrpc/internal/rpccore/testpb"
 	"github.com/locktag/locktag/internal/conformance"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/types/dynamicpb"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/locktag/locktag/interceptor/internal/rpccore"
+	"github.com/locktag/locktag/interceptor/connectrpc/internal/rpccore"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 )

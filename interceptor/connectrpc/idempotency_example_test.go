@@ -13,7 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/locktag/locktag/interceptor/connectrpc"
-	"github.com/locktag/locktag/interceptor/internal/rpccore/testpb"
+	"github.com/locktag/locktag/interceptor/connectrpc/internal/rpccore/testpb"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/redigo"

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoregistry"
 
-	"github.com/locktag/locktag/interceptor/internal/rpccore"
+	"github.com/locktag/locktag/interceptor/connectrpc/internal/rpccore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
 )

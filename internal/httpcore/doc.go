@@ -7,4 +7,8 @@
 // answer-side halves of the idempotency guard, and the options both
 // adapters take — so each adapter only reads its router's request and
 // hands these pieces its writer. It imports no router.
+//
+// The source is internal/httpcore, in the core module; each HTTP adapter
+// module holds a generated copy in its own internal/httpcore
+// (.ci/copies.sh), so that no adapter imports another module's internals.
 package httpcore

@@ -39,7 +39,6 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/internal/rpccore v0.11.0 // indirect
 	github.com/locktag/locktag/interceptor/locktagv1 v0.11.0 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
@@ -82,7 +81,6 @@ replace (
 	github.com/locktag/locktag => ../..
 	github.com/locktag/locktag/interceptor => ../../interceptor
 	github.com/locktag/locktag/interceptor/connectrpc => ../../interceptor/connectrpc
-	github.com/locktag/locktag/interceptor/internal/rpccore => ../../interceptor/internal/rpccore
 	github.com/locktag/locktag/interceptor/locktagv1 => ../../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../../locker/goredis
 	github.com/locktag/locktag/locker/lockotel => ../../locker/lockotel

@@ -7,9 +7,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
 // Idempotency returns a middleware that runs the rest of the chain at most

@@ -3,9 +3,9 @@ package lockecho
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
 // ErrorHandler writes the response for a request a guard refused (or whose

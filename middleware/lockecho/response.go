@@ -3,7 +3,7 @@ package lockecho
 import (
 	"net/http"
 
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
 // recorder sits under Echo's Response (as its Writer) while an

@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
 // getter is the request-time half of a source.

@@ -3,7 +3,7 @@ package lockecho5
 import (
 	"errors"
 
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/lockecho5/internal/httpcore"
 )
 
 // Sentinel errors. Construction errors wrap ErrBadRule, guard.ErrBadOption

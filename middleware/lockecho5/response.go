@@ -5,7 +5,7 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/lockecho5/internal/httpcore"
 )
 
 // recorder is the context's response writer while a guard runs the chain

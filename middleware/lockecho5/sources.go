@@ -7,8 +7,8 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/lockecho5/internal/httpcore"
 )
 
 // getter is the request-time half of a source.

@@ -5,9 +5,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/stdhttp/internal/httpcore"
 )
 
 // Idempotency is an idempotency guard for net/http handlers, with the Gin

@@ -7,9 +7,9 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/stdhttp/internal/httpcore"
 )
 
 // Lock is one compiled lock tag for net/http handlers. It is safe for

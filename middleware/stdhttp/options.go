@@ -4,9 +4,9 @@ import (
 	"errors"
 	"net/http"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/stdhttp/internal/httpcore"
 )
 
 // ErrorHandler writes the response for a request a guard refused (or whose

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/stdhttp/internal/httpcore"
 )
 
 type getter = keyexpr.Getter[*http.Request]

@@ -3,7 +3,7 @@ package stdhttp
 import (
 	"net/http"
 
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/stdhttp/internal/httpcore"
 )
 
 // recorder passes a response through, notes its status and, for an

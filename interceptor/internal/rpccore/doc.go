@@ -8,4 +8,8 @@
 // idempotency guard; and the options both adapters take — so each adapter
 // only reads its framework's call and hands these pieces its reply. It
 // imports no RPC framework.
+//
+// The source is interceptor/internal/rpccore, in the gRPC adapter's
+// module; the connect adapter's module holds a generated copy
+// (.ci/copies.sh), so that neither imports another module's internals.
 package rpccore

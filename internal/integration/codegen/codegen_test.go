@@ -84,7 +84,7 @@ func TestDocumentedCodegen(t *testing.T) {
 		}
 	}
 	gomod := "module example.com/shop\n\ngo 1.26.0\n\nreplace (\n"
-	for _, m := range []string{"", "/interceptor", "/interceptor/connectrpc", "/interceptor/locktagv1", "/interceptor/internal/rpccore"} {
+	for _, m := range []string{"", "/interceptor", "/interceptor/connectrpc", "/interceptor/locktagv1"} {
 		gomod += "\tgithub.com/locktag/locktag" + m + " => " + filepath.Join(abs, filepath.FromSlash(m)) + "\n"
 	}
 	gomod += ")\n"

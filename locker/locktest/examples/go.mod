@@ -6,7 +6,6 @@ replace (
 	github.com/locktag/locktag => ../../..
 	github.com/locktag/locktag/interceptor => ../../../interceptor
 	github.com/locktag/locktag/interceptor/connectrpc => ../../../interceptor/connectrpc
-	github.com/locktag/locktag/interceptor/internal/rpccore => ../../../interceptor/internal/rpccore
 	github.com/locktag/locktag/interceptor/locktagv1 => ../../../interceptor/locktagv1
 	github.com/locktag/locktag/locker/locktest => ..
 	github.com/locktag/locktag/middleware => ../../../middleware
@@ -43,7 +42,6 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/internal/rpccore v0.11.0 // indirect
 	github.com/locktag/locktag/interceptor/locktagv1 v0.11.0 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
