@@ -28,22 +28,22 @@ func (d *rueidisDriver) EvalAck(ctx context.Context, replicas int, timeout time.
 	}
 	argv := stringArgs(args)
 	waitMS := max(timeout.Milliseconds(), 1)
-	var v any
-	var acked int
-	err = c.Dedicated(func(dc rueidis.DedicatedClient) error {
-		cmd, err := evalsha(dc.B(), s, keys, argv)
-		if err != nil {
-			return err
+	dc, release, err := dedicate(ctx, c)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer release()
+	cmd, err := evalsha(dc.B(), s, keys, argv)
+	if err != nil {
+		return nil, 0, err
+	}
+	v, acked, err := roundTripAck(ctx, dc, cmd, replicas, waitMS)
+	if isNoScript(err) {
+		if cmd, err = eval(dc.B(), s, keys, argv); err != nil {
+			return nil, 0, err
 		}
 		v, acked, err = roundTripAck(ctx, dc, cmd, replicas, waitMS)
-		if isNoScript(err) {
-			if cmd, err = eval(dc.B(), s, keys, argv); err != nil {
-				return err
-			}
-			v, acked, err = roundTripAck(ctx, dc, cmd, replicas, waitMS)
-		}
-		return err
-	})
+	}
 	if err != nil {
 		return nil, 0, err
 	}

@@ -64,7 +64,10 @@ func (d *rueidisDriver) Listen(ctx context.Context, deliver func(channel, payloa
 	_, _ = rand.Read(b[:])
 	keepalive := keepalivePrefix + hex.EncodeToString(b[:])
 
-	dc, release := c.Dedicate()
+	dc, release, err := dedicate(ctx, c)
+	if err != nil {
+		return nil, err
+	}
 	l := &listener{
 		dc:      dc,
 		release: release,

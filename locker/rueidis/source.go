@@ -2,10 +2,13 @@ package rueidis
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"sync/atomic"
 
 	"github.com/redis/rueidis"
+
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // source gives the driver its client.
@@ -90,5 +93,28 @@ func (l *lazy) close() {
 	l.mu.Unlock()
 	if c := l.c.Load(); c != nil {
 		(*c).Close()
+	}
+}
+
+// dedicate takes a dedicated connection from c's pool for blocking
+// commands, waiting no longer than ctx: rueidis' Dedicate waits for a free
+// connection without a context when the pool (BlockingPoolSize) is
+// exhausted. The connection itself is dialled on its first command.
+func dedicate(ctx context.Context, c rueidis.Client) (rueidis.DedicatedClient, func(), error) {
+	type dedicated struct {
+		dc      rueidis.DedicatedClient
+		release func()
+	}
+	got := make(chan dedicated, 1)
+	go func() {
+		dc, release := c.Dedicate()
+		got <- dedicated{dc, release}
+	}()
+	select {
+	case d := <-got:
+		return d.dc, d.release, nil
+	case <-ctx.Done():
+		go func() { (<-got).release() }() // given back once rueidis has one
+		return nil, nil, fmt.Errorf("%w: no dedicated connection from rueidis' pool: %w", driver.ErrNotSent, ctx.Err())
 	}
 }
