@@ -310,4 +310,3 @@ func testClusterMutex(t *testing.T, c *redistest.Cluster, keys map[*redistest.Se
 		t.Logf("control: %d overlaps, %d lost updates", overlaps, lost)
 	})
 }
-
