@@ -7,6 +7,7 @@
 #   Gin + redigo               <= Gin's own graph + 8
 #   gRPC + redigo              <= gRPC's own graph + 9
 #   connect-go + redigo        <= connect-go's own graph + 11
+#   net/http + rueidis         <= rueidis' own graph + 5
 # The core requires no OpenTelemetry module (the instrumentation is the
 # module locker/lockotel, which only its users require). What a gRPC
 # consumer adds is our four modules (the core, interceptor, its rpccore and
@@ -15,6 +16,10 @@
 # instance id, is in gRPC's own graph). A connect consumer adds the same
 # nine, google/uuid and genproto's rpc (the status details), which
 # connect-go's own graph lacks.
+# A net/http consumer on the rueidis driver adds to rueidis' own graph
+# (rueidis, x/net, x/sys, x/text and its go.mod's go-cmp, gomega, yaml)
+# our three modules (the core, middleware/stdhttp, locker/rueidis), redigo
+# (the core's default driver) and google/uuid: five.
 # No library module may require test-only tooling.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
@@ -69,6 +74,7 @@ declare -A pins
 pins[github.com/gin-gonic/gin]=$(version middleware github.com/gin-gonic/gin)
 pins[google.golang.org/grpc]=$(version interceptor google.golang.org/grpc)
 pins[connectrpc.com/connect]=$(version interceptor/connectrpc connectrpc.com/connect)
+pins[github.com/redis/rueidis]=$(version locker/rueidis github.com/redis/rueidis)
 
 check() { # check NAME GOT LIMIT
 	if [ "$2" -gt "$3" ]; then
@@ -93,4 +99,7 @@ for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" 
 	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)
 	check "$1 consumer (its own graph: $base, +$((n - base)))" "$n" $((base + $4))
 done
+base=$(consumer rueidis-alone github.com/redis/rueidis)
+n=$(consumer nethttp-rueidis github.com/locktag/locktag/middleware/stdhttp github.com/locktag/locktag/locker/rueidis)
+check "net/http + rueidis consumer (rueidis' own graph: $base, +$((n - base)))" "$n" $((base + 5))
 exit $fail
