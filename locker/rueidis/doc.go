@@ -2,7 +2,10 @@
 // adapts a rueidis client to the [driver.Driver] seam (package
 // github.com/locktag/locktag/locker/driver) and imports nothing else of
 // locktag. One driver serves a single server, a Redis Cluster and a
-// Sentinel set-up, whichever client rueidis.NewClient made:
+// Sentinel set-up, whichever client rueidis.NewClient made. The package
+// has rueidis' own name; import it as, say, lockrueidis:
+//
+//	import lockrueidis "github.com/locktag/locktag/locker/rueidis"
 //
 //	c, err := rueidis.NewClient(rueidis.ClientOption{
 //		InitAddress: []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"},
