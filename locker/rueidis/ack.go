@@ -26,20 +26,19 @@ func (d *rueidisDriver) EvalAck(ctx context.Context, replicas int, timeout time.
 	if err != nil {
 		return nil, 0, notSent(err)
 	}
-	argv := stringArgs(args)
 	waitMS := max(timeout.Milliseconds(), 1)
 	dc, release, err := dedicate(ctx, c)
 	if err != nil {
 		return nil, 0, err
 	}
 	defer release()
-	cmd, err := evalsha(dc.B(), s, keys, argv)
+	cmd, err := evalsha(dc.B(), s, keys, args)
 	if err != nil {
 		return nil, 0, err
 	}
 	v, acked, err := roundTripAck(ctx, dc, cmd, replicas, waitMS)
 	if isNoScript(err) {
-		if cmd, err = eval(dc.B(), s, keys, argv); err != nil {
+		if cmd, err = eval(dc.B(), s, keys, args); err != nil {
 			return nil, 0, err
 		}
 		v, acked, err = roundTripAck(ctx, dc, cmd, replicas, waitMS)

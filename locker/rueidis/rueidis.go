@@ -62,8 +62,7 @@ func (d *rueidisDriver) Eval(ctx context.Context, s *driver.Script, keys driver.
 	if err != nil {
 		return nil, notSent(err)
 	}
-	argv := stringArgs(args)
-	cmd, err := evalsha(c.B(), s, keys, argv)
+	cmd, err := evalsha(c.B(), s, keys, args)
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +71,7 @@ func (d *rueidisDriver) Eval(ctx context.Context, s *driver.Script, keys driver.
 		// In a Cluster each master has its own script cache: this is the
 		// first call on the master that owns keys' slot (or it restarted,
 		// or the cache was flushed). EVAL runs and loads the script.
-		if cmd, err = eval(c.B(), s, keys, argv); err != nil {
+		if cmd, err = eval(c.B(), s, keys, args); err != nil {
 			return nil, err
 		}
 		res = c.Do(ctx, cmd)
@@ -87,17 +86,35 @@ func (d *rueidisDriver) Close() error {
 	return nil
 }
 
-// evalsha builds EVALSHA. A Cluster client's builder refuses keys of
-// several slots by panicking; that becomes the error Redis would give.
-func evalsha(b rueidis.Builder, s *driver.Script, keys driver.Keys, argv []string) (cmd rueidis.Completed, err error) {
+// evalsha builds EVALSHA. Arguments are appended one at a time: the
+// command's own (pooled) argument list is the only copy. A Cluster
+// client's builder refuses keys of several slots by panicking; that
+// becomes the error Redis would give.
+func evalsha(b rueidis.Builder, s *driver.Script, keys driver.Keys, args []any) (cmd rueidis.Completed, err error) {
 	defer crossSlot(&err)
-	return b.Evalsha().Sha1(s.Hash()).Numkeys(int64(keys.Len())).Key(keys.Names()...).Arg(argv...).Build(), nil
+	k := b.Evalsha().Sha1(s.Hash()).Numkeys(int64(keys.Len())).Key(keys.Names()...)
+	if len(args) == 0 {
+		return k.Build(), nil
+	}
+	a := k.Arg(arg(args[0]))
+	for _, x := range args[1:] {
+		a = a.Arg(arg(x))
+	}
+	return a.Build(), nil
 }
 
 // eval builds EVAL (see evalsha).
-func eval(b rueidis.Builder, s *driver.Script, keys driver.Keys, argv []string) (cmd rueidis.Completed, err error) {
+func eval(b rueidis.Builder, s *driver.Script, keys driver.Keys, args []any) (cmd rueidis.Completed, err error) {
 	defer crossSlot(&err)
-	return b.Eval().Script(s.Source()).Numkeys(int64(keys.Len())).Key(keys.Names()...).Arg(argv...).Build(), nil
+	k := b.Eval().Script(s.Source()).Numkeys(int64(keys.Len())).Key(keys.Names()...)
+	if len(args) == 0 {
+		return k.Build(), nil
+	}
+	a := k.Arg(arg(args[0]))
+	for _, x := range args[1:] {
+		a = a.Arg(arg(x))
+	}
+	return a.Build(), nil
 }
 
 // errCrossSlot is the error of a call whose keys are in several slots of a
@@ -175,42 +192,37 @@ func sentNothing(err error) bool {
 	return errors.As(err, &oe) && oe.Op == "dial"
 }
 
-// stringArgs formats a script's arguments as Redis receives them: numbers
-// in decimal, strings as they are.
-func stringArgs(args []any) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		switch v := a.(type) {
-		case string:
-			out[i] = v
-		case []byte:
-			out[i] = string(v)
-		case int:
-			out[i] = strconv.Itoa(v)
-		case int64:
-			out[i] = strconv.FormatInt(v, 10)
-		case int32:
-			out[i] = strconv.FormatInt(int64(v), 10)
-		case uint64:
-			out[i] = strconv.FormatUint(v, 10)
-		case uint32:
-			out[i] = strconv.FormatUint(uint64(v), 10)
-		case uint:
-			out[i] = strconv.FormatUint(uint64(v), 10)
-		case float64:
-			out[i] = strconv.FormatFloat(v, 'g', -1, 64)
-		case bool:
-			out[i] = "0"
-			if v {
-				out[i] = "1"
-			}
-		case nil:
-			out[i] = ""
-		default:
-			out[i] = fmt.Sprint(v)
+// arg formats a script's argument as Redis receives it: numbers in
+// decimal, strings as they are.
+func arg(a any) string {
+	switch v := a.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case int:
+		return strconv.Itoa(v)
+	case []byte:
+		return string(v)
+	case int32:
+		return strconv.FormatInt(int64(v), 10)
+	case uint64:
+		return strconv.FormatUint(v, 10)
+	case uint32:
+		return strconv.FormatUint(uint64(v), 10)
+	case uint:
+		return strconv.FormatUint(uint64(v), 10)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	case bool:
+		if v {
+			return "1"
 		}
+		return "0"
+	case nil:
+		return ""
 	}
-	return out
+	return fmt.Sprint(a)
 }
 
 // Masters returns a driver per master of a Cluster, sorted by address
