@@ -16,6 +16,7 @@ func runHot(cfg *config, rep *report) {
 		fmt.Fprintf(md, "%d interleaved rounds per contention level; each library's row is its round with the median CS/s, and the targets use the median over rounds of each round's own ratios.\n\n", rounds)
 	}
 	fmt.Fprintf(md, "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var drivers []string
 	for _, c := range cfg.cs {
 		var libs []subject
 		for _, s := range subjects() {
@@ -24,6 +25,7 @@ func runHot(cfg *config, rep *report) {
 			}
 		}
 		byRound := measureRounds(cfg, "hot", libs, c, rounds, cfg.hotLoad, true)
+		drivers = append(drivers, driverRatios(byRound, libs, c, func(r row) float64 { return r.st.rate })...)
 		for _, s := range libs {
 			r := medianBy(byRound, s.name, func(r row) float64 { return r.st.rate })
 			if s.name == "locktag" && rounds > 1 {
@@ -34,6 +36,7 @@ func runHot(cfg *config, rep *report) {
 		}
 	}
 	md.WriteString("\n")
+	writeDriverRatios(md, "CS/s", drivers)
 }
 
 // hotRounds are locktag's per-round hot-key ratios, summarised.
