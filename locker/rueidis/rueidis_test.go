@@ -314,3 +314,16 @@ func isTimeout(err error) bool {
 	var ne interface{ Timeout() bool }
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+// A nil client, or options without an address, are refused where the
+// Locker is built.
+func TestBadArguments(t *testing.T) {
+	for name, d := range map[string]driver.Driver{
+		"New(nil)":               lockrueidis.New(nil),
+		"NewFromOption(no addr)": lockrueidis.NewFromOption(rueidis.ClientOption{}),
+	} {
+		if _, err := locker.New(d); !errors.Is(err, locker.ErrBadOption) || !strings.Contains(err.Error(), "rueidis.") {
+			t.Errorf("locker.New on %s: %v, want ErrBadOption naming the call", name, err)
+		}
+	}
+}
