@@ -9,6 +9,7 @@
 #   Echo v5 + redigo           <= Echo v5's own graph + 8 (as Gin's)
 #   gRPC + redigo              <= gRPC's own graph + 8
 #   connect-go + redigo        <= connect-go's own graph + 10
+#   net/http + rueidis         <= rueidis' own graph + 5
 # The core requires no OpenTelemetry module (the instrumentation is the
 # module locker/lockotel, which only its users require). What a gRPC
 # consumer adds is our three modules (the core, interceptor and
@@ -21,6 +22,10 @@
 # locker/locktest, whose embedded server is miniredis: a consumer that
 # imports the core and locktest (in its tests) adds only the kit's module
 # and miniredis's own graph.
+# A net/http consumer on the rueidis driver adds to rueidis' own graph
+# (rueidis, x/net, x/sys, x/text and its go.mod's go-cmp, gomega, yaml)
+# our three modules (the core, middleware/stdhttp, locker/rueidis), redigo
+# (the core's default driver) and google/uuid: five.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 export GOWORK=off GOFLAGS=-mod=mod
@@ -78,6 +83,7 @@ pins[github.com/labstack/echo/v4]=$(version middleware/lockecho github.com/labst
 pins[github.com/labstack/echo/v5]=$(version middleware/lockecho5 github.com/labstack/echo/v5)
 pins[google.golang.org/grpc]=$(version interceptor google.golang.org/grpc)
 pins[connectrpc.com/connect]=$(version interceptor/connectrpc connectrpc.com/connect)
+pins[github.com/redis/rueidis]=$(version locker/rueidis github.com/redis/rueidis)
 
 check() { # check NAME GOT LIMIT
 	if [ "$2" -gt "$3" ]; then
@@ -104,6 +110,9 @@ for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" 
 	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)
 	check "$1 consumer (its own graph: $base, +$((n - base)))" "$n" $((base + $4))
 done
+base=$(consumer rueidis-alone github.com/redis/rueidis)
+n=$(consumer nethttp-rueidis github.com/locktag/locktag/middleware/stdhttp github.com/locktag/locktag/locker/rueidis)
+check "net/http + rueidis consumer (rueidis' own graph: $base, +$((n - base)))" "$n" $((base + 5))
 # The test kit: core + locktest minus core may hold only locktest and
 # modules of miniredis's own graph.
 pins[github.com/alicebob/miniredis/v2]=$(version locker/locktest github.com/alicebob/miniredis/v2)

@@ -44,7 +44,7 @@ export LOCKTAG_REDIS_CLI=valkey-cli
 version=$(valkey-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
-	pkgs=(locker locker/guard locker/redigo locker/goredis locker/ops
+	pkgs=(locker locker/guard locker/redigo locker/goredis locker/rueidis locker/ops
 		middleware middleware/stdhttp middleware/lockecho middleware/lockecho5 interceptor interceptor/connectrpc
 		locker/locktest)
 fi

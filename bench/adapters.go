@@ -15,8 +15,11 @@ import (
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
+	lockgoredis "github.com/locktag/locktag/locker/goredis"
 	"github.com/locktag/locktag/locker/redigo"
+	lockrueidis "github.com/locktag/locktag/locker/rueidis"
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
 )
 
 // Lock is the one seam every library is measured through: Lock returns once
@@ -49,6 +52,8 @@ func subjects() []subject {
 	return []subject{
 		{name: "locktag", isLock: true, nodes: 1, open: openLocktag},
 		{name: "locktag-pooled", isLock: true, nodes: 1, open: openLocktagPooled},
+		{name: "locktag-goredis", isLock: true, nodes: 1, open: openLocktagGoredis},
+		{name: "locktag-rueidis", isLock: true, nodes: 1, open: openLocktagRueidis},
 		{name: "redsync", isLock: true, nodes: 1, open: openRedsync},
 		{name: "redislock", isLock: true, nodes: 1, open: openRedislock},
 		{name: "seed", isLock: true, nodes: 1, open: openSeed},
@@ -200,6 +205,72 @@ func locktagOn(pools []*redis.Pool, p locker.Params, dopts ...redigo.Option) (Lo
 		lk.Close()
 		closePools()
 	}, nil
+}
+
+// --- locktag on its other drivers: go-redis and rueidis ---
+
+// openLocktagGoredis is locktag through the go-redis driver
+// (locker/goredis) on a plain go-redis client with the settings
+// docs/scale-out.md recommends, a pool as large as redislock's.
+func openLocktagGoredis(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	return goredisLocktag(addrs[0], c+8, reqs, locker.Params{TTL: lockTTL, Wait: time.Minute})
+}
+
+func goredisLocktag(addr string, poolSize int, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
+	rc := goredis.NewClient(&goredis.Options{
+		Addr:                  addr,
+		PoolSize:              poolSize,
+		DisableIdentity:       true,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		ReadTimeout:           10 * time.Second,
+		WriteTimeout:          10 * time.Second,
+	})
+	rc.AddHook(countHook{reqs})
+	lk, err := locker.New(lockgoredis.New(rc))
+	if err != nil {
+		rc.Close()
+		return nil, nil, err
+	}
+	return locktagLock{lk, p}, func() { lk.Close(); rc.Close() }, nil
+}
+
+// openLocktagRueidis is locktag through the rueidis driver
+// (locker/rueidis) on a rueidis client with rueidis' defaults:
+// auto-pipelining over its own connections.
+func openLocktagRueidis(addrs []string, _ int, reqs *atomic.Int64) (Lock, func(), error) {
+	return rueidisLocktag(addrs[0], reqs, locker.Params{TTL: lockTTL, Wait: time.Minute})
+}
+
+func rueidisLocktag(addr string, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+	if err != nil {
+		return nil, nil, err
+	}
+	lk, err := locker.New(lockrueidis.New(countRueidis{rc, reqs}))
+	if err != nil {
+		rc.Close()
+		return nil, nil, err
+	}
+	return locktagLock{lk, p}, func() { lk.Close(); rc.Close() }, nil
+}
+
+// countRueidis counts the commands sent through Do and DoMulti (the
+// script calls; the subscriber connection's commands go through a
+// dedicated client and are not counted).
+type countRueidis struct {
+	rueidis.Client
+	n *atomic.Int64
+}
+
+func (c countRueidis) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	c.n.Add(1)
+	return c.Client.Do(ctx, cmd)
+}
+
+func (c countRueidis) DoMulti(ctx context.Context, cmds ...rueidis.Completed) []rueidis.RedisResult {
+	c.n.Add(int64(len(cmds)))
+	return c.Client.DoMulti(ctx, cmds...)
 }
 
 // --- go-redsync/redsync v4 (redigo driver); Redlock when given 5 addresses ---

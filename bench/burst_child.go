@@ -56,6 +56,15 @@ func burstLibOf(s subject) burstLib {
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst()}
 	case "locktag-pooled":
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(0))}
+	case "locktag-goredis":
+		// A pool as large as example-app's redigo pool keeps idle (64).
+		return burstLib{name: s.name, queue: true, open: func(addr string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+			return goredisLocktag(addr, 64, reqs, locker.Params{Wait: wait})
+		}}
+	case "locktag-rueidis":
+		return burstLib{name: s.name, queue: true, open: func(addr string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+			return rueidisLocktag(addr, reqs, locker.Params{Wait: wait})
+		}}
 	}
 	return burstLib{name: s.name, open: waitByDeadline(s)}
 }

@@ -62,8 +62,11 @@ require (
 	github.com/locktag/locktag/example-app v0.11.0
 	github.com/locktag/locktag/interceptor v0.11.0
 	github.com/locktag/locktag/interceptor/connectrpc v0.11.0
+	github.com/locktag/locktag/locker/goredis v0.11.0
+	github.com/locktag/locktag/locker/rueidis v0.11.0
 	github.com/locktag/locktag/middleware v0.11.0
 	github.com/locktag/locktag/middleware/stdhttp v0.11.0
+	github.com/redis/rueidis v1.0.79
 )
 
 replace (
@@ -74,6 +77,7 @@ replace (
 	github.com/locktag/locktag/interceptor/locktagv1 => ../interceptor/locktagv1
 	github.com/locktag/locktag/locker/goredis => ../locker/goredis
 	github.com/locktag/locktag/locker/lockotel => ../locker/lockotel
+	github.com/locktag/locktag/locker/rueidis => ../locker/rueidis
 	github.com/locktag/locktag/middleware => ../middleware
 	github.com/locktag/locktag/middleware/stdhttp => ../middleware/stdhttp
 )

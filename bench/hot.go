@@ -15,7 +15,8 @@ func runHot(cfg *config, rep *report) {
 	if rounds > 1 {
 		fmt.Fprintf(md, "%d interleaved rounds per contention level; each library's row is its round with the median CS/s, and the targets use the median over rounds of each round's own ratios.\n\n", rounds)
 	}
-	fmt.Fprintf(md, "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Fprintf(md, "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var drivers []string
 	for _, c := range cfg.cs {
 		var libs []subject
 		for _, s := range subjects() {
@@ -24,6 +25,7 @@ func runHot(cfg *config, rep *report) {
 			}
 		}
 		byRound := measureRounds(cfg, "hot", libs, c, rounds, cfg.hotLoad, true)
+		drivers = append(drivers, driverRatios(byRound, libs, c, func(r row) float64 { return r.st.rate })...)
 		for _, s := range libs {
 			r := medianBy(byRound, s.name, func(r row) float64 { return r.st.rate })
 			if s.name == "locktag" && rounds > 1 {
@@ -34,6 +36,7 @@ func runHot(cfg *config, rep *report) {
 		}
 	}
 	md.WriteString("\n")
+	writeDriverRatios(md, "CS/s", drivers)
 }
 
 // hotRounds are locktag's per-round hot-key ratios, summarised.
@@ -88,10 +91,10 @@ func medianBy(byRound []map[string]row, lib string, key func(row) float64) row {
 
 func (rep *report) hotLine(r row) {
 	id := r.ideal()
-	fmt.Fprintf(&rep.md, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %d/%d | %d | %d | %.2f | %.2f | %s | %s |\n",
+	fmt.Fprintf(&rep.md, "| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %.1f | %.1f | %s | %d/%d | %d | %d | %.2f | %.2f | %s | %s | %.1f |\n",
 		r.lib, r.c, r.st.rate, fmtD(r.st.holdMean), fmtD(r.st.waitP50), fmtD(r.st.waitP99), fmtD(id), ratio(float64(r.st.waitP99), float64(id)),
 		fmtD(r.st.gapP50), float64(r.st.gapP50)/float64(rep.rtt), float64(r.st.gapP50)/float64(max(r.loadedRTT, 1)), fmtD(r.st.gapP99),
-		r.st.fairMin, r.st.fairMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq))
+		r.st.fairMin, r.st.fairMax, r.st.fails, r.st.violations, r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq), r.allocs)
 }
 
 // --- many processes ---

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -97,9 +98,11 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 	var pg *pinger
 	var m0, m1 cpuTicks
 	var m0ok, m1ok bool
+	var a0, a1 runtime.MemStats
 	recs, w, live := drive(l, ld, mono(), func(start bool) {
 		if start {
 			m0, m0ok = readCPU()
+			runtime.ReadMemStats(&a0)
 			r0, c0, u0 = reqs.Load(), serverStatsAll(addrs), selfCPU()
 			if oneKey {
 				pg = startPinger(addrs[0])
@@ -107,6 +110,7 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 		} else {
 			pg.stop()
 			r1, c1, u1 = reqs.Load(), serverStatsAll(addrs), selfCPU()
+			runtime.ReadMemStats(&a1)
 			m1, m1ok = readCPU()
 		}
 	})
@@ -121,6 +125,7 @@ func measure(s subject, addrs []string, ld load, oneKey bool) (row, error) {
 		r.reqPerAcq = float64(r1-r0) / float64(st.acq)
 		r.setServer(c1.sub(c0), len(addrs), pg.count())
 		r.cliPerAcq = (u1 - u0) / time.Duration(st.acq)
+		r.allocs = float64(a1.Mallocs-a0.Mallocs) / float64(st.acq)
 	}
 	return r, nil
 }
@@ -209,8 +214,8 @@ func runUncontended(cfg *config, rep *report) {
 		fmt.Fprintf(md, "%d interleaved rounds per contention level: every library once per round, one after another, so each ratio is paired with a set+del cell measured seconds away, and a burst of outside load spoils one round rather than one library's whole result. × set+del is the median of the per-round ratios (range in brackets); the other columns are from the round whose ratio is that median.\n\n", rounds)
 	}
 	md.WriteString("The last column is the whole machine during that row's window: CPUs busy (every process, this tool and redis-server included) / stolen by the hypervisor / one-minute load average. Below each contention level, the range over all its windows. A ratio taken while other work keeps the CPUs busy, or while steal is high, says more about the machine than about the libraries.\n\n")
-	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | busy / steal / load |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	var machines []string
+	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq | busy / steal / load |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	var machines, drivers []string
 	for _, c := range cfg.cs {
 		var libs []subject
 		for _, s := range subjects() {
@@ -229,14 +234,55 @@ func runUncontended(cfg *config, rep *report) {
 			if r.ratioMed > 0 {
 				x += fmt.Sprintf(" (%.2f–%.2f)", r.ratioMin, r.ratioMax)
 			}
-			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s | %s |\n", r.lib, c, r.st.rate, x,
-				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq), r.mach)
+			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s | %.1f | %s |\n", r.lib, c, r.st.rate, x,
+				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq), r.allocs, r.mach)
 		}
 		machines = append(machines, fmt.Sprintf("- c = %d: %s\n", c, machineRange(byRound)))
+		drivers = append(drivers, driverRatios(byRound, libs, c, func(r row) float64 { return r.st.rate })...)
 	}
 	md.WriteString("\nThe machine during each contention level's windows:\n\n")
 	for _, m := range machines {
 		md.WriteString(m)
+	}
+	md.WriteString("\n")
+	writeDriverRatios(md, "pairs/s", drivers)
+}
+
+// driverRatios compares locktag on its other drivers with locktag on
+// redigo (the default) at c: the median and range over the rounds of each
+// round's ratio of metric, one line per driver in libs. Nothing unless
+// locktag and another driver ran.
+func driverRatios(byRound []map[string]row, libs []subject, c int, metric func(row) float64) []string {
+	var out []string
+	for _, s := range libs {
+		if !strings.HasPrefix(s.name, "locktag-") || s.name == "locktag-pooled" || !s.isLock {
+			continue
+		}
+		var x []float64
+		for _, m := range byRound {
+			base, ok1 := m["locktag"]
+			r, ok2 := m[s.name]
+			if ok1 && ok2 && metric(base) > 0 {
+				x = append(x, metric(r)/metric(base))
+			}
+		}
+		if len(x) == 0 {
+			continue
+		}
+		v := medRange(x)
+		out = append(out, fmt.Sprintf("| %s | %d | %.2f× (%.2f–%.2f) | %d |\n", s.name, c, v[0], v[1], v[2], len(x)))
+	}
+	return out
+}
+
+// writeDriverRatios writes the lines of driverRatios as a table.
+func writeDriverRatios(md *strings.Builder, metric string, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintf(md, "Drivers against locktag on redigo (the default), %s: the median of the per-round ratios (range).\n\n| driver | c | %s ÷ locktag | rounds |\n|---|---:|---:|---:|\n", metric, metric)
+	for _, l := range lines {
+		md.WriteString(l)
 	}
 	md.WriteString("\n")
 }
