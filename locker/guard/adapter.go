@@ -24,6 +24,10 @@ func (Option) GRPCOption() {}
 // GinOption).
 func (Option) ConnectOption() {}
 
+// FiberOption marks an Option as accepted by every adapter (see
+// GinOption).
+func (Option) FiberOption() {}
+
 // AdapterOption makes an adapter's own setting an Option for the guards
 // in t, so that users pass it among the guard's options: set is applied
 // to the adapter's settings, of type *S, by ApplyAdapterOptions. Its error
