@@ -39,12 +39,13 @@ func capture(c fiber.Ctx, names []string, max int) guard.Answer {
 	}
 	cp := &httpcore.Capture{Max: max}
 	cp.Snapshot(h)
-	if resp.IsBodyStream() {
-		cp.Keep(make([]byte, max+1)) // over the cap: not stored
-	} else {
-		cp.Keep(resp.Body())
+	stream := resp.IsBodyStream()
+	if !stream {
+		cp.Keep(resp.Body()) // resp.Body would read a stream to its end
 	}
-	return cp.Answer(resp.StatusCode(), names, written(c))
+	a := cp.Answer(resp.StatusCode(), names, written(c))
+	a.Oversize = a.Oversize || stream
+	return a
 }
 
 // replay writes a stored response into c's response through
