@@ -56,12 +56,16 @@ type config struct {
 	Getenv      func(string) string
 	// Ready, if set, is called once both servers listen (tests use it).
 	Ready func(httpAddr, grpcAddr string)
+
+	// FiberAddr (-fiber) also serves the HTTP routes on Fiber; "": off.
+	FiberAddr string
 }
 
 func main() {
 	cfg := config{Getenv: os.Getenv}
 	flag.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
 	flag.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "gRPC listen address")
+	flag.StringVar(&cfg.FiberAddr, "fiber", "", "also serve the shop's HTTP routes on Fiber at this address (empty: off)")
 	flag.BoolVar(&cfg.Demo, "demo", false, "run the flash-sale demo (with and without the lock tag) and exit")
 	flag.BoolVar(&cfg.OTel, "otel", false, "print locktag's OpenTelemetry spans and metrics (stdout exporters)")
 	flag.IntVar(&cfg.Buyers, "buyers", 300, "-demo: concurrent purchases per round")
