@@ -5,6 +5,7 @@
 # stay small:
 #   net/http + redigo          <= 15 modules in all
 #   Gin + redigo               <= Gin's own graph + 8
+#   Fiber v3 + redigo          <= Fiber's own graph + 8 (what Gin's adapter adds)
 #   gRPC + redigo              <= gRPC's own graph + 9
 #   connect-go + redigo        <= connect-go's own graph + 11
 # The core requires no OpenTelemetry module (the instrumentation is the
@@ -69,6 +70,7 @@ declare -A pins
 pins[github.com/gin-gonic/gin]=$(version middleware github.com/gin-gonic/gin)
 pins[google.golang.org/grpc]=$(version interceptor google.golang.org/grpc)
 pins[connectrpc.com/connect]=$(version interceptor/connectrpc connectrpc.com/connect)
+pins[github.com/gofiber/fiber/v3]=$(version middleware/lockfiber github.com/gofiber/fiber/v3)
 
 check() { # check NAME GOT LIMIT
 	if [ "$2" -gt "$3" ]; then
@@ -87,7 +89,8 @@ if (cd "$tmp/nethttp" && go list -m all) | grep -E "($forbidden|gin-gonic|google
 fi
 for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" \
 	"grpc google.golang.org/grpc github.com/locktag/locktag/interceptor 9" \
-	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 11"; do
+	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 11" \
+	"fiber github.com/gofiber/fiber/v3 github.com/locktag/locktag/middleware/lockfiber 8"; do
 	set -- $t
 	base=$(consumer "$1-alone" "$2")
 	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)

@@ -45,7 +45,7 @@ version=$(valkey-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
 	pkgs=(locker locker/guard locker/redigo locker/goredis locker/ops
-		middleware middleware/stdhttp interceptor interceptor/connectrpc)
+		middleware middleware/stdhttp middleware/lockfiber interceptor interceptor/connectrpc)
 fi
 
 echo "=== valkey.sh: Redis-backed tests on Valkey $version ($(command -v valkey-server), $(valkey-cli --version))"

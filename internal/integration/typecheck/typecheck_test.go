@@ -30,6 +30,7 @@ var adapters = []adapter{
 	{"net/http", "github.com/locktag/locktag/middleware/stdhttp", `stdhttp.NewLock(lk, tag, OPT)`, `stdhttp.WithKeyHeader("X-Key")`, "HTTPOption"},
 	{"grpc", "github.com/locktag/locktag/interceptor", `interceptor.New(lk, nil, OPT)`, `interceptor.WithProtoOptions(false)`, "GRPCOption"},
 	{"connect", "github.com/locktag/locktag/interceptor/connectrpc", `connectrpc.New(lk, nil, OPT)`, `connectrpc.WithProtoOptions(false)`, "ConnectOption"},
+	{"fiber", "github.com/locktag/locktag/middleware/lockfiber", `lockfiber.NewLock(lk, tag, OPT)`, `lockfiber.WithKeyHeader("X-Key")`, "FiberOption"},
 }
 
 // program returns a main package that makes calls, one a line from line
