@@ -62,8 +62,12 @@ func CheckRoutes(app *fiber.App) error {
 			if err == nil {
 				err = lh.m.check(lh.g.Spec(), r.Params, use)
 			}
+			where := ""
+			if use {
+				where = " (a Use handler)"
+			}
 			if err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s %s: %w", ErrBadRule, r.Method, r.Path, err))
+				errs = append(errs, fmt.Errorf("%w: %s %s%s: %w", ErrBadRule, r.Method, r.Path, where, err))
 			}
 		}
 	}
