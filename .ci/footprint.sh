@@ -10,6 +10,7 @@
 #   gRPC + redigo              <= gRPC's own graph + 8
 #   connect-go + redigo        <= connect-go's own graph + 10
 #   net/http + rueidis         <= rueidis' own graph + 5
+#   Fiber v3 + redigo          <= Fiber's own graph + 8 (what Gin's adapter adds)
 # The core requires no OpenTelemetry module (the instrumentation is the
 # module locker/lockotel, which only its users require). What a gRPC
 # consumer adds is our three modules (the core, interceptor and
@@ -84,6 +85,7 @@ pins[github.com/labstack/echo/v5]=$(version middleware/lockecho5 github.com/labs
 pins[google.golang.org/grpc]=$(version interceptor google.golang.org/grpc)
 pins[connectrpc.com/connect]=$(version interceptor/connectrpc connectrpc.com/connect)
 pins[github.com/redis/rueidis]=$(version locker/rueidis github.com/redis/rueidis)
+pins[github.com/gofiber/fiber/v3]=$(version middleware/lockfiber github.com/gofiber/fiber/v3)
 
 check() { # check NAME GOT LIMIT
 	if [ "$2" -gt "$3" ]; then
@@ -104,7 +106,8 @@ for t in "gin github.com/gin-gonic/gin github.com/locktag/locktag/middleware 8" 
 	"echo github.com/labstack/echo/v4 github.com/locktag/locktag/middleware/lockecho 8" \
 	"echo5 github.com/labstack/echo/v5 github.com/locktag/locktag/middleware/lockecho5 8" \
 	"grpc google.golang.org/grpc github.com/locktag/locktag/interceptor 8" \
-	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 10"; do
+	"connect connectrpc.com/connect github.com/locktag/locktag/interceptor/connectrpc 10" \
+	"fiber github.com/gofiber/fiber/v3 github.com/locktag/locktag/middleware/lockfiber 8"; do
 	set -- $t
 	base=$(consumer "$1-alone" "$2")
 	n=$(consumer "$1" "$2" "$3" github.com/locktag/locktag/locker/redigo)

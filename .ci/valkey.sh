@@ -45,7 +45,7 @@ version=$(valkey-server --version | sed -n 's/.*v=\([^ ]*\).*/\1/p')
 pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
 	pkgs=(locker locker/guard locker/redigo locker/goredis locker/rueidis locker/ops
-		middleware middleware/stdhttp middleware/lockecho middleware/lockecho5 interceptor interceptor/connectrpc
+		middleware middleware/stdhttp middleware/lockecho middleware/lockecho5 middleware/lockfiber interceptor interceptor/connectrpc
 		locker/locktest)
 fi
 

@@ -58,6 +58,9 @@ type config struct {
 	Getenv      func(string) string
 	// Ready, if set, is called once both servers listen (tests use it).
 	Ready func(httpAddr, grpcAddr string)
+
+	// FiberAddr (-fiber) also serves the HTTP routes on Fiber; "": off.
+	FiberAddr string
 }
 
 func main() {
@@ -65,6 +68,7 @@ func main() {
 	flag.StringVar(&cfg.HTTPAddr, "http", "127.0.0.1:8080", "HTTP listen address")
 	flag.StringVar(&cfg.GRPCAddr, "grpc", "127.0.0.1:9090", "gRPC listen address")
 	flag.StringVar(&cfg.Router, "router", routerGin, "the HTTP API's router: gin or echo (the same routes and lock tags)")
+	flag.StringVar(&cfg.FiberAddr, "fiber", "", "also serve the shop's HTTP routes on Fiber at this address (empty: off)")
 	flag.BoolVar(&cfg.Demo, "demo", false, "run the flash-sale demo (with and without the lock tag) and exit")
 	flag.BoolVar(&cfg.OTel, "otel", false, "print locktag's OpenTelemetry spans and metrics (stdout exporters)")
 	flag.IntVar(&cfg.Buyers, "buyers", 300, "-demo: concurrent purchases per round")

@@ -65,6 +65,11 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	if cfg.Router == routerEcho {
 		fmt.Fprintln(out, "  router:   Echo (-router echo): the HTTP API's routes and lock tags on Echo instead of Gin")
 	}
+	stopFiber, err := startFiber(cfg.FiberAddr, s, accessLog, out) // -fiber: the HTTP routes on Fiber too
+	if err != nil {
+		_, _ = hl.Close(), gl.Close()
+		return err
+	}
 
 	errc := make(chan error, 2)
 	go func() { errc <- hs.Serve(hl) }()
@@ -89,6 +94,7 @@ func serve(ctx context.Context, cfg config, be *backend, out io.Writer) error {
 	case serveErr = <-errc: // a server failed: stop the other one too
 	}
 	shutErr := drain(hs, gs, cfg.grace(), func() { cancelRequests(errShuttingDown) })
+	shutErr = errors.Join(shutErr, stopFiber(cfg.grace()))
 	if serveErr == nil { // drain the two Serve results
 		serveErr = <-errc
 	}

@@ -33,6 +33,10 @@ func (Option) EchoOption() {}
 // GinOption): the Echo v5 adapter's lockecho5.Option.
 func (Option) Echo5Option() {}
 
+// FiberOption marks an Option as accepted by every adapter (see
+// GinOption).
+func (Option) FiberOption() {}
+
 // AdapterOption makes an adapter's own setting an Option for the guards
 // in t, so that users pass it among the guard's options: set is applied
 // to the adapter's settings, of type *S, by ApplyAdapterOptions. Its error

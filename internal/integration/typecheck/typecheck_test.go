@@ -32,6 +32,7 @@ var adapters = []adapter{
 	{"connect", "github.com/locktag/locktag/interceptor/connectrpc", `connectrpc.New(lk, nil, OPT)`, `connectrpc.WithProtoOptions(false)`, "ConnectOption"},
 	{"echo", "github.com/locktag/locktag/middleware/lockecho", `lockecho.NewLock(lk, tag, OPT)`, `lockecho.WithKeyHeader("X-Key")`, "EchoOption"},
 	{"echo5", "github.com/locktag/locktag/middleware/lockecho5", `lockecho5.NewLock(lk, tag, OPT)`, `lockecho5.WithKeyHeader("X-Key")`, "Echo5Option"},
+	{"fiber", "github.com/locktag/locktag/middleware/lockfiber", `lockfiber.NewLock(lk, tag, OPT)`, `lockfiber.WithKeyHeader("X-Key")`, "FiberOption"},
 }
 
 // program returns a main package that makes calls, one a line from line

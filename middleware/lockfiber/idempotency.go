@@ -1,0 +1,117 @@
+package lockfiber
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/guard"
+)
+
+// Idempotency returns a route-level handler that runs the rest of the
+// route at most once per (route, caller scope, Idempotency-Key) and
+// replays the stored response to retries (IETF httpapi draft, Stripe's
+// rules), with the Gin adapter's semantics and stored-response format — a
+// record stored through any locktag HTTP adapter replays byte-identically
+// here:
+//
+//	app.Post("/payments", lockfiber.Idempotency(lk, guard.WithScope(accountOf)), pay)
+//
+// accountOf is a func(fiber.Ctx) (string, error). Put it before Lock, on
+// the route. A handler's error is answered by the app's ErrorHandler
+// inside the guard, so that answer is the one stored; handlers before
+// Idempotency see nil. A body stream (c.SendStream) cannot be stored:
+// it counts as a response over guard.WithMaxResponseBytes. It panics with
+// NewIdempotency's error if an option is invalid or no scope is given.
+// Statuses and lifecycle: docs/idempotency.md.
+func Idempotency(l *locker.Locker, opts ...Option) fiber.Handler {
+	h, err := NewIdempotency(l, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// NewIdempotency is like Idempotency but returns construction errors:
+// guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
+// guard.ErrBadOption.
+func NewIdempotency(l *locker.Locker, opts ...Option) (fiber.Handler, error) {
+	gopts, err := guard.AdapterOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
+	g, gerr := guard.NewIdempotency[fiber.Ctx](l, httpcore.RecordFormat, gopts...)
+	if errors.Is(gerr, guard.ErrNilLocker) {
+		return nil, gerr
+	}
+	if err := errors.Join(err, gerr); err != nil {
+		return nil, err
+	}
+	m := &idempotency{g: g, s: s}
+	return m.serve, nil
+}
+
+// idempotency is one built Idempotency handler.
+type idempotency struct {
+	g *guard.Idempotency[fiber.Ctx]
+	s *settings
+}
+
+func (m *idempotency) serve(c fiber.Ctx) error {
+	orig := c.Context()
+	o := m.g.Run(orig, c, m.request(c), func(ctx context.Context) guard.Answer {
+		c.SetContext(ctx)
+		defer c.SetContext(orig)
+		if err := c.Next(); err != nil {
+			answerError(c, err)
+		}
+		return capture(c, m.s.ReplayHeaders, m.g.MaxResponseBytes())
+	})
+	switch o.Kind {
+	case guard.OK:
+		if o.Err != nil { // the response stands; a retry may run the handler again
+			logAfter(c, m.g.Logger(), o)
+		}
+		return nil
+	case guard.Replay:
+		if err := replay(c, o.Record); err != nil {
+			return refuse(c, m.s, guard.Outcome{Kind: guard.Internal, Err: err, Name: o.Name, Idempotency: true})
+		}
+		return nil
+	}
+	return refuse(c, m.s, o)
+}
+
+// request describes c to the guard, in copies: the key space is the method
+// and route pattern, the key comes from the key header, the fingerprint
+// covers the method, route, path and query as sent, and the body. The
+// body is read by the guard during Run, which only hashes it.
+func (m *idempotency) request(c fiber.Ctx) guard.Request {
+	route := c.Route().Path
+	method := strings.Clone(c.Method())
+	uri := c.Request().URI()
+	var keys []string
+	for _, v := range c.Request().Header.PeekAll(m.s.Header) {
+		keys = append(keys, string(v))
+	}
+	return guard.Request{
+		Route: method + " " + route,
+		Name:  route,
+		Keys:  keys,
+		Parts: []string{method, route, string(uri.PathOriginal()), string(uri.QueryString())},
+		Body:  func(max int64) ([]byte, error) { return readBody(c, max) },
+	}
+}
+
+// answerError lets the app's ErrorHandler answer a handler's error now, as
+// Fiber would after the last handler, so the answer can be stored.
+func answerError(c fiber.Ctx, err error) {
+	if herr := c.App().ErrorHandler(c, err); herr != nil {
+		_ = c.SendStatus(fiber.StatusInternalServerError)
+	}
+}

@@ -1,0 +1,86 @@
+package lockfiber
+
+import (
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker/guard"
+)
+
+// ErrorHandler writes the response for a request a guard refused (or whose
+// lock or claim was lost before the handler answered). o is the guard's
+// outcome — o.Kind says what happened, o.Err is the cause for logs — and
+// status is the HTTP status this package chose for it (Status). The rest
+// of the route's handlers do not run. A non-nil error goes to the app's
+// fiber.Config.ErrorHandler, as a handler's error does.
+type ErrorHandler func(c fiber.Ctx, o guard.Outcome, status int) error
+
+// Defaults of the idempotency guard.
+const (
+	// DefaultIdempotencyHeader is the request header carrying the key.
+	DefaultIdempotencyHeader = httpcore.DefaultIdempotencyHeader
+	// ReplayedHeader is set to "true" on every replayed response.
+	ReplayedHeader = httpcore.ReplayedHeader
+)
+
+// DefaultReplayHeaders returns the response headers stored and replayed
+// unless WithReplayHeaders says otherwise: Content-Type, Content-Language,
+// Content-Encoding, Content-Disposition, Location, ETag and Last-Modified.
+// Each call returns a new slice.
+func DefaultReplayHeaders() []string { return httpcore.DefaultReplayHeaders() }
+
+// Option configures Lock and Idempotency: a guard.Option (the guard's
+// settings, accepted by every adapter) or one of this package's With...
+// options, which only this adapter accepts — passing one to another
+// adapter, or another adapter's to this one, does not compile.
+type Option interface{ FiberOption() }
+
+// fiberOption is an option only this adapter accepts.
+type fiberOption struct{ opt guard.Option }
+
+func (fiberOption) FiberOption()                {}
+func (o fiberOption) GuardOption() guard.Option { return o.opt }
+
+// settings are this adapter's own options, beside the guard's.
+type settings = httpcore.Settings[fiber.Ctx, ErrorHandler]
+
+func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
+	return httpcore.Evaluate[fiber.Ctx](t, opts, ErrorHandler(WriteProblem))
+}
+
+// WithErrorHandler replaces the writer of refusal responses, for Lock and
+// Idempotency. The default is WriteProblem, which writes an RFC 9457
+// application/problem+json body. A Retry-After header is set before h runs
+// when the outcome has a retry hint, and for every 503 (1s when the outcome
+// has none); h may remove it.
+func WithErrorHandler(h ErrorHandler) Option {
+	return fiberOption{httpcore.WithErrorHandler[fiber.Ctx](h, h == nil)}
+}
+
+// WithSource adds the key source name for Lock, so templates can use
+// {name.path} (or {name} when src accepts an empty path). src is called
+// once per placeholder when the handler is built and may reject a path
+// there; its getter runs per request, and an error or empty value it
+// returns is a 400. The getter must return a string that outlives the
+// request: copy anything read from the request's buffers (strings.Clone).
+// A built-in name (path, query, form, header, body, method, route, ip) is
+// replaced. There are no application sources by default. See Locals and
+// SourceFunc for ready-made ones.
+func WithSource(name string, src keyexpr.Source[fiber.Ctx]) Option {
+	return fiberOption{httpcore.WithSource[fiber.Ctx, ErrorHandler](name, src)}
+}
+
+// WithKeyHeader sets the request header that carries the idempotency key.
+// Idempotency only. The default is DefaultIdempotencyHeader.
+func WithKeyHeader(name string) Option {
+	return fiberOption{httpcore.WithKeyHeader[fiber.Ctx, ErrorHandler](name)}
+}
+
+// WithReplayHeaders replaces the response headers that are stored and
+// replayed with a response. Idempotency only. The default is
+// DefaultReplayHeaders(). Set-Cookie and other per-caller headers do not
+// belong here.
+func WithReplayHeaders(names ...string) Option {
+	return fiberOption{httpcore.WithReplayHeaders[fiber.Ctx, ErrorHandler](names...)}
+}

@@ -1,0 +1,171 @@
+package lockfiber
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v3"
+
+	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/keyexpr"
+)
+
+// Every getter here returns a copy (strings.Clone): fasthttp hands out
+// strings that alias the request's buffers, which the next request on the
+// connection overwrites, and a resolved key outlives the handler (a keep
+// tag's lock, a log record).
+
+// getter is the request-time half of a source.
+type getter = keyexpr.Getter[fiber.Ctx]
+
+// sourceSet returns the built-in sources with the application's on top.
+func (m *locks) sourceSet() keyexpr.Sources[fiber.Ctx] {
+	s := keyexpr.Sources[fiber.Ctx]{
+		"path":   httpcore.Named("path", pathGetter),
+		"query":  httpcore.Named("query", func(n string) getter { return copied(func(c fiber.Ctx) string { return c.Query(n) }) }),
+		"form":   httpcore.Named("form", func(n string) getter { return copied(func(c fiber.Ctx) string { return c.FormValue(n) }) }),
+		"header": httpcore.Named("header", func(n string) getter { return copied(func(c fiber.Ctx) string { return c.Get(n) }) }),
+		"body":   httpcore.Named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
+		"method": httpcore.Bare("method", copied(methodOf)),
+		"route":  httpcore.Bare("route", func(c fiber.Ctx) (string, error) { return c.Route().Path, nil }),
+		"ip":     httpcore.Bare("ip", copied(fiber.Ctx.IP)),
+	}
+	for name, src := range m.s.Sources {
+		s[name] = src
+	}
+	return s
+}
+
+// copied makes a getter of a read that aliases the request's buffers.
+func copied(read func(c fiber.Ctx) string) getter {
+	return func(c fiber.Ctx) (string, error) { return strings.Clone(read(c)), nil }
+}
+
+// methodOf is c.Method without its optional override.
+func methodOf(c fiber.Ctx) string { return c.Method() }
+
+// pathGetter reads a route parameter. A route without the parameter is a
+// mistake in the tag (ErrNoRouteParam, a 500), not in the request; an
+// optional parameter (:id?) the request left out is an empty value (400).
+// Fiber names the wildcards * and + of a route *1 and +1 (c.Params takes
+// either form).
+func pathGetter(name string) getter {
+	return func(c fiber.Ctx) (string, error) {
+		if !hasParam(c.Route().Params, name) {
+			return "", ErrNoRouteParam
+		}
+		return strings.Clone(c.Params(name)), nil
+	}
+}
+
+// hasParam reports whether a route's parameters (fiber.Route.Params)
+// include name, exactly as CheckRoutes checks it.
+func hasParam(params []string, name string) bool {
+	return slices.Contains(paramNames(params), name)
+}
+
+// Locals returns a source that reads values an earlier
+// handler stored with c.Locals, for use with WithSource:
+//
+//	lockfiber.WithSource("ctx", lockfiber.Locals("user", "tenant"))
+//
+// lets templates use {ctx.user} and {ctx.tenant}, read with
+// c.Locals("user") and c.Locals("tenant"). With allowed keys given, any
+// other key in a template is a registration error (so a typo cannot become
+// a 400 at request time); with none, every key is accepted. A key that is
+// not set, or set to "" or nil, is a missing value (400). Strings and
+// []byte are copied, integers and booleans written in decimal / "true" /
+// "false", fmt.Stringer values through String, and anything else through
+// fmt.Sprint.
+func Locals(allowed ...string) keyexpr.Source[fiber.Ctx] {
+	allowed = slices.Clone(allowed)
+	return func(path string) (getter, error) {
+		if path == "" {
+			return nil, fmt.Errorf("a locals source needs a key name, e.g. {ctx.user}")
+		}
+		if len(allowed) > 0 && !slices.Contains(allowed, path) {
+			return nil, fmt.Errorf("locals key %q is not one of the allowed keys %q", path, allowed)
+		}
+		return func(c fiber.Ctx) (string, error) {
+			return stringOf(c.Locals(path)), nil
+		}, nil
+	}
+}
+
+func stringOf(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return ""
+	case string:
+		return strings.Clone(x)
+	case []byte:
+		return string(x)
+	case int:
+		return strconv.Itoa(x)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case uint:
+		return strconv.FormatUint(uint64(x), 10)
+	case uint64:
+		return strconv.FormatUint(x, 10)
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10)
+	case bool:
+		return strconv.FormatBool(x)
+	case fmt.Stringer:
+		return x.String()
+	default:
+		return fmt.Sprint(x)
+	}
+}
+
+// SourceFunc returns a source without a path, for use with WithSource:
+//
+//	lockfiber.WithSource("tenant", lockfiber.SourceFunc(tenantOf))
+//
+// lets templates use {tenant}; get runs once per request and must return
+// a string that does not alias the request's buffers (copy with
+// strings.Clone). A template that gives it a path ({tenant.x}) is a
+// registration error.
+func SourceFunc(get func(c fiber.Ctx) (string, error)) keyexpr.Source[fiber.Ctx] {
+	return httpcore.SourceFunc(get)
+}
+
+// bodyKey is the c.Locals key under which a request's parsed body is
+// cached, so two {body...} placeholders read and parse it once.
+type bodyKey struct{}
+
+// bodyGetter serves {body.a.b}: the JSON field at a.b (httpcore.Parsed),
+// read from the body as sent (c.BodyRaw). maxBytes is read per request:
+// it is set once the guards are built. The parse holds copies only
+// (encoding/json allocates its strings).
+func bodyGetter(path string, maxBytes *int64) getter {
+	segs := httpcore.Segments(path)
+	return func(c fiber.Ctx) (string, error) {
+		max := *maxBytes
+		pb, ok := c.Locals(bodyKey{}).(*httpcore.Parsed)
+		if !ok {
+			pb = httpcore.Parse(readBody(c, max))
+			c.Locals(bodyKey{}, pb)
+		}
+		return pb.Field(segs, max)
+	}
+}
+
+// readBody returns the request body as sent, at most max bytes (else
+// ErrBodyTooLarge). fasthttp has read it already; the bytes alias its
+// buffer and are valid until the handler returns.
+func readBody(c fiber.Ctx, max int64) ([]byte, error) {
+	b := c.BodyRaw()
+	if int64(len(b)) > max {
+		return nil, ErrBodyTooLarge
+	}
+	if len(b) == 0 {
+		return nil, nil
+	}
+	return b, nil
+}
