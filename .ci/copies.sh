@@ -17,7 +17,7 @@ mode=${1:-write}
 # SOURCE DEST...: the source package directory and its copies (relative to
 # the repository root).
 copies=(
-	"internal/httpcore middleware/internal/httpcore middleware/stdhttp/internal/httpcore middleware/lockecho/internal/httpcore middleware/lockecho5/internal/httpcore"
+	"internal/httpcore middleware/internal/httpcore middleware/stdhttp/internal/httpcore middleware/lockecho/internal/httpcore middleware/lockecho5/internal/httpcore middleware/lockfiber/internal/httpcore"
 	"interceptor/internal/rpccore interceptor/connectrpc/internal/rpccore"
 	"interceptor/internal/rpccore/testpb interceptor/connectrpc/internal/rpccore/testpb"
 )

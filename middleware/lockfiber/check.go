@@ -8,8 +8,8 @@ import (
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
 // CheckRoutes checks, before traffic, that the lock tags on app's routes

@@ -3,7 +3,7 @@ package lockfiber
 import (
 	"errors"
 
-	"github.com/locktag/locktag/internal/httpcore"
+	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
 // Sentinel errors. Construction errors wrap ErrBadRule, guard.ErrBadOption

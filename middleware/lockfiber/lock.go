@@ -8,10 +8,10 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
 // Lock returns a route-level handler that holds the lock described by tag

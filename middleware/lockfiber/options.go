@@ -3,9 +3,9 @@ package lockfiber
 import (
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
 // ErrorHandler writes the response for a request a guard refused (or whose

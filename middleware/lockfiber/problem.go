@@ -5,8 +5,8 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
 // ProblemContentType is the media type of the bodies WriteProblem writes.

@@ -10,12 +10,12 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/internal/lockertest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware/lockfiber"
+	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
 // netHTTPIdempotency is the net/http adapters' idempotency flow as

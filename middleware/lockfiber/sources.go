@@ -8,8 +8,8 @@ import (
 
 	"github.com/gofiber/fiber/v3"
 
-	"github.com/locktag/locktag/internal/httpcore"
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
 // Every getter here returns a copy (strings.Clone): fasthttp hands out
