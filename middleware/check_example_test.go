@@ -36,7 +36,7 @@ func ExampleCheckRoutes() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// middleware: bad rule: POST /orders/:id/pay: keyexpr: tag `key:"order:{path.orderId}" wait:"1500ms"`: field key at byte 11: template "order:{path.orderId}": placeholder {path.orderId} at byte 6: the rule's route has no parameter :orderId (it has :id)
+	// guard: bad rule: POST /orders/:id/pay: keyexpr: tag `key:"order:{path.orderId}" wait:"1500ms"`: field key at byte 11: template "order:{path.orderId}": placeholder {path.orderId} at byte 6: the rule's route has no parameter :orderId (it has :id)
 }
 
 // ExampleWithErrorHandler answers a busy lock with 429 instead of 409, in

@@ -102,7 +102,7 @@ func ExampleLockRules() {
 	_, err := middleware.NewLockRules(lk, middleware.Rules{"POST /orders/:id/pay": `key:"order:{path.order}"`})
 	fmt.Println(errors.Is(err, middleware.ErrBadRule))
 	// Output:
-	// middleware: bad rule: no route registered for ["PUT /carts/:user/items"]
+	// guard: bad rule: no route registered for ["PUT /carts/:user/items"]
 	// true
 }
 

@@ -106,7 +106,7 @@ func TestRulesCheck(t *testing.T) {
 		"GET /orders/:id/pay":  `key:"order:{path.id}"`,
 	}
 	err := rules.Check(r.Routes())
-	if !errors.Is(err, middleware.ErrBadRule) || err.Error() != `middleware: bad rule: no route registered for ["GET /orders/:id/pay" "POST /order/:id/pay"]` {
+	if !errors.Is(err, middleware.ErrBadRule) || err.Error() != `guard: bad rule: no route registered for ["GET /orders/:id/pay" "POST /order/:id/pay"]` {
 		t.Fatalf("Check: %v", err)
 	}
 }

@@ -48,3 +48,35 @@ var (
 	// is out; adapters log the error.
 	ErrReleaseFailed = errors.New("guard: release failed")
 )
+
+// The HTTP adapters' errors, shared by all of them so that errors.Is
+// matches whichever adapter returned one: each adapter re-exports them
+// under its own names (middleware.ErrBodyTooLarge, stdhttp.ErrBodyTooLarge
+// ...).
+var (
+	// ErrBadRule reports a lock rule or a route check that found a tag
+	// naming a path parameter its route lacks, or a rule for no route.
+	ErrBadRule = errors.New("guard: bad rule")
+	// ErrBodyTooLarge reports a request body over the cap a {body...}
+	// placeholder reads (WithMaxRequestBytes); it also matches ErrTooLarge.
+	ErrBodyTooLarge error = &alsoMatches{"guard: request body too large", ErrTooLarge}
+	// ErrBodyNotJSON reports a {body...} placeholder on a body that is not
+	// valid JSON.
+	ErrBodyNotJSON = errors.New("guard: request body is not valid JSON")
+	// ErrBodyNotScalar reports a {body...} placeholder whose field is not a
+	// string, number or boolean.
+	ErrBodyNotScalar = errors.New("guard: body field is not a string, number or boolean")
+	// ErrNoRouteParam reports, at request time, a {path.X} placeholder the
+	// route lacks; it also matches ErrTagMistake.
+	ErrNoRouteParam error = &alsoMatches{"guard: the route has no such path parameter", ErrTagMistake}
+)
+
+// alsoMatches is a sentinel that also matches a more general one, so the
+// guard classifies it by that.
+type alsoMatches struct {
+	msg     string
+	general error
+}
+
+func (e *alsoMatches) Error() string { return e.msg }
+func (e *alsoMatches) Unwrap() error { return e.general }

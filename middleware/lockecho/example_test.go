@@ -77,7 +77,7 @@ func ExampleRouteCheck() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// middleware: bad rule: POST /items/:sku/reserve: keyexpr: tag `key:"item:{path.id}"`: field key at byte 10: template "item:{path.id}": placeholder {path.id} at byte 5: the rule's route has no parameter :id (it has :sku)
+	// guard: bad rule: POST /items/:sku/reserve: keyexpr: tag `key:"item:{path.id}"`: field key at byte 10: template "item:{path.id}": placeholder {path.id} at byte 5: the rule's route has no parameter :id (it has :sku)
 }
 
 // ExampleLockRules locks routes from one e.Use middleware, keyed by

@@ -86,7 +86,7 @@ func ExampleCheckRoute() {
 	fmt.Println(stdhttp.CheckRoute("POST", "/orders/{id}/pay", pay, bad.Wrap))
 	// Output:
 	// <nil>
-	// middleware: bad rule: POST /orders/{id}/pay: keyexpr: tag `key:"order:{path.orderId}"`: field key at byte 11: template "order:{path.orderId}": placeholder {path.orderId} at byte 6: the rule's route has no parameter {orderId} (it has {id})
+	// guard: bad rule: POST /orders/{id}/pay: keyexpr: tag `key:"order:{path.orderId}"`: field key at byte 11: template "order:{path.orderId}": placeholder {path.orderId} at byte 6: the rule's route has no parameter {orderId} (it has {id})
 }
 
 // ExampleNewLock_rate limits each user to 2 requests a minute, checked

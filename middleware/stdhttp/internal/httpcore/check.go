@@ -3,16 +3,16 @@
 package httpcore
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker/guard"
 )
 
-// ErrBadRule is the adapters' ErrBadRule.
-var ErrBadRule = errors.New("middleware: bad rule")
+// ErrBadRule is the adapters' ErrBadRule: guard.ErrBadRule.
+var ErrBadRule = guard.ErrBadRule
 
 // CheckParams fails, with a *keyexpr.TagError wrapping ErrBadRule, for a
 // {path.X} in spec whose X is not one of params. mark is how the router
@@ -34,7 +34,7 @@ func CheckParams(spec *keyexpr.Spec, params []string, mark, end string) error {
 }
 
 // detailError wraps a sentinel with a message of its own (without the
-// sentinel's "middleware: " prefix, which an enclosing error already says).
+// sentinel's "guard: " prefix, which an enclosing error already says).
 type detailError struct {
 	sentinel error
 	msg      string
