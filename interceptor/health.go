@@ -57,7 +57,9 @@ func WithWatchInterval(d time.Duration) HealthOption {
 // node of a Locker from locker.New answers (a majority of masters for
 // locker.NewRedlock), NOT_SERVING otherwise. Redis is what every locked
 // method needs, so it answers the same for every service name (including
-// "", the server as a whole). Register it in place of grpc/health's
+// "", the server as a whole). Each time the status changes it is logged
+// with its reason and the Redis error (guard.Health; a Redis user without
+// the rights locktag needs says so). Register it in place of grpc/health's
 // server:
 //
 //	hs, err := interceptor.NewHealthServer(lk)
@@ -65,9 +67,8 @@ func WithWatchInterval(d time.Duration) HealthOption {
 //	healthpb.RegisterHealthServer(srv, hs)
 type HealthServer struct {
 	healthpb.UnimplementedHealthServer
-	lk      *locker.Locker
-	timeout time.Duration
-	every   time.Duration
+	check *guard.Health
+	every time.Duration
 }
 
 // NewHealthServer returns a HealthServer on lk. The error wraps
@@ -80,14 +81,12 @@ func NewHealthServer(lk *locker.Locker, opts ...HealthOption) (*HealthServer, er
 	if err := errors.Join(o.errs...); err != nil {
 		return nil, err
 	}
-	return &HealthServer{lk: lk, timeout: o.timeout, every: o.every}, nil
+	return &HealthServer{check: guard.NewHealth(lk, o.timeout, nil), every: o.every}, nil
 }
 
 // status runs one check.
 func (s *HealthServer) status(ctx context.Context) healthpb.HealthCheckResponse_ServingStatus {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
-	defer cancel()
-	if s.lk.Healthy(ctx) != nil {
+	if s.check.Check(ctx) != "" {
 		return healthpb.HealthCheckResponse_NOT_SERVING
 	}
 	return healthpb.HealthCheckResponse_SERVING

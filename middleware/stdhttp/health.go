@@ -1,7 +1,7 @@
 package stdhttp
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -52,9 +52,12 @@ func WithHealthRetryAfter(d time.Duration) HealthOption {
 }
 
 // Health returns a /healthz-style handler that follows Redis reachability
-// through lk.Healthy: 200 {"status":"SERVING"}, or 503
-// {"status":"NOT_SERVING","reason":"redis unavailable"} with Retry-After.
-// The reason never carries the Redis error (it names addresses). Each
+// through lk.Healthy (guard.Health): 200 {"status":"SERVING"}, or 503
+// {"status":"NOT_SERVING","reason":"..."} with Retry-After, where the
+// reason is guard.ReasonUnavailable or guard.ReasonUnsupported (Redis
+// answers but refuses what locktag needs: permissions, server version).
+// The reason never carries the Redis error (it names addresses); the log
+// record does, once each time the answer changes (slog.Default). Each
 // request runs one check, bounded by its context and WithHealthTimeout.
 // The error wraps guard.ErrBadOption, naming each invalid option.
 func Health(lk *locker.Locker, opts ...HealthOption) (http.Handler, error) {
@@ -66,16 +69,19 @@ func Health(lk *locker.Locker, opts ...HealthOption) (http.Handler, error) {
 		return nil, err
 	}
 	retry := strconv.Itoa(int((o.retryAfter + time.Second - 1) / time.Second))
+	check := guard.NewHealth(lk, o.timeout, nil)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), o.timeout)
-		defer cancel()
 		h := w.Header()
 		h.Set("Content-Type", "application/json")
 		h.Set("Cache-Control", "no-store")
-		if err := lk.Healthy(ctx); err != nil {
+		if reason := check.Check(r.Context()); reason != "" {
 			h.Set("Retry-After", retry)
 			w.WriteHeader(http.StatusServiceUnavailable)
-			_, _ = w.Write([]byte(`{"status":"NOT_SERVING","reason":"redis unavailable"}` + "\n"))
+			body, _ := json.Marshal(struct {
+				Status string `json:"status"`
+				Reason string `json:"reason"`
+			}{"NOT_SERVING", reason})
+			_, _ = w.Write(append(body, '\n'))
 			return
 		}
 		w.WriteHeader(http.StatusOK)
