@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
@@ -35,6 +36,8 @@ type Locker struct {
 	leases control.Table[*Lease]
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
+	// protocolLogged: a record of another protocol was logged (protocolMet).
+	protocolLogged atomic.Bool
 }
 
 // New returns a Locker on one Redis deployment reached through d: a single
@@ -239,6 +242,9 @@ func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	span := l.tel.startObtain(ctx)
 	le, err := l.obtain(ctx, key, p)
 	l.tel.endObtain(span, start, key, p, le, err)
+	if err != nil {
+		l.protocolMet(ctx, err)
+	}
 	return le, err
 }
 
