@@ -1,0 +1,222 @@
+// Command worker is one process of the mixed-version test
+// (internal/reliability/mixed): it runs one lock kind against one Redis
+// with several goroutines from -start to -until (wall-clock ms), checks
+// every critical section with an exact occupancy detector on a
+// connection of its own, and prints one JSON line of counts.
+//
+// It uses only API that every release since v0.10.0 has, so that the same
+// source builds against an older release's checkout (.ci/mixed.sh copies
+// it there) and against HEAD.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/redigo"
+)
+
+// Result is what a worker prints.
+type Result struct {
+	ID         string `json:"id"`
+	Ops        int64  `json:"ops"`      // critical sections run (or rate admissions, idempotent executions)
+	Busy       int64  `json:"busy"`     // not obtained within the wait (or rate refusals, replays)
+	Overlaps   int64  `json:"overlaps"` // critical sections the detector saw shared beyond the kind's limit
+	Errors     int64  `json:"errors"`   // any other error
+	FirstError string `json:"first_error,omitempty"`
+}
+
+// enter raises KEYS[1] and returns it with KEYS[2]'s count: the detector's
+// one atomic step (a writer raises its count and reads the readers', a
+// reader the other way round).
+var enter = redis.NewScript(2, `local a = redis.call('INCR', KEYS[1])
+return {a, tonumber(redis.call('GET', KEYS[2]) or '0')}`)
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:6379", "Redis address")
+	kind := flag.String("kind", "mutex", "mutex, sem, rw, multi, idem, rate, or nolock (the detector's control)")
+	id := flag.String("id", "w", "this worker's name")
+	gs := flag.Int("g", 8, "goroutines")
+	start := flag.Int64("start", 0, "wall-clock ms to start at")
+	until := flag.Int64("until", 0, "wall-clock ms to stop at")
+	rate := flag.Int("rate", 500, "the rate kind's limit per second")
+	flag.Parse()
+
+	pool := &redis.Pool{MaxIdle: *gs + 2, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", *addr) }}
+	lk, err := locker.New(redigo.New(pool))
+	if err != nil {
+		fail(err)
+	}
+	defer lk.Close()
+	det := &redis.Pool{MaxIdle: *gs + 2, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", *addr) }}
+
+	res := Result{ID: *id}
+	var mu sync.Mutex
+	end := time.UnixMilli(*until)
+	note := func(err error) {
+		if !time.Now().Before(end) {
+			return // a call the run's end cut short
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		res.Errors++
+		if res.FirstError == "" {
+			res.FirstError = err.Error()
+		}
+	}
+	var ops, busy, overlaps atomic.Int64
+	// section runs one critical section under the detector: counter is
+	// raised (others read) and must stay within max, others at zero.
+	section := func(counter, others string, max int64) {
+		c := det.Get()
+		defer c.Close()
+		v, err := redis.Int64s(enter.Do(c, counter, others))
+		if err != nil {
+			note(err)
+			return
+		}
+		if v[0] > max || v[1] > 0 {
+			overlaps.Add(1)
+		}
+		time.Sleep(200 * time.Microsecond) // the work; not synchronisation
+		if _, err := c.Do("DECR", counter); err != nil {
+			note(err)
+		}
+		ops.Add(1)
+	}
+	lock := func(ctx context.Context, key string, p locker.Params, counter, others string, max int64) {
+		le, err := lk.Obtain(ctx, key, p)
+		if errors.Is(err, locker.ErrNotObtained) {
+			busy.Add(1)
+			return
+		}
+		if err != nil {
+			note(err)
+			return
+		}
+		section(counter, others, max)
+		if err := le.Release(context.Background()); err != nil {
+			note(err)
+		}
+	}
+
+	time.Sleep(time.Until(time.UnixMilli(*start)))
+	ctx, cancel := context.WithDeadline(context.Background(), end)
+	defer cancel()
+	var wg sync.WaitGroup
+	for g := range *gs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p := locker.Params{TTL: 2 * time.Second, Wait: 2 * time.Second}
+			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
+				switch *kind {
+				case "mutex":
+					lock(ctx, "mixed:mutex", p, "occ:mutex", "occ:none", 1)
+				case "nolock": // the detector's control: no lock at all
+					section("occ:mutex", "occ:none", 1)
+				case "sem":
+					sp := p
+					sp.Limit = 2
+					lock(ctx, "mixed:sem", sp, "occ:sem", "occ:none", 2)
+				case "rw":
+					rp := p
+					if (g+i)%4 == 0 {
+						rp.Mode = locker.Write
+						lock(ctx, "mixed:rw", rp, "occ:w", "occ:r", 1)
+					} else {
+						rp.Mode = locker.Read
+						lock(ctx, "mixed:rw", rp, "occ:r", "occ:w", 1<<30)
+					}
+				case "multi":
+					keys := [][]string{{"mixed:k1", "mixed:k2"}, {"mixed:k2", "mixed:k3"}, {"mixed:k1", "mixed:k3"}}[(g+i)%3]
+					multi(ctx, lk, keys, p, section, &busy, note)
+				case "idem":
+					idem(ctx, lk, det, i, &ops, &busy, note)
+					time.Sleep(time.Millisecond) // pacing: a replay is all the rest; not synchronisation
+				case "rate":
+					_, err := lk.Allow(ctx, "mixed:rate", locker.RateParams{Limit: *rate, Period: time.Second})
+					switch {
+					case err == nil:
+						ops.Add(1)
+					case errors.Is(err, locker.ErrRateLimited):
+						busy.Add(1)
+					default:
+						note(err)
+					}
+					time.Sleep(2 * time.Millisecond) // pacing, still many times the rate; not synchronisation
+				default:
+					fail(fmt.Errorf("unknown kind %q", *kind))
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	res.Ops, res.Busy, res.Overlaps = ops.Load(), busy.Load(), overlaps.Load()
+	_ = json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// multi takes two keys at once; each key's occupancy is checked.
+func multi(ctx context.Context, lk *locker.Locker, keys []string, p locker.Params, section func(string, string, int64), busy *atomic.Int64, note func(error)) {
+	le, err := lk.ObtainMany(ctx, keys, p)
+	if errors.Is(err, locker.ErrNotObtained) {
+		busy.Add(1)
+		return
+	}
+	if err != nil {
+		note(err)
+		return
+	}
+	// Both keys' sections at once would count one section twice: check
+	// them one after the other, under the one multi-key lease.
+	section("occ:"+keys[0], "occ:none", 1)
+	section("occ:"+keys[1], "occ:none", 1)
+	if err := le.Release(context.Background()); err != nil {
+		note(err)
+	}
+}
+
+// idem runs request i%64 of a fixed set under its idempotency key: the
+// first execution of each counts in exec:<n>, every later one replays.
+func idem(ctx context.Context, lk *locker.Locker, det *redis.Pool, i int, ops, busy *atomic.Int64, note func(error)) {
+	n := strconv.Itoa(i % 64)
+	c, err := lk.Idempotent(ctx, "mixed:idem:"+n, n, locker.IdempotencyParams{TTL: time.Minute, Wait: 2 * time.Second})
+	switch {
+	case errors.Is(err, locker.ErrInFlight), errors.Is(err, locker.ErrNotObtained):
+		busy.Add(1)
+		return
+	case err != nil:
+		note(err)
+		return
+	}
+	if _, replay := c.Replay(); replay {
+		busy.Add(1)
+		return
+	}
+	conn := det.Get()
+	_, err = conn.Do("INCR", "exec:"+n)
+	conn.Close()
+	if err != nil {
+		note(err)
+	}
+	ops.Add(1)
+	if err := c.Complete(context.Background(), []byte("done")); err != nil {
+		note(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "worker:", err)
+	os.Exit(2)
+}
