@@ -24,6 +24,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/job"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -33,6 +34,7 @@ type Result struct {
 	Ops        int64  `json:"ops"`      // critical sections run (or rate admissions, idempotent executions)
 	Busy       int64  `json:"busy"`     // not obtained within the wait (or rate refusals, replays)
 	Overlaps   int64  `json:"overlaps"` // critical sections the detector saw shared beyond the kind's limit
+	Stale      int64  `json:"stale"`    // mutex fencing tokens not above every earlier one
 	Errors     int64  `json:"errors"`   // any other error
 	FirstError string `json:"first_error,omitempty"`
 }
@@ -43,9 +45,16 @@ type Result struct {
 var enter = redis.NewScript(2, `local a = redis.call('INCR', KEYS[1])
 return {a, tonumber(redis.call('GET', KEYS[2]) or '0')}`)
 
+// fenced records a mutex holder's fencing token ARGV[1] in KEYS[1] and
+// returns 1 when it was not above the last one recorded.
+var fenced = redis.NewScript(1, `local last = redis.call('GET', KEYS[1])
+if last and tonumber(last) >= tonumber(ARGV[1]) then return 1 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 0`)
+
 func main() {
 	addr := flag.String("addr", "127.0.0.1:6379", "Redis address")
-	kind := flag.String("kind", "mutex", "mutex, sem, rw, multi, idem, rate, or nolock (the detector's control)")
+	kind := flag.String("kind", "mutex", "mutex (with fences and keep), job, sem, rw, multi, idem, rate, or nolock (the detector's control)")
 	id := flag.String("id", "w", "this worker's name")
 	gs := flag.Int("g", 8, "goroutines")
 	start := flag.Int64("start", 0, "wall-clock ms to start at")
@@ -75,7 +84,7 @@ func main() {
 			res.FirstError = err.Error()
 		}
 	}
-	var ops, busy, overlaps atomic.Int64
+	var ops, busy, overlaps, stale atomic.Int64
 	// section runs one critical section under the detector: counter is
 	// raised (others read) and must stay within max, others at zero.
 	section := func(counter, others string, max int64) {
@@ -95,7 +104,10 @@ func main() {
 		}
 		ops.Add(1)
 	}
-	lock := func(ctx context.Context, key string, p locker.Params, counter, others string, max int64) {
+	// lock runs a section under key's lock; a mutex (fence) also checks
+	// its fencing token and, every keep-th time, keeps the lock a moment
+	// after its release (Lease.ReleaseAfter).
+	lock := func(ctx context.Context, key string, p locker.Params, counter, others string, max int64, fence bool, keep bool) {
 		le, err := lk.Obtain(ctx, key, p)
 		if errors.Is(err, locker.ErrNotObtained) {
 			busy.Add(1)
@@ -105,10 +117,29 @@ func main() {
 			note(err)
 			return
 		}
+		if fence {
+			c := det.Get()
+			n, err := redis.Int(fenced.Do(c, "fence:"+key, le.Token()))
+			c.Close()
+			if err != nil {
+				note(err)
+			}
+			stale.Add(int64(n))
+		}
 		section(counter, others, max)
-		if err := le.Release(context.Background()); err != nil {
+		if keep {
+			err = le.ReleaseAfter(context.Background(), 2*time.Millisecond)
+		} else {
+			err = le.Release(context.Background())
+		}
+		if err != nil {
 			note(err)
 		}
+	}
+
+	jb, err := job.New(lk, "mixed:job", job.WithWait(2*time.Second))
+	if err != nil {
+		fail(err)
 	}
 
 	time.Sleep(time.Until(time.UnixMilli(*start)))
@@ -123,21 +154,32 @@ func main() {
 			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
 				switch *kind {
 				case "mutex":
-					lock(ctx, "mixed:mutex", p, "occ:mutex", "occ:none", 1)
+					lock(ctx, "mixed:mutex", p, "occ:mutex", "occ:none", 1, true, i%8 == 7)
 				case "nolock": // the detector's control: no lock at all
 					section("occ:mutex", "occ:none", 1)
 				case "sem":
 					sp := p
 					sp.Limit = 2
-					lock(ctx, "mixed:sem", sp, "occ:sem", "occ:none", 2)
+					lock(ctx, "mixed:sem", sp, "occ:sem", "occ:none", 2, false, false)
 				case "rw":
 					rp := p
 					if (g+i)%4 == 0 {
 						rp.Mode = locker.Write
-						lock(ctx, "mixed:rw", rp, "occ:w", "occ:r", 1)
+						lock(ctx, "mixed:rw", rp, "occ:w", "occ:r", 1, false, false)
 					} else {
 						rp.Mode = locker.Read
-						lock(ctx, "mixed:rw", rp, "occ:r", "occ:w", 1<<30)
+						lock(ctx, "mixed:rw", rp, "occ:r", "occ:w", 1<<30, false, false)
+					}
+				case "job":
+					err := jb.Run(ctx, func(context.Context, int64) error {
+						section("occ:job", "occ:none", 1)
+						return nil
+					})
+					switch {
+					case errors.Is(err, job.ErrSkipped), errors.Is(err, locker.ErrNotObtained):
+						busy.Add(1)
+					case err != nil:
+						note(err)
 					}
 				case "multi":
 					keys := [][]string{{"mixed:k1", "mixed:k2"}, {"mixed:k2", "mixed:k3"}, {"mixed:k1", "mixed:k3"}}[(g+i)%3]
@@ -163,7 +205,7 @@ func main() {
 		}()
 	}
 	wg.Wait()
-	res.Ops, res.Busy, res.Overlaps = ops.Load(), busy.Load(), overlaps.Load()
+	res.Ops, res.Busy, res.Overlaps, res.Stale = ops.Load(), busy.Load(), overlaps.Load(), stale.Load()
 	_ = json.NewEncoder(os.Stdout).Encode(res)
 }
 
