@@ -145,6 +145,7 @@ func newLocker(o options, lastKey bool) *Locker {
 		NodeTimeout: o.nodeTimeout,
 	}, o.grantWindow, lastKey, node.Hooks{Waiting: l.waiting})
 	l.log.SID = l.sh.SID
+	l.sh.Layout.Bridge = o.bridge
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label
 	}

@@ -36,6 +36,7 @@ var (
 	keyQueue   = Field{Name: "queue", Doc: "`P{name}:q`: the waiter queue"}
 	keyUnused  = Field{Name: "unused", Doc: "`P{name}:w`: passed, never read or written by a mutex"}
 	keyLast    = Field{Name: "last", Doc: "`P{name}:f` (Redlock only): the released lock's value, kept for its token", Optional: true}
+	keyPlain   = Field{Name: "plain", Doc: "the plain lock's key (WithPlainLockBridge's name for the lock): the owner's token while a locktag holder holds the mutex"}
 	keySem     = Field{Name: "holders", Doc: "`P{name}:s` (read/write: `P{name}:rw`): permits zset"}
 	keySemQ    = Field{Name: "queue", Doc: "`P{name}:s:q` (read/write: `P{name}:rw:q`): the waiter queue"}
 	keySemRecs = Field{Name: "records", Doc: "`P{name}:s:w` (read/write: `P{name}:rw:w`): the records hash"}
@@ -106,6 +107,30 @@ var Layouts = []Layout{
 		Keys:    []Field{keyMutex, keyQueue, keyUnused},
 		Args:    []Field{argCtlCh, argReason, argHand, argWindow},
 		Replies: []string{"{} not held (nothing changed)", "{owner, \"fence holds granted[ label]\", grantee or '', its fence, server_ms, pttl_ms}", replyRefused}},
+	{Name: "bridge_acquire",
+		Keys:    []Field{keyMutex, keyQueue, keyPlain},
+		Args:    []Field{argToken, argTTL, argWait, argMode, argSID, argWindow, argLabel},
+		Replies: []string{replyStatus + "; busy, without queueing, while a plain locker holds the plain key (server_ms set for a waiting caller)", replyRefused}},
+	{Name: "bridge_release",
+		Keys:    []Field{keyMutex, keyQueue, keyPlain, {Name: "last", Doc: "Redlock's, read by mutex_release's code; never passed (a bridge is single-deployment only)", Optional: true}},
+		Args:    []Field{argToken, argHand, argWindow, argSIDOpt},
+		Replies: []string{"as mutex_release"}},
+	{Name: "bridge_leave",
+		Keys:    []Field{keyMutex, keyQueue, keyPlain},
+		Args:    []Field{argToken, argLeave, argHand, argWindow, argETTL, argEWait, argESID, argELabel},
+		Replies: []string{"as mutex_leave"}},
+	{Name: "bridge_extend",
+		Keys:    []Field{keyMutex, keyQueue, keyPlain},
+		Args:    []Field{argToken, argTTL},
+		Replies: []string{"as mutex_extend"}},
+	{Name: "bridge_pttl",
+		Keys:    []Field{keyMutex, keyQueue, keyPlain},
+		Args:    []Field{argToken},
+		Replies: []string{"as mutex_pttl"}},
+	{Name: "bridge_keep",
+		Keys:    []Field{keyMutex, keyQueue, keyPlain},
+		Args:    []Field{argToken, {Name: "keep_ms", Doc: "how long the last hold keeps the lock"}},
+		Replies: []string{"as mutex_keep"}},
 	{Name: "sem_acquire",
 		Keys:    []Field{keySem, keySemQ, keySemRecs},
 		Args:    []Field{argToken, argTTL, argWait, argMode, argSID, argWindow, {Name: "limit", Doc: "the permits"}, argLabel},
