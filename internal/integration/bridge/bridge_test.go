@@ -91,6 +91,7 @@ func run(t *testing.T, bridge bool, d time.Duration) *occupancy {
 				if err := le.Release(context.Background()); err != nil {
 					t.Errorf("locktag release: %v", err)
 				}
+				time.Sleep(time.Millisecond) // pacing, as the plain lockers' retry delay; not synchronisation
 			}
 		})
 		wg.Go(func() { // redsync: its defaults, a 2s expiry
@@ -125,22 +126,29 @@ func run(t *testing.T, bridge bool, d time.Duration) *occupancy {
 
 // TestBridgeExcludesPlainLockers: with the bridge, locktag, redsync and
 // redislock workers locking one name never overlap, and locktag and the
-// plain lockers each get the lock; without it (the control) locktag does not see the plain lock and
-// the detector sees overlaps.
+// plain lockers each get the lock; without it (the control) locktag does
+// not see the plain lock and the detector sees overlaps.
+//
+// Under constant contention one side tends to keep the lock for a whole
+// run (locktag's queue hands it from one locktag waiter to the next; the
+// plain lockers, polling every 2 ms, retake it before a locktag waiter's
+// next look), so the bridged runs repeat, up to three, until both sides
+// have held it; every run must be free of overlaps.
 func TestBridgeExcludesPlainLockers(t *testing.T) {
-	occ := run(t, true, 3*time.Second)
-	for _, who := range []string{"locktag", "redsync", "redislock"} {
-		t.Logf("bridged: %s ran %d critical sections", who, occ.count(who))
+	var own, plain int64
+	for round := 1; round <= 3 && (own == 0 || plain == 0); round++ {
+		occ := run(t, true, 2*time.Second)
+		for _, who := range []string{"locktag", "redsync", "redislock"} {
+			t.Logf("bridged, run %d: %s ran %d critical sections", round, who, occ.count(who))
+		}
+		if n := occ.overlaps.Load(); n != 0 {
+			t.Fatalf("with the bridge: %d overlapping critical sections", n)
+		}
+		own += occ.count("locktag")
+		plain += occ.count("redsync") + occ.count("redislock")
 	}
-	// Both sides get the lock. (Under constant contention locktag's queue
-	// hands it from one locktag waiter to the next, and the plain lockers,
-	// which poll, get it when the queue runs dry: one of the two plain
-	// libraries may get few turns or none in a short run.)
-	if occ.count("locktag") == 0 || occ.count("redsync")+occ.count("redislock") == 0 {
-		t.Errorf("one side never got the lock")
-	}
-	if n := occ.overlaps.Load(); n != 0 {
-		t.Fatalf("with the bridge: %d overlapping critical sections", n)
+	if own == 0 || plain == 0 {
+		t.Fatalf("in three runs, locktag ran %d critical sections and the plain lockers %d: one side never got the lock", own, plain)
 	}
 
 	control := run(t, false, 2*time.Second)
