@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Mixed-version stage: worker processes of the previous release (the first
 # commit in .ci/protocol-base) and of HEAD share one Redis, kind by kind
-# (internal/reliability/mixed); a control pair known not to interoperate
-# (the second commit: v0.10.0 with HEAD) must fail the same checks. The
+# (internal/reliability/mixed), then a 3-master Cluster; a control pair
+# known not to interoperate (the second commit: v0.10.0 with HEAD) must
+# fail the same checks. The
 # worker's source is HEAD's (internal/reliability/mixed/worker), copied
 # into a checkout of each old commit and built there against that
 # release's own core; the builds are cached per commit.
@@ -28,9 +29,11 @@ build() {
 			exit 1
 		fi
 		git -C "$root" worktree add --detach "$tmp/$c" "$c" >/dev/null 2>&1
-		mkdir -p "$tmp/$c/mixedworker" "$(dirname "$out")"
-		cp "$src" "$tmp/$c/mixedworker/main.go"
-		(cd "$tmp/$c" && GOWORK=off go build -o "$out" ./mixedworker)
+		# In the release's go-redis driver module, whose go.mod replaces the
+		# core with the checkout's own: the worker runs on a Cluster too.
+		mkdir -p "$tmp/$c/locker/goredis/mixedworker" "$(dirname "$out")"
+		cp "$src" "$tmp/$c/locker/goredis/mixedworker/main.go"
+		(cd "$tmp/$c/locker/goredis" && GOWORK=off go build -o "$out" ./mixedworker)
 	fi
 	echo "$out"
 }
@@ -40,5 +43,5 @@ control=$(build "${bases[1]}")
 echo "mixed: previous release ${bases[0]:0:12}, control ${bases[1]:0:12}, HEAD $(git -C "$root" rev-parse --short HEAD)"
 cd "$root/internal/reliability"
 LOCKTAG_MIXED_OLD="$old" LOCKTAG_MIXED_NEW="$tmp/head" LOCKTAG_MIXED_CONTROL="$control" \
-	go test -count=1 -timeout 10m -v -run 'TestMixedVersions|TestMixedControl' ./mixed/ 2>&1 |
+	go test -count=1 -timeout 10m -v -run 'TestMixedVersions|TestMixedCluster|TestMixedControl' ./mixed/ 2>&1 |
 	grep -v '^=== \(RUN\|PAUSE\|CONT\)'

@@ -45,9 +45,17 @@ type result struct {
 	FirstError string `json:"first_error"`
 }
 
+// target is where the workers run: det is the server of the detector's
+// keys (hash tag {occ}); cluster, when set, the Cluster's addresses the
+// locker runs on (else det alone).
+type target struct {
+	det     *redistest.Server
+	cluster string
+}
+
 // workers runs one process of each binary in bins, all from one start to
-// one end on srv, and returns their results.
-func workers(t *testing.T, srv *redistest.Server, kind string, bins []string) []result {
+// one end on tg, and returns their results.
+func workers(t *testing.T, tg target, kind string, bins []string) []result {
 	t.Helper()
 	start := time.Now().Add(1500 * time.Millisecond) // every process is up by then
 	until := start.Add(run)
@@ -57,9 +65,13 @@ func workers(t *testing.T, srv *redistest.Server, kind string, bins []string) []
 	for i, bin := range bins {
 		wg.Go(func() {
 			id := fmt.Sprintf("%s#%d", label(bin), i)
-			cmd := exec.Command(bin, "-addr", srv.Addr(), "-kind", kind, "-id", id, "-g", strconv.Itoa(goroutines),
+			args := []string{"-addr", tg.det.Addr(), "-kind", kind, "-id", id, "-g", strconv.Itoa(goroutines),
 				"-start", strconv.FormatInt(start.UnixMilli(), 10), "-until", strconv.FormatInt(until.UnixMilli(), 10),
-				"-rate", strconv.Itoa(rateLimit))
+				"-rate", strconv.Itoa(rateLimit)}
+			if tg.cluster != "" {
+				args = append(args, "-cluster", tg.cluster)
+			}
+			cmd := exec.Command(bin, args...)
 			var stdout, stderr bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &stdout, &stderr
 			if err := cmd.Run(); err != nil {
@@ -101,7 +113,14 @@ func problems(t *testing.T, kind, a, b string, want int64) ([]string, int64) {
 	t.Helper()
 	srv := redistest.Start(t)
 	defer srv.Close()
-	res := workers(t, srv, kind, []string{a, b, a, b})
+	return check(t, target{det: srv}, kind, a, b, want)
+}
+
+// check runs kind on tg as problems does, and checks the results.
+func check(t *testing.T, tg target, kind, a, b string, want int64) ([]string, int64) {
+	t.Helper()
+	srv := tg.det
+	res := workers(t, tg, kind, []string{a, b, a, b})
 	var out []string
 	var total int64
 	for _, r := range res {
@@ -128,7 +147,7 @@ func problems(t *testing.T, kind, a, b string, want int64) ([]string, int64) {
 	if kind == "idem" {
 		c := srv.Pool(t).Get()
 		defer c.Close()
-		keys, err := redis.Strings(c.Do("KEYS", "exec:*"))
+		keys, err := redis.Strings(c.Do("KEYS", "{occ}:exec:*"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -137,7 +156,7 @@ func problems(t *testing.T, kind, a, b string, want int64) ([]string, int64) {
 		}
 		for _, k := range keys {
 			if n, _ := redis.Int(c.Do("GET", k)); n != 1 {
-				out = append(out, fmt.Sprintf("request %s executed %d times", strings.TrimPrefix(k, "exec:"), n))
+				out = append(out, fmt.Sprintf("request %s executed %d times", strings.TrimPrefix(k, "{occ}:exec:"), n))
 			}
 		}
 	}
@@ -178,6 +197,38 @@ func TestMixedVersions(t *testing.T) {
 				t.Error(p)
 			}
 			t.Logf("%s: previous release and HEAD: %d critical sections (or admissions), %d problems", kind, total, len(ps))
+		})
+	}
+}
+
+// TestMixedCluster: the same on a Redis Cluster of three masters, the
+// locker on go-redis's cluster client (multi-key locks span slots there,
+// so they go key by key).
+func TestMixedCluster(t *testing.T) {
+	need(t, oldWorker, newWorker)
+	c := redistest.StartCluster(t, 3, 0)
+	tg := target{det: c.MasterOf(t, c.KeySlot(t, "{occ}")), cluster: strings.Join(c.Addrs(), ",")}
+	flush := func() {
+		for _, m := range c.Masters(t) {
+			if _, err := m.Do("FLUSHALL"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	var rate int64
+	for _, kind := range kinds {
+		t.Run(kind, func(t *testing.T) {
+			if kind == "rate" {
+				flush()
+				_, rate = check(t, tg, kind, newWorker, newWorker, 0)
+				t.Logf("cluster, rate: %d admissions in a HEAD-only run", rate)
+			}
+			flush()
+			ps, total := check(t, tg, kind, oldWorker, newWorker, rate)
+			for _, p := range ps {
+				t.Error(p)
+			}
+			t.Logf("cluster, %s: previous release and HEAD: %d critical sections (or admissions), %d problems", kind, total, len(ps))
 		})
 	}
 }

@@ -6,7 +6,9 @@
 //
 // It uses only API that every release since v0.10.0 has, so that the same
 // source builds against an older release's checkout (.ci/mixed.sh copies
-// it there) and against HEAD.
+// it into that checkout's locker/goredis module, which requires go-redis
+// and replaces the core with the checkout's) and against HEAD. With
+// -cluster the locker runs on a Redis Cluster through go-redis.
 package main
 
 import (
@@ -17,13 +19,17 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
+	goredisclient "github.com/redis/go-redis/v9"
 
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/goredis"
 	"github.com/locktag/locktag/locker/job"
 	"github.com/locktag/locktag/locker/redigo"
 )
@@ -60,14 +66,22 @@ func main() {
 	start := flag.Int64("start", 0, "wall-clock ms to start at")
 	until := flag.Int64("until", 0, "wall-clock ms to stop at")
 	rate := flag.Int("rate", 500, "the rate kind's limit per second")
+	cluster := flag.String("cluster", "", "a Redis Cluster's addresses, comma-separated: the locker runs on go-redis's cluster client; the detector stays on -addr, which must serve the {occ} slot")
 	flag.Parse()
 
-	pool := &redis.Pool{MaxIdle: *gs + 2, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", *addr) }}
-	lk, err := locker.New(redigo.New(pool))
+	var drv driver.Driver
+	if *cluster != "" {
+		drv = goredis.New(goredisclient.NewClusterClient(&goredisclient.ClusterOptions{Addrs: strings.Split(*cluster, ","), PoolSize: *gs + 2}))
+	} else {
+		drv = redigo.New(&redis.Pool{MaxIdle: *gs + 2, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", *addr) }})
+	}
+	lk, err := locker.New(drv)
 	if err != nil {
 		fail(err)
 	}
 	defer lk.Close()
+	// The detector's keys share the hash tag {occ}: on a Cluster they are
+	// all on the node -addr names.
 	det := &redis.Pool{MaxIdle: *gs + 2, Dial: func() (redis.Conn, error) { return redis.Dial("tcp", *addr) }}
 
 	res := Result{ID: *id}
@@ -119,7 +133,7 @@ func main() {
 		}
 		if fence {
 			c := det.Get()
-			n, err := redis.Int(fenced.Do(c, "fence:"+key, le.Token()))
+			n, err := redis.Int(fenced.Do(c, "{occ}:fence:"+key, le.Token()))
 			c.Close()
 			if err != nil {
 				note(err)
@@ -154,25 +168,25 @@ func main() {
 			for i := 0; ctx.Err() == nil && time.Now().Before(end); i++ {
 				switch *kind {
 				case "mutex":
-					lock(ctx, "mixed:mutex", p, "occ:mutex", "occ:none", 1, true, i%8 == 7)
+					lock(ctx, "mixed:mutex", p, "{occ}:mutex", "{occ}:none", 1, true, i%8 == 7)
 				case "nolock": // the detector's control: no lock at all
-					section("occ:mutex", "occ:none", 1)
+					section("{occ}:mutex", "{occ}:none", 1)
 				case "sem":
 					sp := p
 					sp.Limit = 2
-					lock(ctx, "mixed:sem", sp, "occ:sem", "occ:none", 2, false, false)
+					lock(ctx, "mixed:sem", sp, "{occ}:sem", "{occ}:none", 2, false, false)
 				case "rw":
 					rp := p
 					if (g+i)%4 == 0 {
 						rp.Mode = locker.Write
-						lock(ctx, "mixed:rw", rp, "occ:w", "occ:r", 1, false, false)
+						lock(ctx, "mixed:rw", rp, "{occ}:w", "{occ}:r", 1, false, false)
 					} else {
 						rp.Mode = locker.Read
-						lock(ctx, "mixed:rw", rp, "occ:r", "occ:w", 1<<30, false, false)
+						lock(ctx, "mixed:rw", rp, "{occ}:r", "{occ}:w", 1<<30, false, false)
 					}
 				case "job":
 					err := jb.Run(ctx, func(context.Context, int64) error {
-						section("occ:job", "occ:none", 1)
+						section("{occ}:job", "{occ}:none", 1)
 						return nil
 					})
 					switch {
@@ -224,8 +238,8 @@ func multi(ctx context.Context, lk *locker.Locker, keys []string, p locker.Param
 	}
 	// Both keys' sections at once would count one section twice: check
 	// them one after the other, under the one multi-key lease.
-	section("occ:"+keys[0], "occ:none", 1)
-	section("occ:"+keys[1], "occ:none", 1)
+	section("{occ}:"+keys[0], "{occ}:none", 1)
+	section("{occ}:"+keys[1], "{occ}:none", 1)
 	if err := le.Release(context.Background()); err != nil {
 		note(err)
 	}
@@ -249,7 +263,7 @@ func idem(ctx context.Context, lk *locker.Locker, det *redis.Pool, i int, ops, b
 		return
 	}
 	conn := det.Get()
-	_, err = conn.Do("INCR", "exec:"+n)
+	_, err = conn.Do("INCR", "{occ}:exec:"+n)
 	conn.Close()
 	if err != nil {
 		note(err)
