@@ -8,15 +8,16 @@ ALL := github.com/locktag/locktag/...
 # begin with their name (ST1020 functions, ST1021 types, ST1022 variables).
 STATICCHECK := v0.8.2
 
-.PHONY: test deps vet fmt lint footprint unit reliability versions apicheck bench fuzz soak
+.PHONY: test deps vet fmt lint footprint unit reliability versions apicheck mixed bench fuzz soak
 
 ## test: install what the tests need and run the whole suite: vet, staticcheck, gofmt,
 ## the footprint check (one fresh consumer per transport), every module's
 ## tests with -race on Redis, the fault suite, the Redis-backed library
 ## tests on Valkey, the library modules on their minimum dependency
 ## versions (Go 1.26) and on the latest (Go 1.27), and the
-## API-compatibility check against the last release.
-test: deps lint footprint unit reliability valkey versions apicheck
+## API-compatibility check against the last release, and the
+## mixed-version stage.
+test: deps lint footprint unit reliability valkey versions apicheck mixed
 
 ## deps: install redis-server and redis-cli (the Cluster tests need the
 ## CLI), chromium (for the ops page's browser test) and protoc (for the
@@ -87,6 +88,12 @@ versions:
 ## apicheck: no incompatible API change against the last release.
 apicheck:
 	bash .ci/apicheck.sh
+
+## mixed: workers of the previous release (.ci/protocol-base) and of HEAD
+## on one Redis, kind by kind; the control pair (v0.10.0 with HEAD) must
+## fail (docs/versioning.md#the-redis-protocol).
+mixed:
+	bash .ci/mixed.sh
 
 ## bench: the locker benchmarks beside the sleep-retry baseline (see docs/benchmarks.md).
 bench: deps

@@ -83,6 +83,15 @@ type QuorumError = tally.QuorumError
 // not ErrUnavailable. A queued waiter granted late queues again instead.
 var ErrLate = lockerr.ErrLate
 
+// ErrProtocol means that Redis holds a record this release cannot read:
+// one written by a release of another protocol (docs/protocol.md), or by
+// no locktag release at all. The script that met it changed nothing and
+// refused the call; the error names the protocol found and the one this
+// release reads (ProtocolVersion). It does not match ErrUnavailable:
+// Redis answered, and retrying will not help until the releases sharing
+// the Redis interoperate again (docs/versioning.md).
+var ErrProtocol = lockerr.ErrProtocol
+
 // ErrUnsupported means that the server, or the user the Locker logs in as,
 // lacks scripting, pub/sub or a command the scripts call; Check (and the
 // first Ping or Healthy) says what to allow. See docs/servers.md.

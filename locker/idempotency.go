@@ -63,6 +63,9 @@ func (l *Locker) Idempotent(ctx context.Context, name, fingerprint string, p Ide
 	span := l.tel.startIdem(ctx, p.Name)
 	c, err := l.idempotent(ctx, name, fingerprint, p)
 	l.tel.endIdem(span, p.Name, c, err)
+	if err != nil {
+		l.protocolMet(ctx, err)
+	}
 	return c, err
 }
 

@@ -44,6 +44,8 @@ type Locker struct {
 	shutOnce sync.Once
 	shut     chan struct{}
 	shutErr  error
+	// protocolLogged: a record of another protocol was logged (protocolMet).
+	protocolLogged atomic.Bool
 }
 
 // New returns a Locker on one Redis deployment reached through d: a single
@@ -151,6 +153,7 @@ func newLocker(o options, lastKey bool) *Locker {
 		NodeTimeout: o.nodeTimeout,
 	}, o.grantWindow, lastKey, node.Hooks{Waiting: l.waiting})
 	l.log.SID = l.sh.SID
+	l.sh.Layout.Bridge = o.bridge
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label
 	}
@@ -242,6 +245,9 @@ func (l *Locker) Obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	span := l.tel.startObtain(ctx)
 	le, err := l.obtain(ctx, key, p)
 	l.tel.endObtain(span, start, key, p, le, err)
+	if err != nil {
+		l.protocolMet(ctx, err)
+	}
 	return le, err
 }
 

@@ -76,7 +76,8 @@ func (l *Locker) obtainMany(ctx context.Context, keys []string, p Params) (*Leas
 // held through ctx (re-entry goes key by key).
 func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *Lease, done bool, err error) {
 	mf, ok := l.be.(node.MultiFast)
-	if !ok || len(keys) < 2 {
+	if !ok || len(keys) < 2 || l.sh.Layout.Bridge != nil { // multi_acquire does not know a bridge's plain locks
+
 		return nil, false, nil
 	}
 	for _, key := range keys {

@@ -28,8 +28,9 @@ type options struct {
 
 	observer     Observer // WithObserver; nil: none
 	keyAttribute bool
-	logger       *slog.Logger // nil: slog.Default() when a record is logged
-	label        string       // WithLabel; "": none
+	logger       *slog.Logger            // nil: slog.Default() when a record is logged
+	label        string                  // WithLabel; "": none
+	bridge       func(key string) string // WithPlainLockBridge; nil: none
 
 	errs        []error  // invalid values, one per option
 	redlockOnly []string // Redlock-only options given
@@ -238,6 +239,34 @@ func WithLogger(l *slog.Logger) Option {
 			return
 		}
 		o.logger = l
+	}
+}
+
+// WithPlainLockBridge bridges every mutex of the Locker to the plain lock
+// other libraries take for the same name (`SET name token NX PX ttl`,
+// released by compare-and-delete: redsync, bsm/redislock, a hand-written
+// SET NX), so a fleet can move to locktag one instance at a time: a
+// mutex is taken only while the plain lock is free, and while a locktag
+// holder holds it the plain key holds its token and expires with its
+// lease, so the plain lockers find the name taken. Both happen in the
+// mutex's own scripts, atomically. name maps a lock's key (as given to
+// Obtain) to the plain lock's key; nil is the key itself. The default is
+// no bridge.
+//
+// The bridged mutexes run their general script paths (the uncontended
+// ones do not know the plain lock); a waiter for a name a plain locker
+// holds looks again when the plain lock's expiry comes (the plain lockers
+// publish no release), and ObtainMany takes its keys one by one. Locks of
+// other kinds are not bridged. On Redis Cluster the plain key must share
+// the lock's slot: the key itself does when it has no '{'. New only.
+// See docs/migration.md.
+func WithPlainLockBridge(name func(key string) string) Option {
+	return func(o *options) {
+		if name == nil {
+			name = func(key string) string { return key }
+		}
+		o.bridge = name
+		o.singleOnly = append(o.singleOnly, "WithPlainLockBridge")
 	}
 }
 

@@ -84,6 +84,9 @@ func (l *Locker) Allow(ctx context.Context, key string, p RateParams) (RateDecis
 	span := l.tel.startRate(ctx)
 	d, err := l.allow(ctx, key, p)
 	l.tel.endRate(span, key, p, d, err)
+	if err != nil {
+		l.protocolMet(ctx, err)
+	}
 	return d, err
 }
 

@@ -84,7 +84,9 @@ func TestRedlockAdmin(t *testing.T) {
 		t.Fatalf("free lock: %v, want ErrNotHeld", err)
 	}
 	// A remnant on one master: not held by Redlock's rule, but cleaned up.
-	if _, err := srvs[2].Do("SET", "locktag:{rl}", "remnant 5 1 0 1", "PX", 60000); err != nil {
+	now := time.Now().UnixMilli()
+	remnant := fmt.Sprintf("remnant 5 1 0 %d %d -", now, now+60000) // a lock value (docs/protocol.md)
+	if _, err := srvs[2].Do("SET", "locktag:{rl}", remnant, "PX", 60000); err != nil {
 		t.Fatal(err)
 	}
 	if st, err := opLk.Inspect(ctx, "rl"); err != nil || st.Holder != nil || st.Kind != "" {

@@ -38,6 +38,9 @@ const (
 	OutcomeCanceled  = outcome.Canceled // the caller's context ended first
 	OutcomeError     = outcome.Error    // Redis unavailable, quorum not reached
 	OutcomeLost      = outcome.Lost
+	// OutcomeProtocol: a record of another protocol refused the call
+	// (ErrProtocol); also an Allow's and an Idempotent call's outcome.
+	OutcomeProtocol = outcome.Protocol
 )
 
 // Outcomes of an Allow (a rate-limit decision); canceled and error as

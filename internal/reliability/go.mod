@@ -25,6 +25,7 @@ require (
 	github.com/bytedance/sonic/loader v0.5.0 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/cloudwego/base64x v0.1.6 // indirect
+	github.com/dgryski/go-rendezvous v0.0.0-20200823014737-9f7001d12a5f // indirect
 	github.com/gabriel-vasile/mimetype v1.4.13 // indirect
 	github.com/gin-contrib/sse v1.1.0 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
@@ -73,8 +74,10 @@ require (
 require (
 	github.com/locktag/locktag v0.11.0
 	github.com/locktag/locktag/interceptor v0.11.0
+	github.com/locktag/locktag/locker/goredis v0.11.0
 	github.com/locktag/locktag/locker/lockotel v0.11.0
 	github.com/locktag/locktag/middleware v0.11.0
+	github.com/redis/go-redis/v9 v9.9.0
 )
 
 replace (

@@ -42,7 +42,10 @@ const (
 	// (including a grant that arrived too late, locker.ErrLate).
 	Busy
 	// Unavailable: Redis could not be reached, failed, or the pool was
-	// exhausted; nothing is known to be held.
+	// exhausted; nothing is known to be held. Also a record of another
+	// protocol (locker.ErrProtocol, in Outcome.Err): Redis answered but
+	// holds what this release cannot read, and refused the request
+	// unchanged; the guard's log says so in words of its own.
 	Unavailable
 	// Deadline: the request's deadline passed while it waited.
 	Deadline
@@ -164,7 +167,7 @@ func classify(err error) Kind {
 		return TooLarge
 	case errors.As(err, &te):
 		return BadKey
-	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrPoolExhausted), errors.Is(err, locker.ErrClosed):
+	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrPoolExhausted), errors.Is(err, locker.ErrClosed), errors.Is(err, locker.ErrProtocol):
 		return Unavailable
 	case errors.Is(err, context.DeadlineExceeded):
 		return Deadline
@@ -191,7 +194,7 @@ func classifyIdem(err error) Kind {
 		return InFlight
 	case errors.Is(err, locker.ErrMismatch):
 		return Mismatch
-	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrClosed):
+	case errors.Is(err, locker.ErrUnavailable), errors.Is(err, locker.ErrClosed), errors.Is(err, locker.ErrProtocol):
 		return Unavailable
 	}
 	return Internal

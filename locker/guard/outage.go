@@ -2,10 +2,13 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/locktag/locktag/locker"
 )
 
 // outageEvery is how often a guard repeats its record while Redis stays
@@ -18,6 +21,7 @@ const (
 	logOutageOpen   = "locktag: redis unavailable, requests run without their lock"
 	logOutageStill  = "locktag: redis still unavailable"
 	logOutageEnded  = "locktag: redis answers again"
+	logProtocol     = "locktag: redis holds records of another protocol, requests refused; a release outside this one's compatibility window shares the Redis (docs/versioning.md)"
 	logTagMistake   = "locktag: the lock tag names something the request cannot have; fix the tag or the route"
 	maxMistakeNames = 64
 )
@@ -68,9 +72,12 @@ func (u *outage) refused(ctx context.Context, l *slog.Logger, o Outcome) {
 		return
 	}
 	msg := logOutage
+	protocol := errors.Is(o.Err, locker.ErrProtocol)
 	switch {
-	case !first:
+	case !first && !protocol:
 		msg = logOutageStill
+	case protocol:
+		msg = logProtocol
 	case o.Kind == FailedOpen:
 		msg = logOutageOpen
 	}

@@ -2,6 +2,7 @@ package guard
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -148,5 +149,41 @@ func TestTagMistakeLoggedOncePerRoute(t *testing.T) {
 	recs := rec.Matching(logTagMistake)
 	if len(recs) != 2 || recs[0].Attrs["route"] != "GET /a" || recs[1].Attrs["route"] != "GET /b" {
 		t.Fatalf("want one record per route, got:\n%s", rec)
+	}
+}
+
+// TestProtocolRefusal: a lock guard that meets a record of another
+// protocol refuses the request as Unavailable (even WithFailOpen: another
+// release may hold the lock), with ErrProtocol in Outcome.Err, and logs it
+// once in words of its own, not as Redis being down.
+func TestProtocolRefusal(t *testing.T) {
+	srv := redistest.Start(t)
+	lk := lockerOn(t, srv.Pool(t))
+	if _, err := srv.Do("SET", "locktag:{p:1}", "@2 0 a lock of a later protocol"); err != nil {
+		t.Fatal(err)
+	}
+	for _, open := range []bool{false, true} {
+		logger, rec := logtest.New()
+		opts := []Option{WithLogger(logger)}
+		if open {
+			opts = append(opts, WithFailOpen())
+		}
+		g, err := CompileLock(lk, `key:"p:{v.id}"`, sources, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ran := false
+		for range 2 {
+			o := g.Run(t.Context(), req{"id": "1"}, "p", func(context.Context) error { ran = true; return nil })
+			if o.Kind != Unavailable || !errors.Is(o.Err, locker.ErrProtocol) {
+				t.Fatalf("fail-open %v: %+v", open, o)
+			}
+		}
+		if ran {
+			t.Fatalf("fail-open %v: the call ran", open)
+		}
+		if recs := rec.Records(); len(recs) != 1 || recs[0].Message != logProtocol || recs[0].Level.String() != "ERROR" {
+			t.Fatalf("fail-open %v: want one protocol record, got:\n%s", open, rec)
+		}
 	}
 }

@@ -171,7 +171,7 @@ func (e *Elector) campaign(ctx context.Context) (*term, error) {
 		if errors.Is(err, locker.ErrNotObtained) {
 			continue // the wait ran out, or a grant came too late: queue again
 		}
-		if !errors.Is(err, locker.ErrUnavailable) {
+		if !errors.Is(err, locker.ErrUnavailable) && !errors.Is(err, locker.ErrProtocol) {
 			return nil, err
 		}
 		pause := time.NewTimer(e.o.retry)

@@ -104,11 +104,11 @@ func New(opts ...Option) *Observer {
 	t.hold, _ = m.Float64Histogram("locktag.lock.hold.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time locks were held, from obtained to released or lost."), buckets)
 	t.outcomes, _ = m.Int64Counter("locktag.lock.outcomes", metric.WithUnit("{outcome}"),
-		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error), locks lost, and rate-limit decisions (admitted, rate_limited)."))
+		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error, protocol), locks lost, and rate-limit decisions (admitted, rate_limited)."))
 	t.renewals, _ = m.Int64Counter("locktag.lock.renewals", metric.WithUnit("{renewal}"),
 		metric.WithDescription("Watchdog renewals by result (ok, error, refused)."))
 	t.idem, _ = m.Int64Counter("locktag.idempotency.outcomes", metric.WithUnit("{request}"),
-		metric.WithDescription("Idempotency guard outcomes (executed, replayed, conflict, mismatch, canceled, error)."))
+		metric.WithDescription("Idempotency guard outcomes (executed, replayed, conflict, mismatch, canceled, error, protocol)."))
 	t.waiters, _ = m.Int64UpDownCounter("locktag.lock.waiters", metric.WithUnit("{waiter}"),
 		metric.WithDescription("Obtain calls waiting for a busy lock now."))
 	t.held, _ = m.Int64UpDownCounter("locktag.lock.held", metric.WithUnit("{lock}"),
@@ -195,11 +195,11 @@ func (t *Observer) attrs(name string) *nameAttrs {
 		renewals: make(map[string]attrOpts),
 		idem:     make(map[string]attrOpts),
 	}
-	for _, o := range []string{locker.IdempotencyExecuted, locker.IdempotencyReplayed, locker.IdempotencyConflict, locker.IdempotencyMismatch, locker.OutcomeCanceled, locker.OutcomeError} {
+	for _, o := range []string{locker.IdempotencyExecuted, locker.IdempotencyReplayed, locker.IdempotencyConflict, locker.IdempotencyMismatch, locker.OutcomeCanceled, locker.OutcomeError, locker.OutcomeProtocol} {
 		a.idem[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, o := range []string{locker.OutcomeAcquired, locker.OutcomeReentered, locker.OutcomeBusy, locker.OutcomeCanceled,
-		locker.OutcomeError, locker.OutcomeLost, locker.OutcomeAdmitted, locker.OutcomeRateLimited} {
+		locker.OutcomeError, locker.OutcomeLost, locker.OutcomeAdmitted, locker.OutcomeRateLimited, locker.OutcomeProtocol} {
 		a.outcomes[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, r := range []string{renewalOK, renewalError, renewalRefused} {

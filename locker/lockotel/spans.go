@@ -108,7 +108,7 @@ func (t *Observer) EndObtain(state any, e locker.ObtainEvent) {
 		} else {
 			t.setAttrs(span, e.Key, e.Params, e.Keys, wait, out)
 		}
-		if e.Outcome == locker.OutcomeError {
+		if e.Outcome == locker.OutcomeError || e.Outcome == locker.OutcomeProtocol {
 			span.RecordError(e.Err)
 			span.SetStatus(codes.Error, e.Err.Error())
 		}
@@ -207,7 +207,7 @@ func (t *Observer) EndIdempotency(state any, e locker.IdempotencyEvent) {
 	t.idem.Add(context.Background(), 1, t.attrs(e.Name).idem[e.Outcome].add...)
 	if span.IsRecording() {
 		span.SetAttributes(AttrOutcome.String(e.Outcome))
-		if e.Outcome == locker.OutcomeError {
+		if e.Outcome == locker.OutcomeError || e.Outcome == locker.OutcomeProtocol {
 			span.RecordError(e.Err)
 			span.SetStatus(codes.Error, e.Err.Error())
 		}
@@ -241,7 +241,7 @@ func (t *Observer) EndRate(state any, e locker.RateEvent) {
 			kv = append(kv, AttrWaited.Int64(e.Decision.Waited.Milliseconds()))
 		}
 		span.SetAttributes(kv...)
-		if e.Outcome == locker.OutcomeError {
+		if e.Outcome == locker.OutcomeError || e.Outcome == locker.OutcomeProtocol {
 			span.RecordError(e.Err)
 			span.SetStatus(codes.Error, e.Err.Error())
 		}

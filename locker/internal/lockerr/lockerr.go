@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
@@ -41,7 +42,49 @@ var (
 	ErrBadRate                = errors.New("locker: bad rate")
 	ErrStaleToken             = errors.New("locker: stale fencing token")
 	ErrNotClaimed             = errors.New("locker: resource not claimed by this fencing token")
+	ErrProtocol               = errors.New("locker: record of another protocol")
 )
+
+// Protocol is the error of a script that met a record it cannot read: one
+// another protocol wrote (Found is its version), or none did (Found is
+// "unknown"). The script changed nothing. It matches ErrProtocol only:
+// Redis answered, and retrying cannot help.
+type Protocol struct {
+	Found, Supported string
+}
+
+func (e *Protocol) Error() string {
+	return fmt.Sprintf("%s: Redis holds a record of protocol %s, this release reads protocol %s (docs/versioning.md)", ErrProtocol.Error(), e.Found, e.Supported)
+}
+
+// Unwrap makes a Protocol match ErrProtocol.
+func (e *Protocol) Unwrap() error { return ErrProtocol }
+
+// protocolReply is the start of a script's refusal (refuse in value.lua).
+const protocolReply = "LOCKTAG_PROTOCOL "
+
+// AsProtocol returns the Protocol error err carries, if it is or wraps a
+// script's refusal ("LOCKTAG_PROTOCOL found supported ...", whatever the
+// driver's error type), else nil.
+func AsProtocol(err error) *Protocol {
+	if err == nil {
+		return nil
+	}
+	var p *Protocol
+	if errors.As(err, &p) {
+		return p
+	}
+	msg := err.Error()
+	i := strings.Index(msg, protocolReply)
+	if i < 0 {
+		return nil
+	}
+	f := strings.Fields(msg[i+len(protocolReply):])
+	if len(f) < 2 {
+		return nil
+	}
+	return &Protocol{Found: f[0], Supported: f[1]}
+}
 
 // Late is the error of a late grant: it matches ErrLate and ErrNotObtained.
 var Late error = &Multi{Msg: ErrLate.Error(), Errs: []error{ErrLate, ErrNotObtained}}
@@ -57,8 +100,13 @@ func (e *Forced) Error() string {
 // Unwrap makes a Forced match ErrLockLost and ErrForceReleased.
 func (e *Forced) Unwrap() []error { return []error{ErrLockLost, ErrForceReleased} }
 
-// Unavailable wraps a Redis failure so it matches ErrUnavailable.
+// Unavailable wraps a Redis failure so it matches ErrUnavailable; a
+// script's refusal of a record of another protocol becomes a Protocol
+// error instead (AsProtocol).
 func Unavailable(err error) error {
+	if p := AsProtocol(err); p != nil {
+		return p
+	}
 	switch {
 	case errors.Is(err, ErrUnavailable):
 		return err

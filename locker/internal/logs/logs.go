@@ -22,6 +22,7 @@ const (
 	MsgRelease   = "locktag: release failed"
 	MsgClaimLost = "locktag: idempotency claim lost"
 	MsgClaimEnd  = "locktag: idempotency release failed"
+	MsgProtocol  = "locktag: redis holds records of another protocol; calls that meet them are refused (docs/versioning.md)"
 	keyCause     = "cause"
 	keyError     = "error"
 	keyHeld      = "held_for"
@@ -133,6 +134,17 @@ func (g *Logger) Release(ctx context.Context, lk Lock, err error) {
 	attrs := make([]slog.Attr, 0, 7)
 	attrs = append(attrs, slog.String(keyCause, cause), slog.String(keyError, err.Error()))
 	lg.LogAttrs(ctx, level, MsgRelease, g.lockAttrs(lk, attrs)...)
+}
+
+// Protocol logs the first record of another protocol a Locker's calls
+// met (lockerr.Protocol in err), at Error: a release outside this one's
+// compatibility window shares its Redis. The Locker logs it once.
+func (g *Logger) Protocol(ctx context.Context, err error) {
+	attrs := []slog.Attr{slog.String(keyError, err.Error())}
+	if g.SID != "" {
+		attrs = append(attrs, slog.String(KeyLocker, g.SID))
+	}
+	g.logger().LogAttrs(ctx, slog.LevelError, MsgProtocol, attrs...)
 }
 
 // Claim is what a record says of an idempotency claim.

@@ -59,6 +59,10 @@ type Layout struct {
 	// its clock says.
 	LastKey   bool
 	WindowArg any // the grant window in ms, boxed once (release's third argument)
+	// Bridge names a mutex's plain lock (locker.WithPlainLockBridge): its
+	// names then carry it as their third key and run scripts.MutexBridge.
+	// nil: no bridge.
+	Bridge func(key string) string
 	// SIDArg is the Locker's subscriber, boxed once: release's last
 	// argument, so that a hand-over to a waiter of the same Locker is
 	// woken from the reply and not told by a notice (grant in mutex.lua).
@@ -68,7 +72,17 @@ type Layout struct {
 // Mutex returns the names of key's mutex and a new owner token, with the
 // names' storage in buf (nil: allocated).
 func (lay *Layout) Mutex(key string, buf *Buf) (Names, string) {
-	return lay.Kind(key, "", scripts.Mutex, nil, buf)
+	if lay.Bridge == nil {
+		return lay.Kind(key, "", scripts.Mutex, nil, buf)
+	}
+	if buf == nil {
+		buf = new(Buf)
+	}
+	n, token := lay.Kind(key, "", scripts.MutexBridge, nil, buf)
+	nkeys := n.Keys.Len()
+	buf.keys[2] = lay.Bridge(key)
+	n.Keys = driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys])
+	return n, token
 }
 
 // Semaphore returns the names of the semaphore key with limit permits and

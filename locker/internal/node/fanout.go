@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
@@ -20,6 +21,9 @@ func Fanout(ctx context.Context, nodes []*Node, timeout time.Duration, s *driver
 			cctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			res[i].V, res[i].Err = nd.Drv.Eval(cctx, s, keys, args...)
+			if p := lockerr.AsProtocol(res[i].Err); p != nil {
+				res[i].Err = p // a refused record of another protocol, said so
+			}
 		})
 	}
 	wg.Wait()

@@ -25,6 +25,7 @@ const (
 	Replayed    = "replayed"
 	Conflict    = "conflict"
 	Mismatch    = "mismatch"
+	Protocol    = "protocol"
 )
 
 func canceled(err error) bool {
@@ -42,6 +43,8 @@ func Obtain(holds int, err error) string {
 		return Canceled
 	case errors.Is(err, lockerr.ErrNotObtained):
 		return Busy
+	case errors.Is(err, lockerr.ErrProtocol):
+		return Protocol
 	}
 	return Error
 }
@@ -60,6 +63,8 @@ func Idempotency(replay bool, err error) string {
 		return Canceled
 	case errors.Is(err, lockerr.ErrInFlight):
 		return Conflict
+	case errors.Is(err, lockerr.ErrProtocol):
+		return Protocol
 	}
 	return Error
 }
@@ -73,6 +78,8 @@ func Rate(err error) string {
 		return Canceled
 	case errors.Is(err, lockerr.ErrRateLimited):
 		return RateLimited
+	case errors.Is(err, lockerr.ErrProtocol):
+		return Protocol
 	}
 	return Error
 }

@@ -6,5 +6,13 @@
 //
 //	go test ./locker/internal/scripts -run TestScriptsGolden -args -update
 //
+// Layouts defines each script's keys, arguments and replies, once:
+// docs/protocol.md's tables are generated from it, and tests check the
+// scripts and their callers against it:
+//
+//	go generate ./locker/internal/scripts
+//
 // The package is a leaf: it imports only the driver seam.
 package scripts
+
+//go:generate go test -run TestProtocolDoc -args -update

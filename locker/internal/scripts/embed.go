@@ -85,6 +85,12 @@ var (
 	luaRate string
 	//go:embed lua/rate_inspect.lua
 	luaRateInspect string
+	//go:embed lua/bridge.lua
+	luaBridge string
+	//go:embed lua/bridge_gate.lua
+	luaBridgeGate string
+	//go:embed lua/bridge_post.lua
+	luaBridgePost string
 
 	// CheckSource is check.lua: Locker.Check runs it under a comment
 	// naming the Locker, so that its first run meets NOSCRIPT.

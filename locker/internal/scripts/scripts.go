@@ -49,6 +49,27 @@ var (
 	Ping         = driver.NewScript("return 1")
 )
 
+// bridged is a mutex script run as the body of a bridged one (bridge.lua):
+// gate (if any) runs before it, bridge_post.lua after it.
+func bridged(gate, body string) *driver.Script {
+	return driver.NewScript(mutexLib + luaBridge + gate + "local function body()\n" + body + "\nend\n" + luaBridgePost)
+}
+
+// MutexBridge is a mutex's scripts bridged to a plain lock
+// (locker.WithPlainLockBridge): KEYS[3] is the plain lock's key. They run
+// the mutex's general paths (the uncontended paths' SET NX and GETDEL do
+// not know the plain lock) inside bridge.lua's guard.
+var MutexBridge = &Set{
+	Acquire:    bridged(luaBridgeGate, luaAcquire),
+	Release:    bridged("", luaRelease+luaHandOver+luaReleaseHeld),
+	Leave:      bridged("", luaLeave),
+	Extend:     bridged("", luaExtend),
+	PTTL:       bridged("", luaPTTL),
+	Keep:       bridged("", luaKeep),
+	ExtendKeys: 3,
+	Family:     FamilyMutex,
+}
+
 // Set is one lock kind's scripts: a holder's names carry its kind's set,
 // so the backend runs the right script without asking which kind. The
 // scripts of every set take the same arguments, except Acquire, to which

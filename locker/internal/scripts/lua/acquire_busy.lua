@@ -4,7 +4,9 @@
 -- written out, run before any helper is defined (see handover.lua): every
 -- waiter of a contended lock makes this call once. Any other case goes on
 -- to acquire.lua with clock and found as they are.
-if found and ARGV[4] == 'a' and not KEYS[4] and tonumber(ARGV[3]) > 0 then
+-- A value of another protocol (it begins with '@') goes on to parse,
+-- which refuses it.
+if found and ARGV[4] == 'a' and not KEYS[4] and tonumber(ARGV[3]) > 0 and string.byte(found) ~= 64 then
   -- "owner fence holds queue granted ends from[ label]", split around
   -- queue, which this call may rewrite.
   local pre, o, q, post, e = string.match(found, '^((%S+) %d+ %d+ )(%d+)( %d+ (%d+) %S+.*)$')

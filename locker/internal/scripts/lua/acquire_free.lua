@@ -28,6 +28,10 @@ if (ARGV[4] == 'a' or ARGV[4] == 'n') then
     -- Redlock: one more than the last holder's token this master keeps
     -- (gone and last in value.lua).
     local kept = redis.call('GET', KEYS[4])
+    if kept and string.byte(kept) == 64 then
+      -- Another protocol's (refuse in value.lua, written out).
+      error({err = 'LOCKTAG_PROTOCOL ' .. (string.match(kept, '^@(%d+)') or 'unknown') .. ' 1'})
+    end
     kept = kept and tonumber(string.match(kept, '^%S+ (%d+)'))
     if kept and kept > 0 then f = string.format('%.0f', kept + 1) end
   end

@@ -2,8 +2,9 @@
 -- (the value's ends with it, see value.lua). ARGV: token, ttl_ms.
 -- Reply: 1 extended, 0 not held.
 local v = redis.call('GET', KEYS[1])
-if not v or string.match(v, '^%S+') ~= ARGV[1] then return 0 end
+if not v then return 0 end
 local l = parse(v)
+if l.owner ~= ARGV[1] then return 0 end
 local nowms = now_ms(redis.call('TIME'))
 if not held(l, nowms) then return 0 end
 l.ends = nowms + tonumber(ARGV[2])

@@ -9,7 +9,7 @@
 -- pttl_ms}.
 local v = redis.call('GETDEL', KEYS[1])
 if not v then return {} end
-local l = parse(v)
+local l = parse(v, true)
 local nowus = now_us(redis.call('TIME'))
 if not held(l, math.floor(nowus / 1000)) then
   restore(l, v) -- a lease that is over, kept for the queue

@@ -9,7 +9,11 @@ if not v then
 end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local last, d, iv, burst = string.match(v, '^(%S+) (%S+) (%S+) (%S+)$')
+local last, d, iv, burst = string.match(v, '^(%d%S*) (%S+) (%S+) (%S+)$')
+if not last then
+  -- Another protocol's record, or none's (see rate.lua).
+  error({err = 'LOCKTAG_PROTOCOL ' .. (string.match(v, '^@(%d+)') or 'unknown') .. ' 1'})
+end
 local debt = math.max(tonumber(d) - math.max(now - tonumber(last), 0), 0)
 local rem = math.floor((tonumber(burst) * tonumber(iv) - debt) / tonumber(iv) + 1e-6)
 return {math.max(rem, 0), math.ceil(debt), iv, tonumber(burst)}

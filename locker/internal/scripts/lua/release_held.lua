@@ -2,7 +2,7 @@
 -- v): the lock is not the caller's, another hold stays, or waiters may
 -- be queued. A value that stays goes back with its expiry (restore, put
 -- in value.lua).
-local l = parse(v)
+local l = parse(v, true)
 if l.owner ~= token then
   restore(l, v)
   return -1

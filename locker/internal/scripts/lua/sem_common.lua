@@ -25,8 +25,14 @@
 -- off, so a process that froze or crashed with many waiters queued costs
 -- the others one grant window, not one per waiter. Permits granted
 -- together and lapsed together cut their subscriber off once.
+-- A lock of another protocol holds the member '@' in KEYS[1], scored by
+-- that protocol's version (docs/protocol.md): a lease long over to these
+-- scripts, so the purge, which every call that changes a lock makes first
+-- (or after finding its caller's live permit), meets it first and
+-- refuses the lock before anything is written.
 local function sem_purge(nowms)
   local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowms)
+  if gone[1] == '@' then refuse(redis.call('ZSCORE', KEYS[1], '@')) end
   local done = {}
   for _, t in ipairs(gone) do
     local sid = redis.call('HGET', KEYS[3], '?' .. t)
@@ -42,6 +48,13 @@ local function sem_purge(nowms)
       end
     end
   end
+end
+
+-- sem_marked refuses a lock of another protocol (see sem_purge) on a path
+-- that does not purge.
+local function sem_marked()
+  local m = redis.call('ZSCORE', KEYS[1], '@')
+  if m then refuse(m) end
 end
 
 -- sem_expire makes the holders and details keys live at least px + 1s

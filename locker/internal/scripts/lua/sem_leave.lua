@@ -13,6 +13,7 @@ if f then
   sem_drop(token, nowms, window, hand_on)
   return {0, 0, 0, -2, 0}
 end
+sem_marked()
 if ARGV[7] then -- a caller that never queued may pass no entry
   redis.call('ZREM', KEYS[2], entry(token, ARGV[6], ARGV[5], ARGV[7], ARGV[8]))
 end

@@ -2,5 +2,10 @@
 -- Reply: milliseconds left, or -1 when not held.
 local nowms = now_ms(redis.call('TIME'))
 local s = redis.call('ZSCORE', KEYS[1], ARGV[1])
-if not s or tonumber(s) <= nowms then return -1 end
+if not s or tonumber(s) <= nowms then
+  -- Not held; a lock of another protocol is refused (sem_purge).
+  local m = redis.call('ZSCORE', KEYS[1], '@')
+  if m then refuse(m) end
+  return -1
+end
 return tonumber(s) - nowms

@@ -30,9 +30,14 @@ local nowms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
 local r = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. nowms, '+inf', 'LIMIT', '0', '2')
 if r[1] ~= token and r[2] ~= token then
   -- Not among the first two live holders: a third, or none.
-  if #r < 2 then return -1 end
-  local s = redis.call('ZSCORE', KEYS[1], token)
-  if not s or tonumber(s) <= tonumber(nowms) then return -1 end
+  local s = #r == 2 and redis.call('ZSCORE', KEYS[1], token)
+  if not s or tonumber(s) <= tonumber(nowms) then
+    -- Not held. A lock of another protocol (the member '@', see sem_purge
+    -- in sem_common.lua) is refused, as refuse in value.lua does.
+    local m = redis.call('ZSCORE', KEYS[1], '@')
+    if m then error({err = 'LOCKTAG_PROTOCOL ' .. m .. ' 1'}) end
+    return -1
+  end
 end
 local rec = redis.call('HMGET', KEYS[3], '=' .. token, 'Q')
 if not rec[1] then return -1 end

@@ -11,6 +11,12 @@
 -- Claim and replay cost two and one redis.call.
 local fp, token, lease, wait = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
 local v = redis.call('GET', KEYS[1])
+-- A record of another protocol (it begins with '@') or one no protocol
+-- wrote is refused: "LOCKTAG_PROTOCOL found 1", nothing written (see
+-- refuse in value.lua).
+if v and string.byte(v) ~= 112 and string.byte(v) ~= 100 then
+  error({err = 'LOCKTAG_PROTOCOL ' .. (string.match(v, '^@(%d+)') or 'unknown') .. ' 1'})
+end
 if not v then
   redis.call('SET', KEYS[1], 'p0' .. fp .. token, 'PX', lease)
   return {1}

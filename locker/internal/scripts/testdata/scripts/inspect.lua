@@ -44,10 +44,22 @@ end
 -- A mutex's value: "owner fence holds queue granted ends from[ label]"
 -- (value.lua); a lease that is over, kept for the queue's sake, holds
 -- nothing.
+-- A record of another protocol is refused, as the other scripts refuse
+-- it (refuse in value.lua; sem_purge in sem_common.lua).
+local function refuse(found)
+  error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
+end
+for _, k in ipairs({4, 7}) do
+  local m = redis.call('ZSCORE', KEYS[k], '@')
+  if m then refuse(m) end
+end
 local v = redis.call('GET', KEYS[1])
 local o, f, n, q, g, e, label
 if v then
-  o, f, n, q, g, e, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) %S+ ?(.*)$')
+  if string.byte(v) ~= 64 then
+    o, f, n, q, g, e, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) %S+ ?(.*)$')
+  end
+  if not o then refuse(string.match(v, '^@(%d+)') or 'unknown') end
   if o and q ~= '0' and tonumber(e) <= nowms then o = nil end
 end
 if o or redis.call('EXISTS', KEYS[2]) == 1 then

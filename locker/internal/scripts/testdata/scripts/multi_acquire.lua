@@ -11,7 +11,9 @@
 -- else the array of the fencing tokens minted, in KEYS order.
 -- The values are written as take in value.lua writes them ("owner fence
 -- holds queue granted ends from[ label]"), so every other script reads
--- these locks as its own, each with one SET NX as acquire_free.lua: a lock
+-- these locks as its own, each with one SET NX as acquire_free.lua (its
+-- GET the value of a key that is there: another protocol's is refused,
+-- refuse in value.lua, with the keys this call took deleted again): a lock
 -- key exists whenever anyone is queued for the lock, so SET NX takes a
 -- lock that is free with nobody queued; on the first that is not, the
 -- keys this call took are deleted again. A free lock has no earlier token
@@ -30,8 +32,14 @@ if label and label ~= '' then tail = tail .. ' ' .. label end
 local fences, taken = {}, {}
 for i = 0, n - 1 do
   local key = KEYS[2 * i + 1]
-  if not redis.call('SET', key, ARGV[i + 2] .. tail, 'NX', 'PXAT', ends) then
+  local found = redis.call('SET', key, ARGV[i + 2] .. tail, 'NX', 'PXAT', ends, 'GET')
+  if found then
     if #taken > 0 then redis.call('DEL', unpack(taken)) end
+    if string.byte(found) == 64 then
+      -- Another protocol's lock (refuse in value.lua), refused with
+      -- nothing left written.
+      error({err = 'LOCKTAG_PROTOCOL ' .. (string.match(found, '^@(%d+)') or 'unknown') .. ' 1'})
+    end
     return 0
   end
   taken[i + 1] = key

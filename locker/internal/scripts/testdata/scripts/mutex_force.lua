@@ -28,6 +28,29 @@
 -- NOT_QUEUED is from's value for a lock that did not come from the queue.
 local NOT_QUEUED = '-'
 
+-- refuse fails the call on a record these scripts cannot read, before the
+-- script wrote anything: the error reply "LOCKTAG_PROTOCOL found 1" names
+-- the protocol that wrote it (found: its version, or 'unknown') and this
+-- one (docs/protocol.md, records of another protocol).
+local function refuse(found)
+  error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
+end
+
+-- refuse_value refuses v, a string record of another protocol ("@version
+-- pxat ..."), or one no protocol wrote; taken: the call took it with
+-- GETDEL, and puts it back first, with the expiry it carries.
+local function refuse_value(v, taken)
+  local ver, at = string.match(v, '^@(%d+) (%d+) ')
+  if taken then
+    if at and at ~= '0' then
+      redis.call('SET', KEYS[1], v, 'PXAT', at)
+    else
+      redis.call('SET', KEYS[1], v)
+    end
+  end
+  refuse(ver or 'unknown')
+end
+
 local function now_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
@@ -56,14 +79,15 @@ local function mint(prev, nowus)
 end
 
 -- parse reads a mutex's value into a record (owner, fence, holds, queue,
--- granted, ends, from, label; label '' for none). A value it cannot read
--- was written by an older version, whose processes must be stopped before
--- this one runs (CHANGELOG.md): the call fails rather than guess.
-local function parse(v)
-  local o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
-  if not o then
-    error('locker: a lock value this version cannot read (written by an older version still running?)')
+-- granted, ends, from, label; label '' for none). A value of another
+-- protocol (it begins with '@'; tokens never do), or one it cannot read, is
+-- refused (refuse_value; taken as there).
+local function parse(v, taken)
+  local o, f, n, q, g, e, from, label
+  if string.byte(v) ~= 64 then
+    o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
   end
+  if not o then refuse_value(v, taken) end
   return {owner = o, fence = tonumber(f), holds = tonumber(n), queue = tonumber(q), granted = g,
     ends = tonumber(e), from = from, label = label}
 end
@@ -118,6 +142,7 @@ end
 local function last()
   if not KEYS[4] then return nil end
   local v = redis.call('GET', KEYS[4])
+  if v and string.byte(v) == 64 then refuse(string.match(v, '^@(%d+)') or 'unknown') end
   return v and tonumber(string.match(v, '^%S+ (%d+)'))
 end
 -- Shared by the scripts that queue waiters or hand a lock over, of every
@@ -353,7 +378,7 @@ end
 -- pttl_ms}.
 local v = redis.call('GETDEL', KEYS[1])
 if not v then return {} end
-local l = parse(v)
+local l = parse(v, true)
 local nowus = now_us(redis.call('TIME'))
 if not held(l, math.floor(nowus / 1000)) then
   restore(l, v) -- a lease that is over, kept for the queue

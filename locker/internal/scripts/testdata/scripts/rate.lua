@@ -29,7 +29,12 @@ local maxdelay = tonumber(ARGV[3])
 local debt = 0
 local v = redis.call('GET', KEYS[1])
 if v then
-  local last, d = string.match(v, '^(%S+) (%S+)')
+  local last, d = string.match(v, '^(%d%S*) (%S+)')
+  if not last then
+    -- A record of another protocol ('@' first), or one no protocol
+    -- wrote: refused, nothing written (see refuse in value.lua).
+    error({err = 'LOCKTAG_PROTOCOL ' .. (string.match(v, '^@(%d+)') or 'unknown') .. ' 1'})
+  end
   -- A server clock that went back does not add debt.
   debt = math.max(tonumber(d) - math.max(now - tonumber(last), 0), 0)
 end

@@ -39,9 +39,14 @@ local nowms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
 local r = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. nowms, '+inf', 'LIMIT', '0', '2')
 if r[1] ~= token and r[2] ~= token then
   -- Not among the first two live holders: a third, or none.
-  if #r < 2 then return -1 end
-  local s = redis.call('ZSCORE', KEYS[1], token)
-  if not s or tonumber(s) <= tonumber(nowms) then return -1 end
+  local s = #r == 2 and redis.call('ZSCORE', KEYS[1], token)
+  if not s or tonumber(s) <= tonumber(nowms) then
+    -- Not held. A lock of another protocol (the member '@', see sem_purge
+    -- in sem_common.lua) is refused, as refuse in value.lua does.
+    local m = redis.call('ZSCORE', KEYS[1], '@')
+    if m then error({err = 'LOCKTAG_PROTOCOL ' .. m .. ' 1'}) end
+    return -1
+  end
 end
 local rec = redis.call('HMGET', KEYS[3], '=' .. token, 'Q')
 if not rec[1] then return -1 end
@@ -88,6 +93,29 @@ if not rec[2] then return 0 end
 -- NOT_QUEUED is from's value for a lock that did not come from the queue.
 local NOT_QUEUED = '-'
 
+-- refuse fails the call on a record these scripts cannot read, before the
+-- script wrote anything: the error reply "LOCKTAG_PROTOCOL found 1" names
+-- the protocol that wrote it (found: its version, or 'unknown') and this
+-- one (docs/protocol.md, records of another protocol).
+local function refuse(found)
+  error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
+end
+
+-- refuse_value refuses v, a string record of another protocol ("@version
+-- pxat ..."), or one no protocol wrote; taken: the call took it with
+-- GETDEL, and puts it back first, with the expiry it carries.
+local function refuse_value(v, taken)
+  local ver, at = string.match(v, '^@(%d+) (%d+) ')
+  if taken then
+    if at and at ~= '0' then
+      redis.call('SET', KEYS[1], v, 'PXAT', at)
+    else
+      redis.call('SET', KEYS[1], v)
+    end
+  end
+  refuse(ver or 'unknown')
+end
+
 local function now_ms(t)
   return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
@@ -116,14 +144,15 @@ local function mint(prev, nowus)
 end
 
 -- parse reads a mutex's value into a record (owner, fence, holds, queue,
--- granted, ends, from, label; label '' for none). A value it cannot read
--- was written by an older version, whose processes must be stopped before
--- this one runs (CHANGELOG.md): the call fails rather than guess.
-local function parse(v)
-  local o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
-  if not o then
-    error('locker: a lock value this version cannot read (written by an older version still running?)')
+-- granted, ends, from, label; label '' for none). A value of another
+-- protocol (it begins with '@'; tokens never do), or one it cannot read, is
+-- refused (refuse_value; taken as there).
+local function parse(v, taken)
+  local o, f, n, q, g, e, from, label
+  if string.byte(v) ~= 64 then
+    o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
   end
+  if not o then refuse_value(v, taken) end
   return {owner = o, fence = tonumber(f), holds = tonumber(n), queue = tonumber(q), granted = g,
     ends = tonumber(e), from = from, label = label}
 end
@@ -178,6 +207,7 @@ end
 local function last()
   if not KEYS[4] then return nil end
   local v = redis.call('GET', KEYS[4])
+  if v and string.byte(v) == 64 then refuse(string.match(v, '^@(%d+)') or 'unknown') end
   return v and tonumber(string.match(v, '^%S+ (%d+)'))
 end
 -- Shared by the scripts that queue waiters or hand a lock over, of every
@@ -322,8 +352,14 @@ end
 -- off, so a process that froze or crashed with many waiters queued costs
 -- the others one grant window, not one per waiter. Permits granted
 -- together and lapsed together cut their subscriber off once.
+-- A lock of another protocol holds the member '@' in KEYS[1], scored by
+-- that protocol's version (docs/protocol.md): a lease long over to these
+-- scripts, so the purge, which every call that changes a lock makes first
+-- (or after finding its caller's live permit), meets it first and
+-- refuses the lock before anything is written.
 local function sem_purge(nowms)
   local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowms)
+  if gone[1] == '@' then refuse(redis.call('ZSCORE', KEYS[1], '@')) end
   local done = {}
   for _, t in ipairs(gone) do
     local sid = redis.call('HGET', KEYS[3], '?' .. t)
@@ -339,6 +375,13 @@ local function sem_purge(nowms)
       end
     end
   end
+end
+
+-- sem_marked refuses a lock of another protocol (see sem_purge) on a path
+-- that does not purge.
+local function sem_marked()
+  local m = redis.call('ZSCORE', KEYS[1], '@')
+  if m then refuse(m) end
 end
 
 -- sem_expire makes the holders and details keys live at least px + 1s
