@@ -133,7 +133,7 @@ func (g *Lock[R]) Run(ctx context.Context, r R, name string, call func(ctx conte
 		if kind == Busy && g.params.Limit > 0 {
 			kind = LimitFull
 		}
-		if kind == Unavailable && g.s.failOpen && !errors.Is(err, locker.ErrProtocol) {
+		if kind == Unavailable && g.s.failOpen && !errors.Is(err, locker.ErrProtocol) && !errors.Is(err, locker.ErrClosed) {
 			o.Kind, o.Err = FailedOpen, err
 			g.outage.refused(ctx, g.s.logger, o)
 			_ = call(context.WithValue(ctx, failedOpenKey{}, err))

@@ -186,9 +186,10 @@ func WithMaxRequestBytes(n int64) Option {
 // is unavailable or the pool is exhausted (an error matching
 // locker.ErrUnavailable); the Outcome is then FailedOpen, and inside the
 // call FailOpenCause(ctx) returns the error. Nothing else fails open: busy,
-// bad keys, the end of the request's context and a record of another
+// bad keys, the end of the request's context, a record of another
 // protocol (locker.ErrProtocol: Redis answered, and another release may
-// hold the lock) are refused as usual. Lock
+// hold the lock) and a Locker shut down (locker.ErrClosed) are refused as
+// usual. Lock
 // guards only. The default is fail-closed (Unavailable, the call does not
 // run).
 func WithFailOpen() Option {

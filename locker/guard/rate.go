@@ -84,7 +84,7 @@ func (g *Lock[R]) runRate(ctx context.Context, r R, name string, call func(ctx c
 	d, err := g.l.Allow(ctx, key, p)
 	if err != nil {
 		kind := classify(err)
-		if kind == Unavailable && g.s.failOpen && !errors.Is(err, locker.ErrProtocol) {
+		if kind == Unavailable && g.s.failOpen && !errors.Is(err, locker.ErrProtocol) && !errors.Is(err, locker.ErrClosed) {
 			o.Kind, o.Err = FailedOpen, err
 			_ = call(context.WithValue(ctx, failedOpenKey{}, err))
 			return o
