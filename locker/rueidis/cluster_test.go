@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -14,6 +13,7 @@ import (
 
 	redigo "github.com/gomodule/redigo/redis"
 
+	"github.com/locktag/locktag/internal/lockertest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 )
@@ -23,7 +23,7 @@ import (
 // share it.
 func TestCluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
-	keys := keysOnEveryMaster(t, c)
+	keys := lockertest.KeysOnEveryMaster(t, c)
 
 	t.Run("KeysOnEveryMaster", func(t *testing.T) { testClusterKeys(t, c, keys) })
 	t.Run("ScriptPublishReachesEveryNode", func(t *testing.T) { testClusterPublish(t, c, keys) })
@@ -97,32 +97,6 @@ func testClusterList(t *testing.T, c *redistest.Cluster, keys map[*redistest.Ser
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("List on the cluster = %v, want %v (one per master)", got, want)
 	}
-}
-
-// keysOnEveryMaster returns one lock name per master, each in a slot that
-// master serves, checked with CLUSTER KEYSLOT.
-func keysOnEveryMaster(t *testing.T, c *redistest.Cluster) map[*redistest.Server]string {
-	t.Helper()
-	masters := c.Masters(t)
-	if len(masters) != 3 {
-		t.Fatalf("%d masters, want 3", len(masters))
-	}
-	keys := make(map[*redistest.Server]string)
-	for i := 0; len(keys) < len(masters); i++ {
-		if i > 1000 {
-			t.Fatalf("no key for every master after 1000 tries: %v", keys)
-		}
-		name := "order:" + strconv.Itoa(i)
-		slot := c.KeySlot(t, "locktag:{"+name+"}")
-		if slot != c.KeySlot(t, "locktag:{"+name+"}:c") || slot != c.KeySlot(t, "locktag:{"+name+"}:q") {
-			t.Fatalf("%s: lock, queue and channel in different slots", name)
-		}
-		m := c.MasterOf(t, slot)
-		if _, ok := keys[m]; !ok {
-			keys[m] = name
-		}
-	}
-	return keys
 }
 
 // Every lock lives on the master of its slot (its fencing token in its
