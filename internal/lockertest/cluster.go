@@ -44,15 +44,25 @@ func mustRelease(t testing.TB, le *locker.Lease) {
 	}
 }
 
-// clusterQueued is the length of key's waiter queue on c.
-func clusterQueued(t testing.TB, c *redistest.Cluster, key string) int64 {
-	t.Helper()
-	q := "locktag:{" + key + "}:q"
-	n, err := redigo.Int64(c.MasterOf(t, c.KeySlot(t, q)).Do("ZCARD", q))
-	if err != nil {
-		t.Fatalf("ZCARD: %v", err)
+// queueLen reads the length of a lock's waiter queue where it lives.
+type queueLen func(key string) int64
+
+// queueOn reads key's waiter queue on the server master returns.
+func queueOn(t testing.TB, master func(key string) *redistest.Server) queueLen {
+	return func(key string) int64 {
+		t.Helper()
+		q := "locktag:{" + key + "}:q"
+		n, err := redigo.Int64(master(q).Do("ZCARD", q))
+		if err != nil {
+			t.Fatalf("ZCARD: %v", err)
+		}
+		return n
 	}
-	return n
+}
+
+// clusterQueued reads waiter queues on c, on the master of each one's slot.
+func clusterQueued(t testing.TB, c *redistest.Cluster) queueLen {
+	return queueOn(t, func(q string) *redistest.Server { return c.MasterOf(t, c.KeySlot(t, q)) })
 }
 
 // numSub is PUBSUB NUMSUB channel on srv.
@@ -71,11 +81,11 @@ func numSub(t testing.TB, srv *redistest.Server, channel string) int64 {
 }
 
 // waitHandOver has a holder on holderLk and a waiter on waiterLk for key,
-// releases once the waiter is queued on c and returns how long the waiter
+// releases once the waiter is queued (queued) and returns how long the waiter
 // took to wake after the release was sent. The holder's lease is long, so
 // a waiter that woke by its safety timer (at the lease's end) would take
 // far longer than one by notification.
-func waitHandOver(t *testing.T, holderLk, waiterLk *locker.Locker, c *redistest.Cluster, key string) time.Duration {
+func waitHandOver(t *testing.T, holderLk, waiterLk *locker.Locker, queued queueLen, key string) time.Duration {
 	t.Helper()
 	const lease = 30 * time.Second
 	ctx := context.Background()
@@ -90,7 +100,7 @@ func waitHandOver(t *testing.T, holderLk, waiterLk *locker.Locker, c *redistest.
 		le, err := waiterLk.Obtain(ctx, key, locker.Params{TTL: lease, Wait: 20 * time.Second})
 		got <- result{le, err, time.Now()}
 	}()
-	testwait.Within(t, 10*time.Second, "waiter queued", func() bool { return clusterQueued(t, c, key) == 1 })
+	testwait.Within(t, 10*time.Second, "waiter queued", func() bool { return queued(key) == 1 })
 	released := time.Now()
 	mustRelease(t, holder)
 	var r result
@@ -206,7 +216,7 @@ func testClusterPublish(t *testing.T, top Topology, c *redistest.Cluster, keys m
 		for i, n := range c.Nodes {
 			subs[i] = subscribeRaw(t, n, channel)
 		}
-		waitHandOver(t, holderLk, waiterLk, c, key)
+		waitHandOver(t, holderLk, waiterLk, clusterQueued(t, c), key)
 		for i, n := range c.Nodes {
 			select {
 			case msg := <-subs[i]:
@@ -260,7 +270,7 @@ func testClusterWait(t *testing.T, top Topology, c *redistest.Cluster, keys map[
 	holderLk := top.Cluster(t, c)
 	waiterLk := top.Cluster(t, c, locker.WithUnsubscribeDelay(time.Minute)) // channels stay subscribed
 	for _, key := range keys {
-		took := waitHandOver(t, holderLk, waiterLk, c, key)
+		took := waitHandOver(t, holderLk, waiterLk, clusterQueued(t, c), key)
 		// By its safety timer the waiter would wake after the holder's
 		// 30s lease.
 		if took > 5*time.Second {

@@ -75,7 +75,7 @@ type trialResult struct {
 	promoted      time.Duration // from the kill until the sentinels named the new master
 }
 
-// FailoverReplicaAck: on a real Sentinel set-up (master, replica, three
+// FailoverReplicaAck runs, on a real Sentinel set-up (master, replica, three
 // sentinels, the driver's Sentinel client from top),
 // failoverTrials trials of "take locks, then the master dies before
 // replication reaches the replica". Each trial makes the gap the same
@@ -292,7 +292,7 @@ func mustObtainAsync(t *testing.T, lk *locker.Locker, ctx context.Context, key s
 	return le
 }
 
-// ClusterReplicaAck: on a Cluster of 3 masters with a replica each,
+// ClusterReplicaAck checks that, on a Cluster of 3 masters with a replica each,
 // WithReplicaAck sends WAIT to the master of each lock's slot, on the
 // connection of the lock's script: a lock on every master is, when Obtain
 // returns, on that master's replica too (read there with READONLY).
