@@ -121,7 +121,7 @@ func ExampleNew_ruleError() {
 	}
 	// Output:
 	// /locktag.test.v1.Inventory/Reserve
-	// keyexpr: tag `key:"sku:{req.item.id}" wait:"1s"`: field key at byte 9: template "sku:{req.item.id}": placeholder {req.item.id} at byte 4: interceptor: bad request field: {req.item.id}: locktag.test.v1.Item has no field "id" (fields: sku)
+	// keyexpr: tag `key:"sku:{req.item.id}" wait:"1s"`: field key at byte 9: template "sku:{req.item.id}": placeholder {req.item.id} at byte 4: guard: bad request field: {req.item.id}: locktag.test.v1.Item has no field "id" (fields: sku)
 }
 
 type userKey struct{}

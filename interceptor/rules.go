@@ -2,6 +2,7 @@ package interceptor
 
 import (
 	"github.com/locktag/locktag/interceptor/internal/rpccore"
+	"github.com/locktag/locktag/locker/guard"
 )
 
 // Rules maps full method names, "/shop.v1.Inventory/Reserve", to lock tags
@@ -34,7 +35,8 @@ var (
 	ErrBadSource = rpccore.ErrBadSource
 )
 
-// RuleError describes a rule that cannot be used. New returns it (joined
-// with the others when several rules are wrong); UnaryServerInterceptor and
+// RuleError describes a rule that cannot be used: guard.RuleError, which
+// the connect adapter returns too. New returns it (joined with the others
+// when several rules are wrong); UnaryServerInterceptor and
 // StreamServerInterceptor panic with it.
-type RuleError = rpccore.RuleError
+type RuleError = guard.RuleError

@@ -49,8 +49,9 @@ var ErrReqInStream = rpccore.ErrReqInStream
 // WithSource that redefines a built-in source.
 var ErrBadSource = rpccore.ErrBadSource
 
-// RuleError describes a rule that cannot be used (as interceptor's).
-type RuleError = rpccore.RuleError
+// RuleError describes a rule that cannot be used: guard.RuleError, as
+// the gRPC adapter's.
+type RuleError = guard.RuleError
 
 // builtinSources are the sources every rule can use.
 var builtinSources = []string{"req", "header", "method"}

@@ -19,32 +19,17 @@ import (
 	"google.golang.org/protobuf/types/descriptorpb"
 )
 
-// The adapters' construction errors; each adapter re-exports them.
+// The adapters' construction errors: the guard's, which each adapter
+// re-exports, so errors.Is matches across adapters.
 var (
-	ErrUnknownMethod = errors.New("interceptor: unknown method")
-	ErrBadField      = errors.New("interceptor: bad request field")
-	ErrReqInStream   = errors.New("interceptor: request field in a stream rule")
-	ErrBadSource     = errors.New("interceptor: bad source")
+	ErrUnknownMethod = guard.ErrUnknownMethod
+	ErrBadField      = guard.ErrBadField
+	ErrReqInStream   = guard.ErrReqInStream
+	ErrBadSource     = guard.ErrBadSource
 )
 
-// RuleError describes a rule that cannot be used; the adapters' New
-// returns it (joined with the others when several rules are wrong).
-type RuleError struct {
-	Method string // full method name, "/shop.v1.Inventory/Reserve"
-	Origin string // "Rules" or "proto option (locktag.v1.lock) in <file>.proto"
-	Tag    string // the tag as given (for a proto option, as built from it)
-	// Err wraps the cause: a *keyexpr.TagError (with the field and byte
-	// position in Tag) or one of this package's sentinel errors.
-	Err error
-}
-
-// Error returns "interceptor: rule for <method> (<origin>): <cause>".
-func (e *RuleError) Error() string {
-	return "interceptor: rule for " + e.Method + " (" + e.Origin + "): " + e.Err.Error()
-}
-
-// Unwrap returns e.Err.
-func (e *RuleError) Unwrap() error { return e.Err }
+// RuleError is guard.RuleError, which the adapters' New return.
+type RuleError = guard.RuleError
 
 // ruleSource is a rule's parsed tag and where it came from.
 type ruleSource struct {
