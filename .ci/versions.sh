@@ -6,8 +6,9 @@
 #            and tested with the next Go release (GO_NEXT, default go1.27.3,
 #            fetched as a toolchain)
 #   go-next  the go.mod versions with the next Go release
-# Tests run with -short: the 5-master Redlock suites and the 4,000-waiter
-# queue test are left to the full runs (make unit, .ci/valkey.sh).
+# Tests run with -short: the 5-master Redlock suites, the 4,000-waiter
+# queue test and the drivers' Sentinel failovers and Cluster replica suites
+# are left to the full runs (make unit, .ci/valkey.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 mode=${1:?usage: versions.sh min|latest|go-next}

@@ -298,6 +298,9 @@ func mustObtainAsync(t *testing.T, lk *locker.Locker, ctx context.Context, key s
 // returns, on that master's replica too (read there with READONLY).
 // With two replicas asked of one, Obtain fails with ErrNotReplicated.
 func ClusterReplicaAck(t *testing.T, top Topology) {
+	if testing.Short() {
+		t.Skip("a Cluster with replicas: run without -short")
+	}
 	c := redistest.StartCluster(t, 3, 1)
 	keys := KeysOnEveryMaster(t, c)
 	// Every replica online on its master's side (WAIT counts only those).

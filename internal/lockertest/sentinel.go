@@ -35,6 +35,9 @@ func sentinelQueued(t testing.TB, s *redistest.Sentinels) queueLen {
 //   - The locker keeps working on the new master: obtain, and waiting by
 //     notification through a new subscriber connection.
 func SentinelFailover(t *testing.T, top Topology) {
+	if testing.Short() {
+		t.Skip("a Sentinel failover takes seconds: run without -short")
+	}
 	s := redistest.StartSentinel(t, 1)
 	old := s.Master(t)
 	lk := top.Sentinel(t, s, locker.WithWatchdog(10*time.Second, 500*time.Millisecond))
@@ -117,6 +120,9 @@ func SentinelFailover(t *testing.T, top Topology) {
 // lost with the old master: see SentinelFailover for what the holder
 // then sees.
 func SentinelMasterCrash(t *testing.T, top Topology) {
+	if testing.Short() {
+		t.Skip("a Sentinel failover takes seconds: run without -short")
+	}
 	s := redistest.StartSentinel(t, 1)
 	lk := top.Sentinel(t, s, locker.WithWatchdog(15*time.Second, 500*time.Millisecond))
 	other := top.Sentinel(t, s)
