@@ -28,14 +28,14 @@ const (
 	ReasonLost        = rpccore.ReasonLost        // Aborted: the lock was lost while the handler ran
 	ReasonUnavailable = rpccore.ReasonUnavailable // Unavailable: Redis could not be used for the lock
 
-	ReasonKeyMissing        = rpccore.ReasonKeyMissing        // InvalidArgument
-	ReasonKeyInvalid        = rpccore.ReasonKeyInvalid        // InvalidArgument
-	ReasonScopeUnresolved   = rpccore.ReasonScopeUnresolved   // Unauthenticated
-	ReasonInFlight          = rpccore.ReasonInFlight          // Aborted
-	ReasonKeyReused         = rpccore.ReasonKeyReused         // FailedPrecondition
-	ReasonResponseNotStored = rpccore.ReasonResponseNotStored // FailedPrecondition
-	ReasonIdemUnavailable   = rpccore.ReasonIdemUnavailable   // Unavailable
-	ReasonClaimLost         = rpccore.ReasonClaimLost         // Aborted
+	ReasonKeyMissing             = rpccore.ReasonKeyMissing             // InvalidArgument
+	ReasonKeyInvalid             = rpccore.ReasonKeyInvalid             // InvalidArgument
+	ReasonScopeUnresolved        = rpccore.ReasonScopeUnresolved        // Unauthenticated
+	ReasonInFlight               = rpccore.ReasonInFlight               // Aborted
+	ReasonKeyReused              = rpccore.ReasonKeyReused              // FailedPrecondition
+	ReasonResponseNotStored      = rpccore.ReasonResponseNotStored      // FailedPrecondition
+	ReasonIdempotencyUnavailable = rpccore.ReasonIdempotencyUnavailable // Unavailable
+	ReasonClaimLost              = rpccore.ReasonClaimLost              // Aborted
 )
 
 // Code returns the gRPC code DefaultErrorHandler answers an outcome of

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // testReq is a request whose values are looked up by "source.path" (or just
@@ -80,8 +82,8 @@ func TestBindErrors(t *testing.T) {
 	if _, err := Bind[testReq](nil, testSources()); err == nil {
 		t.Error("Bind(nil) must fail")
 	}
-	if _, err := Bind(tm, testSources(), WithMaxValueLen(0)); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "WithMaxValueLen(0)") {
-		t.Errorf("WithMaxValueLen(0): %v, want ErrBadOption naming it", err)
+	if _, err := Bind(tm, testSources(), WithMaxValueLen(0)); !errors.Is(err, driver.ErrBadOption) || !strings.Contains(err.Error(), "WithMaxValueLen(0)") {
+		t.Errorf("WithMaxValueLen(0): %v, want driver.ErrBadOption naming it", err)
 	}
 }
 

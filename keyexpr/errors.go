@@ -40,9 +40,6 @@ var (
 	// ErrValueTooLong reports, from Key.Eval, a value longer than the cap set by
 	// WithMaxValueLen when hashing of long values is off.
 	ErrValueTooLong = errors.New("keyexpr: value too long")
-	// ErrBadOption reports, from Bind, an invalid option value; the error
-	// names the option.
-	ErrBadOption = errors.New("keyexpr: bad option")
 )
 
 // TagError describes a problem with a lock tag. It is returned by ParseTag and

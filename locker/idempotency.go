@@ -106,13 +106,3 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 		return l.newClaim(ctx, st, k, logs.ClaimName(p.Name), token, ttl, lease, every, sent)
 	})
 }
-
-// IdemParams is the former name of IdempotencyParams.
-//
-// Deprecated: use IdempotencyParams.
-type IdemParams = IdempotencyParams
-
-// DefaultIdemTTL is the former name of DefaultIdempotencyTTL.
-//
-// Deprecated: use DefaultIdempotencyTTL.
-const DefaultIdemTTL = DefaultIdempotencyTTL

@@ -1,6 +1,7 @@
 package locker
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -199,7 +200,10 @@ func WithObserver(o Observer) Option {
 		}
 		if v, ok := o.(interface{ Validate() error }); ok {
 			if err := v.Validate(); err != nil {
-				opts.errs = append(opts.errs, fmt.Errorf("%w: WithObserver: %w", ErrBadOption, err))
+				if !errors.Is(err, ErrBadOption) {
+					err = fmt.Errorf("%w: WithObserver: %w", ErrBadOption, err)
+				}
+				opts.errs = append(opts.errs, err)
 				return
 			}
 		}

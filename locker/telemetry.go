@@ -18,17 +18,6 @@ const (
 	IdempotencyMismatch = outcome.Mismatch // ErrMismatch: the key was used for another request
 )
 
-// The former names of the idempotency outcomes.
-//
-// Deprecated: use IdempotencyExecuted, IdempotencyReplayed,
-// IdempotencyConflict and IdempotencyMismatch.
-const (
-	IdemExecuted = IdempotencyExecuted
-	IdemReplayed = IdempotencyReplayed
-	IdemConflict = IdempotencyConflict
-	IdemMismatch = IdempotencyMismatch
-)
-
 // Outcomes of an Obtain (ObtainEvent.Outcome), and "lost" for a held lock
 // that was lost.
 const (

@@ -1,6 +1,10 @@
 package guard
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/locktag/locktag/locker"
+)
 
 // Sentinel errors. Construction errors wrap ErrBadOption, ErrNilLocker or
 // ErrNoScope (or are a *keyexpr.TagError for a bad tag); the errors in an
@@ -8,7 +12,7 @@ import "errors"
 var (
 	// ErrBadOption reports an invalid option value given to a constructor,
 	// or an option given to a guard it does not apply to.
-	ErrBadOption = errors.New("guard: bad option")
+	ErrBadOption = locker.ErrBadOption
 	// ErrNilLocker reports a constructor called with a nil *locker.Locker.
 	ErrNilLocker = errors.New("guard: nil locker")
 	// ErrBadIdempotencyKey: a client's idempotency key is empty, too long

@@ -40,16 +40,16 @@ type Elector struct {
 
 // NewElector returns a candidate for leadership of name on lk. Every
 // candidate must use the same name, which is a lock's key in lk. It
-// returns an error wrapping ErrBadOption, naming each mistake, when lk is
+// returns an error wrapping locker.ErrBadOption, naming each mistake, when lk is
 // nil, name is empty or an option is invalid. NewElector does not
 // campaign: call Run or Campaign.
 func NewElector(lk *locker.Locker, name string, opts ...ElectorOption) (*Elector, error) {
 	o, errs := evaluateElectorOptions(opts)
 	if lk == nil {
-		errs = append(errs, fmt.Errorf("%w: nil Locker", ErrBadOption))
+		errs = append(errs, fmt.Errorf("%w: job: nil Locker", locker.ErrBadOption))
 	}
 	if name == "" {
-		errs = append(errs, fmt.Errorf("%w: empty elector name", ErrBadOption))
+		errs = append(errs, fmt.Errorf("%w: job: empty elector name", locker.ErrBadOption))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

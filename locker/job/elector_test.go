@@ -32,8 +32,8 @@ func TestNewElectorBadOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := job.NewElector(tc.lk, tc.el, tc.opts...)
-			if !errors.Is(err, job.ErrBadOption) || e != nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("NewElector: %v, %v; want ErrBadOption saying %q", e, err, tc.want)
+			if !errors.Is(err, locker.ErrBadOption) || e != nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("NewElector: %v, %v; want locker.ErrBadOption saying %q", e, err, tc.want)
 			}
 		})
 	}

@@ -16,10 +16,6 @@ var (
 	// than WithMisfire after its scheduled time and did not run it: another
 	// replica may have run it already. It comes wrapped with ErrSkipped.
 	ErrLate = errors.New("job: too late for the occurrence")
-	// ErrBadOption is wrapped by the error of New or NewElector when an
-	// option has an invalid value, the Locker is nil or the name is empty;
-	// the message names the option.
-	ErrBadOption = errors.New("job: bad option")
 	// ErrResigned is the cause a term's context is cancelled with when its
 	// leader resigned (Term.Resign, Elector.Resign).
 	ErrResigned = errors.New("job: resigned")

@@ -35,7 +35,7 @@ func ExampleJob_Run() {
 	defer lk.Close()
 	report, err := job.New(lk, "job:stock-report", job.WithAtLeast(2*time.Second))
 	if err != nil {
-		log.Fatal(err) // an invalid option: errors.Is(err, job.ErrBadOption)
+		log.Fatal(err) // an invalid option: errors.Is(err, locker.ErrBadOption)
 	}
 	ctx := context.Background()
 

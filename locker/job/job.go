@@ -31,15 +31,15 @@ type Job struct {
 // New returns the job name on lk. The name is the lock's key in lk, so
 // every replica must use the same one, and a Job and any other lock of
 // that name exclude each other; prefer names like "job:stock-report". New
-// returns an error wrapping ErrBadOption, naming each mistake, when lk is
+// returns an error wrapping locker.ErrBadOption, naming each mistake, when lk is
 // nil, name is empty or an option is invalid.
 func New(lk *locker.Locker, name string, opts ...Option) (*Job, error) {
 	o, errs := evaluateOptions(opts)
 	if lk == nil {
-		errs = append(errs, fmt.Errorf("%w: nil Locker", ErrBadOption))
+		errs = append(errs, fmt.Errorf("%w: job: nil Locker", locker.ErrBadOption))
 	}
 	if name == "" {
-		errs = append(errs, fmt.Errorf("%w: empty job name", ErrBadOption))
+		errs = append(errs, fmt.Errorf("%w: job: empty job name", locker.ErrBadOption))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err

@@ -38,8 +38,8 @@ func TestNewBadOptions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j, err := job.New(tc.lk, tc.job, tc.opts...)
-			if !errors.Is(err, job.ErrBadOption) || j != nil {
-				t.Fatalf("New: %v, %v; want ErrBadOption", j, err)
+			if !errors.Is(err, locker.ErrBadOption) || j != nil {
+				t.Fatalf("New: %v, %v; want locker.ErrBadOption", j, err)
 			}
 			if !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %q does not say %q", err, tc.want)
@@ -303,7 +303,7 @@ func TestRunErrors(t *testing.T) {
 	if !errors.Is(err, job.ErrSkipped) || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Run with a cancelled context: %v, want ErrSkipped and context.Canceled", err)
 	}
-	if err := job.Run(context.Background(), nil, "job:err", nil); !errors.Is(err, job.ErrBadOption) {
-		t.Fatalf("Run with a nil Locker: %v, want ErrBadOption", err)
+	if err := job.Run(context.Background(), nil, "job:err", nil); !errors.Is(err, locker.ErrBadOption) {
+		t.Fatalf("Run with a nil Locker: %v, want locker.ErrBadOption", err)
 	}
 }

@@ -3,10 +3,12 @@ package job
 import (
 	"fmt"
 	"time"
+
+	"github.com/locktag/locktag/locker"
 )
 
 // Option configures a Job (New, Run). Options are checked once, by New: an
-// invalid value is an error wrapping ErrBadOption that names the option,
+// invalid value is an error wrapping locker.ErrBadOption that names the option,
 // never silently corrected.
 type Option func(*options)
 
@@ -24,7 +26,7 @@ func evaluateOptions(opts []Option) (options, []error) {
 	o := options{misfire: -1}
 	for _, opt := range opts {
 		if opt == nil {
-			o.errs = append(o.errs, fmt.Errorf("%w: nil Option", ErrBadOption))
+			o.errs = append(o.errs, fmt.Errorf("%w: job: nil Option", locker.ErrBadOption))
 			continue
 		}
 		opt(&o)
@@ -47,7 +49,7 @@ func evaluateOptions(opts []Option) (options, []error) {
 
 // bad records an invalid value of option.
 func (o *options) bad(option string, value any, why string) {
-	o.errs = append(o.errs, fmt.Errorf("%w: %s(%v): %s", ErrBadOption, option, value, why))
+	o.errs = append(o.errs, fmt.Errorf("%w: job.%s(%v): %s", locker.ErrBadOption, option, value, why))
 }
 
 // WithWait makes a run wait up to d for a held job instead of skipping it:
@@ -122,7 +124,7 @@ func WithMisfire(d time.Duration) Option {
 }
 
 // ElectorOption configures an Elector (NewElector). Options are checked
-// once, by NewElector: an invalid value is an error wrapping ErrBadOption
+// once, by NewElector: an invalid value is an error wrapping locker.ErrBadOption
 // that names the option.
 type ElectorOption func(*electorOptions)
 
@@ -135,7 +137,7 @@ func evaluateElectorOptions(opts []ElectorOption) (electorOptions, []error) {
 	o := electorOptions{retry: time.Second}
 	for _, opt := range opts {
 		if opt == nil {
-			o.errs = append(o.errs, fmt.Errorf("%w: nil ElectorOption", ErrBadOption))
+			o.errs = append(o.errs, fmt.Errorf("%w: job: nil ElectorOption", locker.ErrBadOption))
 			continue
 		}
 		opt(&o)
@@ -153,7 +155,7 @@ func evaluateElectorOptions(opts []ElectorOption) (electorOptions, []error) {
 func WithRetryDelay(d time.Duration) ElectorOption {
 	return func(o *electorOptions) {
 		if d <= 0 {
-			o.errs = append(o.errs, fmt.Errorf("%w: WithRetryDelay(%v): must be positive", ErrBadOption, d))
+			o.errs = append(o.errs, fmt.Errorf("%w: job.WithRetryDelay(%v): must be positive", locker.ErrBadOption, d))
 			return
 		}
 		o.retry = d

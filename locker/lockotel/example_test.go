@@ -49,5 +49,5 @@ func ExampleWithTracerProvider() {
 	// A bad option is reported by locker.New.
 	_, err := locker.New(redigo.New(&redis.Pool{}), locker.WithObserver(lockotel.New(lockotel.WithTracerProvider(nil))))
 	fmt.Println(err)
-	// Output: locker: bad option: WithObserver: lockotel: bad option: WithTracerProvider(nil): must not be nil
+	// Output: locker: bad option: lockotel.WithTracerProvider(nil): must not be nil
 }

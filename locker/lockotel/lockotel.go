@@ -117,7 +117,7 @@ func New(opts ...Option) *Observer {
 }
 
 // Validate returns the error of the first invalid option New was given
-// (wrapping ErrBadOption), or nil. locker.WithObserver calls it, so
+// (wrapping locker.ErrBadOption), or nil. locker.WithObserver calls it, so
 // locker.New refuses an Observer built with a bad option.
 func (t *Observer) Validate() error { return t.err }
 

@@ -204,7 +204,7 @@ func TestTraceID(t *testing.T) {
 
 func TestBadOptions(t *testing.T) {
 	for _, o := range []lockotel.Option{lockotel.WithTracerProvider(nil), lockotel.WithMeterProvider(nil), nil} {
-		if err := lockotel.New(o).Validate(); !errors.Is(err, lockotel.ErrBadOption) {
+		if err := lockotel.New(o).Validate(); !errors.Is(err, locker.ErrBadOption) {
 			t.Errorf("Validate: %v", err)
 		}
 	}

@@ -1,16 +1,13 @@
 package lockotel
 
 import (
-	"errors"
 	"fmt"
 
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-)
 
-// ErrBadOption is matched by the error of an invalid option (see
-// Observer.Validate).
-var ErrBadOption = errors.New("lockotel: bad option")
+	"github.com/locktag/locktag/locker"
+)
 
 // Option configures an Observer.
 type Option func(*options)
@@ -27,7 +24,7 @@ func evaluateOptions(opts []Option) (options, error) {
 	var o options
 	for _, opt := range opts {
 		if opt == nil {
-			o.errs = append(o.errs, fmt.Errorf("%w: nil Option", ErrBadOption))
+			o.errs = append(o.errs, fmt.Errorf("%w: lockotel: nil Option", locker.ErrBadOption))
 			continue
 		}
 		opt(&o)
@@ -44,7 +41,7 @@ func evaluateOptions(opts []Option) (options, error) {
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp == nil {
-			o.errs = append(o.errs, fmt.Errorf("%w: WithTracerProvider(nil): must not be nil", ErrBadOption))
+			o.errs = append(o.errs, fmt.Errorf("%w: lockotel.WithTracerProvider(nil): must not be nil", locker.ErrBadOption))
 			return
 		}
 		o.tracerProvider = tp
@@ -57,7 +54,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(o *options) {
 		if mp == nil {
-			o.errs = append(o.errs, fmt.Errorf("%w: WithMeterProvider(nil): must not be nil", ErrBadOption))
+			o.errs = append(o.errs, fmt.Errorf("%w: lockotel.WithMeterProvider(nil): must not be nil", locker.ErrBadOption))
 			return
 		}
 		o.meterProvider = mp

@@ -15,9 +15,6 @@ var (
 	// ErrBadHandle: a handle the handler did not make (malformed, or
 	// encrypted under another key). The handler answers 400.
 	ErrBadHandle = errors.New("ops: bad handle")
-	// ErrBadOption: NewHandler was given an invalid option value; the
-	// error names the option.
-	ErrBadOption = errors.New("ops: bad option")
 )
 
 // Action is what an authorizer is asked to allow.

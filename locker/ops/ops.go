@@ -22,7 +22,7 @@ type handler struct {
 // GET api/locks, GET api/lock, POST api/release (a force-release, which
 // needs WithAuthorizer) and the page's assets. Errors are JSON,
 // {"error": "..."}, with the statuses listed in docs/operations.md. The
-// error wraps ErrBadOption, naming each invalid option; NewHandler never
+// error wraps locker.ErrBadOption, naming each invalid option; NewHandler never
 // touches Redis. It panics if lk is nil.
 func NewHandler(lk *locker.Locker, opts ...Option) (http.Handler, error) {
 	if lk == nil {

@@ -10,10 +10,12 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/locktag/locktag/locker"
 )
 
 // Option configures NewHandler. An invalid value makes NewHandler return
-// an error wrapping ErrBadOption that names the option.
+// an error wrapping locker.ErrBadOption that names the option.
 type Option func(*options)
 
 type options struct {
@@ -45,7 +47,7 @@ func evaluateOptions(opts []Option) (options, error) {
 }
 
 func (o *options) bad(option string, value any, why string) {
-	o.errs = append(o.errs, fmt.Errorf("%w: ops.%s(%v): %s", ErrBadOption, option, value, why))
+	o.errs = append(o.errs, fmt.Errorf("%w: ops.%s(%v): %s", locker.ErrBadOption, option, value, why))
 }
 
 // WithAuthorizer sets who may do what. authorize is called for every

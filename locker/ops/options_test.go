@@ -16,7 +16,7 @@ import (
 )
 
 // TestOptions: every option with a bad value makes NewHandler fail with
-// an error wrapping ErrBadOption that names it, all of them together; a
+// an error wrapping locker.ErrBadOption that names it, all of them together; a
 // good value builds. Nothing touches Redis.
 func TestOptions(t *testing.T) {
 	never := &redis.Pool{Dial: func() (redis.Conn, error) { return nil, errors.New("never dialled") }}
@@ -60,8 +60,8 @@ func TestOptions(t *testing.T) {
 				}
 				return
 			}
-			if h != nil || !errors.Is(err, ops.ErrBadOption) {
-				t.Fatalf("NewHandler = %v, %v; want ErrBadOption", h, err)
+			if h != nil || !errors.Is(err, locker.ErrBadOption) {
+				t.Fatalf("NewHandler = %v, %v; want locker.ErrBadOption", h, err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {

@@ -31,20 +31,20 @@ const (
 
 // The google.rpc.ErrorInfo domain and reasons of refusals.
 const (
-	ErrorDomain             = "locktag"
-	ReasonBusy              = "LOCK_BUSY"
-	ReasonLimitFull         = "LOCK_LIMIT_FULL"
-	ReasonRateLimited       = "RATE_LIMITED"
-	ReasonLost              = "LOCK_LOST"
-	ReasonUnavailable       = "LOCK_UNAVAILABLE"
-	ReasonKeyMissing        = "IDEMPOTENCY_KEY_MISSING"
-	ReasonKeyInvalid        = "IDEMPOTENCY_KEY_INVALID"
-	ReasonScopeUnresolved   = "IDEMPOTENCY_SCOPE_UNRESOLVED"
-	ReasonInFlight          = "IDEMPOTENCY_KEY_IN_FLIGHT"
-	ReasonKeyReused         = "IDEMPOTENCY_KEY_REUSED"
-	ReasonResponseNotStored = "IDEMPOTENCY_RESPONSE_NOT_STORED"
-	ReasonIdemUnavailable   = "IDEMPOTENCY_UNAVAILABLE"
-	ReasonClaimLost         = "IDEMPOTENCY_CLAIM_LOST"
+	ErrorDomain                  = "locktag"
+	ReasonBusy                   = "LOCK_BUSY"
+	ReasonLimitFull              = "LOCK_LIMIT_FULL"
+	ReasonRateLimited            = "RATE_LIMITED"
+	ReasonLost                   = "LOCK_LOST"
+	ReasonUnavailable            = "LOCK_UNAVAILABLE"
+	ReasonKeyMissing             = "IDEMPOTENCY_KEY_MISSING"
+	ReasonKeyInvalid             = "IDEMPOTENCY_KEY_INVALID"
+	ReasonScopeUnresolved        = "IDEMPOTENCY_SCOPE_UNRESOLVED"
+	ReasonInFlight               = "IDEMPOTENCY_KEY_IN_FLIGHT"
+	ReasonKeyReused              = "IDEMPOTENCY_KEY_REUSED"
+	ReasonResponseNotStored      = "IDEMPOTENCY_RESPONSE_NOT_STORED"
+	ReasonIdempotencyUnavailable = "IDEMPOTENCY_UNAVAILABLE"
+	ReasonClaimLost              = "IDEMPOTENCY_CLAIM_LOST"
 )
 
 // CodeOf returns the code an outcome of kind k is answered with; OK for the kinds in which the handler ran or a response is
@@ -123,7 +123,7 @@ func Refusal(o guard.Outcome) (Code, string, []proto.Message) {
 	case k == guard.Lost && !o.Idempotency:
 		lock(ReasonLost, "lock lost while the call ran")
 	case k == guard.Unavailable:
-		idem(ReasonIdemUnavailable, "idempotency store unavailable; retry with the same key")
+		idem(ReasonIdempotencyUnavailable, "idempotency store unavailable; retry with the same key")
 	case k == guard.Lost:
 		idem(ReasonClaimLost, "idempotency claim lost while the call ran")
 	case k == guard.MissingIdempotencyKey:

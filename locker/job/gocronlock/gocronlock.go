@@ -28,7 +28,7 @@ var _ gocron.Locker = (*Locker)(nil)
 // gocron.WithDistributedJobLocker (one job, gocron v2.3 and later). Set
 // job.WithAtLeast a little below the jobs' period: gocron leaves clock and
 // start-time offsets between schedulers to the locker. NewLocker returns
-// an error wrapping job.ErrBadOption when lk is nil or an option is
+// an error wrapping locker.ErrBadOption when lk is nil or an option is
 // invalid.
 func NewLocker(lk *locker.Locker, opts ...job.Option) (*Locker, error) {
 	if _, err := job.New(lk, "gocronlock", opts...); err != nil {

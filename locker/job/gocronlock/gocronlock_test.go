@@ -11,24 +11,25 @@ import (
 	"github.com/go-co-op/gocron/v2"
 
 	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/job"
 	"github.com/locktag/locktag/locker/job/gocronlock"
 )
 
 func TestNewLockerBadOptions(t *testing.T) {
 	srv := redistest.Start(t)
-	if _, err := gocronlock.NewLocker(nil); !errors.Is(err, job.ErrBadOption) {
-		t.Fatalf("nil Locker: %v, want ErrBadOption", err)
+	if _, err := gocronlock.NewLocker(nil); !errors.Is(err, locker.ErrBadOption) {
+		t.Fatalf("nil Locker: %v, want locker.ErrBadOption", err)
 	}
-	if _, err := gocronlock.NewLocker(replica(t, srv), job.WithAtLeast(-time.Second)); !errors.Is(err, job.ErrBadOption) {
-		t.Fatalf("bad option: %v, want ErrBadOption", err)
+	if _, err := gocronlock.NewLocker(replica(t, srv), job.WithAtLeast(-time.Second)); !errors.Is(err, locker.ErrBadOption) {
+		t.Fatalf("bad option: %v, want locker.ErrBadOption", err)
 	}
 	gl, err := gocronlock.NewLocker(replica(t, srv))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := gl.Lock(context.Background(), ""); !errors.Is(err, job.ErrBadOption) {
-		t.Fatalf("Lock of an unnamed job: %v, want ErrBadOption", err)
+	if _, err := gl.Lock(context.Background(), ""); !errors.Is(err, locker.ErrBadOption) {
+		t.Fatalf("Lock of an unnamed job: %v, want locker.ErrBadOption", err)
 	}
 }
 
