@@ -122,7 +122,7 @@ func childTicker() {
 		switch {
 		case err == nil:
 			ran++
-		case errors.Is(err, job.ErrLate):
+		case errors.Is(err, job.ErrMisfired):
 			late++
 			rec.late(i)
 		case errors.Is(err, job.ErrSkipped):

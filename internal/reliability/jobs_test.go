@@ -22,7 +22,7 @@ var jobsFor = flag.Duration("jobs.for", 5*time.Second, "how long TestJobTicksAcr
 // through job.RunAt with job.WithAtLeast(80ms) (and WithMisfire's default,
 // 40ms): every tick runs exactly once and no two runs overlap, for
 // -jobs.for (default 5s; 30s with -jobs.for=30s). A tick may go unrun only
-// when every process reached it too late (ErrLate: stalled past the
+// when every process reached it too late (ErrMisfired: stalled past the
 // misfire margin) and skipped it; the test counts those and fails on any
 // other. Two controls, 2s each, show the
 // checks can fail: without the job's lock every tick runs about three

@@ -58,7 +58,7 @@ func TestAtLeastSkewedTicks(t *testing.T) {
 				jobs = append(jobs, j)
 			}
 			start := time.Now().Add(3 * period).Truncate(period)
-			var late tally // ticks a replica skipped with ErrLate
+			var late tally // ticks a replica skipped with ErrMisfired
 			var wg sync.WaitGroup
 			for r, j := range jobs {
 				offset := time.Duration(r) * skew
@@ -67,7 +67,7 @@ func TestAtLeastSkewedTicks(t *testing.T) {
 						at := start.Add(time.Duration(tick)*period + offset) // this replica's tick
 						err := j.RunAt(context.Background(), at, func(context.Context, int64) error { c.add(tick); return nil })
 						switch {
-						case errors.Is(err, job.ErrLate):
+						case errors.Is(err, job.ErrMisfired):
 							late.add(tick)
 						case err != nil && !errors.Is(err, job.ErrSkipped):
 							t.Errorf("tick %d: %v", tick, err)
@@ -121,8 +121,8 @@ func TestRunAt(t *testing.T) {
 
 	ran := false
 	err = a.RunAt(ctx, time.Now().Add(-time.Second), func(context.Context, int64) error { ran = true; return nil })
-	if !errors.Is(err, job.ErrLate) || !errors.Is(err, job.ErrSkipped) || ran {
-		t.Fatalf("an occurrence a second late: %v, ran %t; want ErrLate and ErrSkipped, not run", err, ran)
+	if !errors.Is(err, job.ErrMisfired) || !errors.Is(err, job.ErrSkipped) || ran {
+		t.Fatalf("an occurrence a second late: %v, ran %t; want ErrMisfired and ErrSkipped, not run", err, ran)
 	}
 	t.Log(err)
 
@@ -143,8 +143,8 @@ func TestRunAt(t *testing.T) {
 	if err := testwait.Recv(t, held, "the holder's end"); err != nil {
 		t.Fatal(err)
 	}
-	if err := testwait.Recv(t, errc, "the waiter's end"); !errors.Is(err, job.ErrLate) || ran {
-		t.Fatalf("a lock that came past WithMisfire: %v, ran %t; want ErrLate, not run", err, ran)
+	if err := testwait.Recv(t, errc, "the waiter's end"); !errors.Is(err, job.ErrMisfired) || ran {
+		t.Fatalf("a lock that came past WithMisfire: %v, ran %t; want ErrMisfired, not run", err, ran)
 	}
 
 	plain, _ := job.New(replica(t, srv), "job:at-plain")

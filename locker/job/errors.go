@@ -8,14 +8,14 @@ var (
 	// ErrSkipped: the run did not happen because another run of the job
 	// holds its lock (on any replica), at once or, with WithWait, until
 	// the wait or the caller's context ran out; or, from RunAt, because the
-	// lock came too late (ErrLate). It is wrapped together with the reason,
+	// lock came too late (ErrMisfired). It is wrapped together with the reason,
 	// so errors.Is(err, locker.ErrNotObtained) holds too for a held lock,
 	// and errors.Is(err, context.Canceled) when ctx ended.
 	ErrSkipped = errors.New("job: skipped")
-	// ErrLate: Job.RunAt was called, or took the occurrence's lock, later
+	// ErrMisfired: Job.RunAt was called, or took the occurrence's lock, later
 	// than WithMisfire after its scheduled time and did not run it: another
 	// replica may have run it already. It comes wrapped with ErrSkipped.
-	ErrLate = errors.New("job: too late for the occurrence")
+	ErrMisfired = errors.New("job: misfired: too late for the occurrence")
 	// ErrResigned is the cause a term's context is cancelled with when its
 	// leader resigned (Term.Resign, Elector.Resign).
 	ErrResigned = errors.New("job: resigned")

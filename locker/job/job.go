@@ -96,7 +96,7 @@ func (j *Job) Run(ctx context.Context, fn Func) error {
 //     window the run began, so a run that began late does not hold the
 //     lock into the next occurrence;
 //   - an occurrence reached, or whose lock is taken, more than WithMisfire
-//     after at is not run: RunAt returns an error matching ErrLate and
+//     after at is not run: RunAt returns an error matching ErrMisfired and
 //     ErrSkipped.
 //
 // Without WithAtLeast, RunAt is Run. Use RunAt when the schedule's times
@@ -124,7 +124,7 @@ func (j *Job) RunAt(ctx context.Context, at time.Time, fn Func) error {
 
 // lateError is RunAt's error for an occurrence reached late after it.
 func lateError(late, misfire time.Duration) error {
-	return fmt.Errorf("%w: %w: %v after the occurrence (WithMisfire %v)", ErrSkipped, ErrLate, late.Round(time.Millisecond), misfire)
+	return fmt.Errorf("%w: %w: %v after the occurrence (WithMisfire %v)", ErrSkipped, ErrMisfired, late.Round(time.Millisecond), misfire)
 }
 
 // run runs fn under l and unlocks it.

@@ -108,7 +108,7 @@ func WithAtLeast(d time.Duration) Option {
 // WithMisfire sets how late Job.RunAt may take the lock of an occurrence
 // and still run it: a replica that gets the lock later than d after the
 // occurrence's time (its timer fired late, the process or Redis stalled)
-// skips the occurrence with ErrLate instead of running it again after the
+// skips the occurrence with ErrMisfired instead of running it again after the
 // replica that ran it on time has let go. An occurrence runs at most once
 // while d plus the largest offset between the replicas' clocks stays
 // below WithAtLeast. The default is half of WithAtLeast; d must not be
