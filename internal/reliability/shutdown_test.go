@@ -21,10 +21,11 @@ import (
 // main with its Close deferred (LT_CLOSE=true; false: the process exits
 // without it), a handler-like holder of LT_KEY:lock that works until its
 // lease's context ends and then releases, an elector for LT_KEY:leader in
-// a goroutine, and a waiter queued for LT_KEY:queued. The three run on
-// contexts of their own, not on the signal's: only the Locker's Close
-// tells them to stop. It prints "READY" when all three are in place and
-// returns from main on SIGTERM.
+// a goroutine, a job runner in the middle of a run of LT_KEY:job, and a
+// waiter queued for LT_KEY:queued. The four run on contexts of their own,
+// not on the signal's: only the Locker's Close tells them to stop. It
+// prints "READY" when all four are in place and returns from main on
+// SIGTERM.
 func childTerminee() {
 	e := readChildEnv()
 	closeOnExit, _ := strconv.ParseBool(os.Getenv("LT_CLOSE"))
@@ -58,15 +59,24 @@ func childTerminee() {
 		})
 	}()
 	<-led
+	running := make(chan struct{})
+	go func() {
+		_ = job.Run(ctx, lk, e.key+":job", func(jctx context.Context, _ int64) error {
+			close(running)
+			<-jctx.Done() // a long run: it stops when its lock's context ends
+			return context.Cause(jctx)
+		})
+	}()
+	<-running
 	go func() { _, _ = lk.Obtain(ctx, e.key+":queued", locker.Params{Wait: time.Minute}) }()
 	say("READY")
 	<-sig.Done()
 }
 
-// TestSIGTERMHandsOver: a process holding a lock, leading an election and
-// queued for a third lock gets SIGTERM. With the Close that main defers,
-// another process takes the lock and the leadership within a fraction of
-// the lease (5 s), and the queue entry is gone. The control exits without
+// TestSIGTERMHandsOver: a process holding a lock, leading an election,
+// running a job and queued for a fourth lock gets SIGTERM. With the Close
+// that main defers, another process takes the lock, the leadership and the
+// job within a fraction of the lease (5 s), and the queue entry is gone. The control exits without
 // Close: the successor waits for the lease to run out.
 func TestSIGTERMHandsOver(t *testing.T) {
 	if testing.Short() {
@@ -109,10 +119,22 @@ func TestSIGTERMHandsOver(t *testing.T) {
 					return nil
 				})
 			}()
+			ranJob := make(chan time.Time, 1)
+			go func() {
+				err := job.Run(ctx, lk, key+":job", func(context.Context, int64) error {
+					ranJob <- time.Now()
+					return nil
+				}, job.WithWait(3*lease))
+				if err != nil {
+					t.Errorf("the successor's job run: %v", err)
+					close(ranJob)
+				}
+			}()
 			eventually(t, 10*time.Second, "the successors queued", func() bool {
 				a, _ := redis.Int(srv.Do("ZCARD", "locktag:{"+key+":lock}:q"))
 				b, _ := redis.Int(srv.Do("ZCARD", "locktag:{"+key+":leader}:q"))
-				return a == 1 && b == 1
+				c, _ := redis.Int(srv.Do("ZCARD", "locktag:{"+key+":job}:q"))
+				return a == 1 && b == 1 && c == 1
 			})
 
 			sent := time.Now()
@@ -120,18 +142,19 @@ func TestSIGTERMHandsOver(t *testing.T) {
 			code := child.Wait(20 * time.Second)
 			lockAt := within(t, 3*lease, "the lock's successor", tookLock)
 			leadAt := within(t, 3*lease, "the new leader", led)
-			lockIn, leadIn := lockAt.Sub(sent), leadAt.Sub(sent)
+			jobAt := within(t, 3*lease, "the job's next run", ranJob)
+			lockIn, leadIn, jobIn := lockAt.Sub(sent), leadAt.Sub(sent), jobAt.Sub(sent)
 			queued, _ := redis.Int(srv.Do("ZCARD", "locktag:{"+key+":queued}:q"))
-			t.Logf("close=%t: exit %d; the lock changed hands %v and the leadership %v after SIGTERM (lease %v); %d queue entries left",
-				closeOnExit, code, lockIn.Round(time.Millisecond), leadIn.Round(time.Millisecond), lease, queued)
+			t.Logf("close=%t: exit %d; after SIGTERM the lock changed hands in %v, the leadership in %v, the job in %v (lease %v); %d queue entries left",
+				closeOnExit, code, lockIn.Round(time.Millisecond), leadIn.Round(time.Millisecond), jobIn.Round(time.Millisecond), lease, queued)
 			if !closeOnExit {
-				if lockIn < lease/2 || leadIn < lease/2 {
-					t.Fatalf("control: without Close the successors took over %v and %v after SIGTERM, before the lease could run out", lockIn, leadIn)
+				if lockIn < lease/2 || leadIn < lease/2 || jobIn < lease/2 {
+					t.Fatalf("control: without Close the successors took over %v, %v and %v after SIGTERM, before the lease could run out", lockIn, leadIn, jobIn)
 				}
 				return
 			}
-			if lockIn > lease/2 || leadIn > lease/2 {
-				t.Fatalf("after Close the successors took over %v and %v after SIGTERM; lease %v", lockIn, leadIn, lease)
+			if lockIn > lease/2 || leadIn > lease/2 || jobIn > lease/2 {
+				t.Fatalf("after Close the successors took over %v, %v and %v after SIGTERM; lease %v", lockIn, leadIn, jobIn, lease)
 			}
 			if queued != 0 {
 				t.Fatalf("the terminated process left %d queue entries", queued)
