@@ -104,7 +104,7 @@ func writeCharts(dir string, rep *report) error {
 func writeChart(path string, ch chart, rows []row) error {
 	var libs []string
 	var cs []float64
-	any := false
+	found := false
 	for _, r := range rows {
 		if r.scenario != ch.scenario || r.lib == ch.skip {
 			continue
@@ -116,10 +116,10 @@ func writeChart(path string, ch chart, rows []row) error {
 			cs = append(cs, float64(r.c))
 		}
 		if ch.series[0](r) > 0 {
-			any = true
+			found = true
 		}
 	}
-	if !any {
+	if !found {
 		return nil // the scenario did not run, or (ratios) had one round
 	}
 	slices.Sort(cs)
