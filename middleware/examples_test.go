@@ -59,7 +59,9 @@ func ExampleLock() {
 // ExampleOption builds one list of options for the Gin adapter: the
 // guard's, which every adapter accepts, and this package's own. Another
 // adapter's option (stdhttp.WithKeyHeader, connectrpc.WithRegistry, ...)
-// would not compile in it: options are typed per adapter.
+// in it would be refused when the middleware is built: "guard: bad option:
+// stdhttp.WithKeyHeader is an option of stdhttp, given to middleware
+// (Gin)".
 func ExampleOption() {
 	lk := newLocker()
 	defer lk.Close()
@@ -79,7 +81,7 @@ func ExampleOption() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// guard: bad option: WithErrorHandler: nil handler
+	// guard: bad option: middleware.WithErrorHandler: nil handler
 }
 
 func ExampleLockRules() {

@@ -33,12 +33,8 @@ func Idempotency(l *locker.Locker, opts ...Option) gin.HandlerFunc {
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (gin.HandlerFunc, error) {
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
-	g, gerr := guard.NewIdempotency[*gin.Context](l, httpcore.RecordFormat, gopts...)
+	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
+	g, gerr := guard.NewIdempotency[*gin.Context](l, httpcore.RecordFormat, opts...)
 	if err := errors.Join(err, gerr); err != nil {
 		if errors.Is(gerr, guard.ErrNilLocker) {
 			return nil, guard.ErrNilLocker

@@ -40,12 +40,8 @@ func Idempotency(l *locker.Locker, opts ...Option) fiber.Handler {
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (fiber.Handler, error) {
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
-	g, gerr := guard.NewIdempotency[fiber.Ctx](l, httpcore.RecordFormat, gopts...)
+	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
+	g, gerr := guard.NewIdempotency[fiber.Ctx](l, httpcore.RecordFormat, opts...)
 	if errors.Is(gerr, guard.ErrNilLocker) {
 		return nil, gerr
 	}

@@ -24,12 +24,8 @@ type Idempotency struct {
 // WithReplayHeaders, WithRoute and WithErrorHandler. Errors:
 // guard.ErrNilLocker, guard.ErrNoScope, errors wrapping guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (*Idempotency, error) {
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
-	g, gerr := guard.NewIdempotency[*http.Request](l, httpcore.RecordFormat, gopts...)
+	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
+	g, gerr := guard.NewIdempotency[*http.Request](l, httpcore.RecordFormat, opts...)
 	if errors.Is(gerr, guard.ErrNilLocker) {
 		return nil, gerr
 	}
