@@ -133,7 +133,7 @@ func ExampleWriteProblem() {
 	fmt.Println(rec.Body)
 	// Output:
 	// 409 application/problem+json
-	// {"type":"https://github.com/locktag/locktag/blob/main/docs/gin.md#lock-busy","title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
+	// {"type":"https://github.com/locktag/locktag/blob/main/docs/problems.md#lock-busy","title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
 }
 
 func ExampleFailedOpen() {

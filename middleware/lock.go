@@ -22,7 +22,7 @@ import (
 // Lock panics with NewLock's error if the tag or an option is invalid: it is
 // meant for tags written in code at registration. The handler never runs
 // without the lock (unless guard.WithFailOpen); a lost lock cancels the
-// request's context with cause locker.ErrLockLost. Statuses: docs/gin.md.
+// request's context with cause locker.ErrLockLost. Statuses: docs/problems.md.
 func Lock(l *locker.Locker, tag string, opts ...Option) gin.HandlerFunc {
 	h, err := NewLock(l, tag, opts...)
 	if err != nil {
