@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 )
 
@@ -43,6 +44,22 @@ func Evaluate[R, EH any](adapter string, t guard.Target, opts []guard.Option, eh
 		ReplayHeaders: canonical(DefaultReplayHeaders()),
 	}
 	return s, guard.ApplyAdapterOptions(adapter, t, opts, s)
+}
+
+// NewIdempotency builds an adapter's idempotency guard and its settings,
+// which evaluate makes from opts. The error is guard.ErrNilLocker alone,
+// or the options' and the guard's errors joined.
+func NewIdempotency[R, EH any](l *locker.Locker, opts []guard.Option,
+	evaluate func(guard.Target, []guard.Option) (*Settings[R, EH], error)) (*guard.Idempotency[R], *Settings[R, EH], error) {
+	s, err := evaluate(guard.IdempotencyGuards, opts)
+	g, gerr := guard.NewIdempotency[R](l, RecordFormat, opts...)
+	if errors.Is(gerr, guard.ErrNilLocker) {
+		return nil, nil, guard.ErrNilLocker
+	}
+	if err := errors.Join(err, gerr); err != nil {
+		return nil, nil, err
+	}
+	return g, s, nil
 }
 
 func canonical(names []string) []string {

@@ -2,7 +2,6 @@ package lockfiber
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -40,12 +39,8 @@ func Idempotency(l *locker.Locker, opts ...Option) fiber.Handler {
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (fiber.Handler, error) {
-	s, err := evaluateOptions(guard.IdempotencyGuards, opts)
-	g, gerr := guard.NewIdempotency[fiber.Ctx](l, httpcore.RecordFormat, opts...)
-	if errors.Is(gerr, guard.ErrNilLocker) {
-		return nil, gerr
-	}
-	if err := errors.Join(err, gerr); err != nil {
+	g, s, err := httpcore.NewIdempotency[fiber.Ctx](l, opts, evaluateOptions)
+	if err != nil {
 		return nil, err
 	}
 	m := &idempotency{g: g, s: s}
