@@ -70,8 +70,9 @@
 // sources, and maps the guard's typed outcomes (guard.Kind) to statuses.
 // Options are Option values: the guard's own (guard.WithFailOpen,
 // guard.WithMaxValueLen, guard.WithScope, ...), which every adapter
-// accepts, and this package's, which only this one does: a Gin or connect
-// option here is a compile error.
+// accepts, and this package's, which only this one does: New refuses a Gin
+// or Connect option with an error wrapping guard.ErrBadOption that names
+// both adapters.
 //
 // # Streams
 //

@@ -43,11 +43,7 @@ type Idempotency struct {
 // guard.ErrNoScope or guard.ErrNilLocker; NewIdempotency never touches
 // Redis.
 func NewIdempotency(l *locker.Locker, methods []string, opts ...Option) (*Idempotency, error) {
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	ig, err := rpccore.NewIdem[*Call](l, methods, gopts, ErrorHandler(DefaultErrorHandler))
+	ig, err := rpccore.NewIdem[*Call](adapterName, l, methods, opts, ErrorHandler(DefaultErrorHandler))
 	if err != nil {
 		return nil, err
 	}

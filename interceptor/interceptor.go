@@ -34,11 +34,7 @@ type Interceptor struct {
 // *RuleError, or several joined (errors.As finds the first); New never
 // touches Redis.
 func New(l *locker.Locker, rules Rules, opts ...Option) (*Interceptor, error) {
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	ls, err := rpccore.NewLocks(l, rules, gopts, ErrorHandler(DefaultErrorHandler), sourcesFor)
+	ls, err := rpccore.NewLocks(adapterName, l, rules, opts, ErrorHandler(DefaultErrorHandler), sourcesFor)
 	if err != nil {
 		return nil, err
 	}

@@ -7,18 +7,20 @@ import (
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
-// Option configures New, NewIdempotency and the interceptors they make: a
-// guard.Option (the guard's settings, accepted by every adapter) or one of
-// this package's With... options, which only this adapter accepts —
-// passing one to another adapter, or another adapter's to this one, does
-// not compile.
-type Option interface{ GRPCOption() }
+// Option configures New, NewIdempotency and the interceptors they make.
+// It is guard.Option, so the guard's options and this package's With...
+// options go in one list. Every adapter accepts the guard's options; only
+// this one accepts this package's, and another adapter's option is refused
+// at construction with an error wrapping guard.ErrBadOption that names
+// both adapters.
+type Option = guard.Option
 
-// grpcOption is an option only this adapter accepts.
-type grpcOption struct{ opt guard.Option }
-
-func (grpcOption) GRPCOption()                 {}
-func (o grpcOption) GuardOption() guard.Option { return o.opt }
+// The names that option errors give this adapter: the package its options
+// belong to, and the adapter that was given an option.
+const (
+	pkgName     = "interceptor"
+	adapterName = "interceptor (gRPC)"
+)
 
 // settings are this adapter's own options, beside the guard's.
 type settings = rpccore.Settings[*Call, ErrorHandler]
@@ -31,7 +33,7 @@ type settings = rpccore.Settings[*Call, ErrorHandler]
 // sources req, md and method cannot be redefined (ErrBadSource). There are
 // no application sources by default.
 func WithSource(name string, src keyexpr.Source[*Call]) Option {
-	return grpcOption{rpccore.WithSource[*Call, ErrorHandler](name, src, builtinSources)}
+	return rpccore.WithSource[*Call, ErrorHandler](pkgName, name, src, builtinSources)
 }
 
 // WithErrorHandler replaces the mapping of refusals to the errors the
@@ -41,7 +43,7 @@ func WithSource(name string, src keyexpr.Source[*Call]) Option {
 // returns nil, DefaultErrorHandler's error is used: the handler never runs
 // without its lock. The default is DefaultErrorHandler.
 func WithErrorHandler(h ErrorHandler) Option {
-	return grpcOption{rpccore.WithErrorHandler[*Call](h, h == nil)}
+	return rpccore.WithErrorHandler[*Call](pkgName, h, h == nil)
 }
 
 // WithFailOpenFor makes the rules of the full methods named fail open, as
@@ -49,7 +51,7 @@ func WithErrorHandler(h ErrorHandler) Option {
 // handler runs without a lock. Each method must have a rule. New only.
 // The default is fail-closed.
 func WithFailOpenFor(fullMethods ...string) Option {
-	return grpcOption{rpccore.WithFailOpenFor[*Call, ErrorHandler](fullMethods)}
+	return rpccore.WithFailOpenFor[*Call, ErrorHandler](pkgName, fullMethods)
 }
 
 // WithProtoOptions turns reading rules from (locktag.v1.lock) method
@@ -57,7 +59,7 @@ func WithFailOpenFor(fullMethods ...string) Option {
 // WithRegistry) whose options carry the extension gets that rule, unless
 // Rules has an entry for it. The default is on.
 func WithProtoOptions(on bool) Option {
-	return grpcOption{rpccore.WithProtoOptions[*Call, ErrorHandler](on)}
+	return rpccore.WithProtoOptions[*Call, ErrorHandler](pkgName, on)
 }
 
 // WithRegistry sets where methods are looked up (to validate {req...}
@@ -66,5 +68,5 @@ func WithProtoOptions(on bool) Option {
 // NewIdempotency. A nil argument keeps its default: protoregistry.GlobalFiles
 // and protoregistry.GlobalTypes, where generated code registers itself.
 func WithRegistry(files *protoregistry.Files, types *protoregistry.Types) Option {
-	return grpcOption{rpccore.WithRegistry[*Call, ErrorHandler](files, types)}
+	return rpccore.WithRegistry[*Call, ErrorHandler](pkgName, files, types)
 }

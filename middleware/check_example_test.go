@@ -40,7 +40,7 @@ func ExampleCheckRoutes() {
 }
 
 // ExampleWithErrorHandler answers a busy lock with 429 instead of 409, in
-// the API's own error format (docs/gin.md).
+// the API's own error format (docs/problems.md has the default one).
 func ExampleWithErrorHandler() {
 	lk := newLocker()
 	defer lk.Close()

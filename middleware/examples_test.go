@@ -59,7 +59,9 @@ func ExampleLock() {
 // ExampleOption builds one list of options for the Gin adapter: the
 // guard's, which every adapter accepts, and this package's own. Another
 // adapter's option (stdhttp.WithKeyHeader, connectrpc.WithRegistry, ...)
-// would not compile in it: options are typed per adapter.
+// in it would be refused when the middleware is built: "guard: bad option:
+// stdhttp.WithKeyHeader is an option of stdhttp, given to middleware
+// (Gin)".
 func ExampleOption() {
 	lk := newLocker()
 	defer lk.Close()
@@ -79,7 +81,7 @@ func ExampleOption() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// guard: bad option: WithErrorHandler: nil handler
+	// guard: bad option: middleware.WithErrorHandler: nil handler
 }
 
 func ExampleLockRules() {
@@ -131,7 +133,7 @@ func ExampleWriteProblem() {
 	fmt.Println(rec.Body)
 	// Output:
 	// 409 application/problem+json
-	// {"type":"https://github.com/locktag/locktag/blob/main/docs/gin.md#lock-busy","title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
+	// {"type":"https://github.com/locktag/locktag/blob/main/docs/problems.md#lock-busy","title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
 }
 
 func ExampleFailedOpen() {

@@ -2,7 +2,6 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -33,16 +32,8 @@ func Idempotency(l *locker.Locker, opts ...Option) gin.HandlerFunc {
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (gin.HandlerFunc, error) {
-	gopts, err := guard.AdapterOptions(opts)
+	g, s, err := httpcore.NewIdempotency[*gin.Context](l, opts, evaluateOptions)
 	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
-	g, gerr := guard.NewIdempotency[*gin.Context](l, httpcore.RecordFormat, gopts...)
-	if err := errors.Join(err, gerr); err != nil {
-		if errors.Is(gerr, guard.ErrNilLocker) {
-			return nil, guard.ErrNilLocker
-		}
 		return nil, err
 	}
 	m := &idempotency{g: g, s: s}

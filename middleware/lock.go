@@ -22,7 +22,7 @@ import (
 // Lock panics with NewLock's error if the tag or an option is invalid: it is
 // meant for tags written in code at registration. The handler never runs
 // without the lock (unless guard.WithFailOpen); a lost lock cancels the
-// request's context with cause locker.ErrLockLost. Statuses: docs/gin.md.
+// request's context with cause locker.ErrLockLost. Statuses: docs/problems.md.
 func Lock(l *locker.Locker, tag string, opts ...Option) gin.HandlerFunc {
 	h, err := NewLock(l, tag, opts...)
 	if err != nil {
@@ -73,13 +73,9 @@ type locks struct {
 	maxBody int64 // the guards' WithMaxRequestBytes, set before any request
 }
 
-func newLocks(l *locker.Locker, options []Option) (*locks, error) {
+func newLocks(l *locker.Locker, opts []Option) (*locks, error) {
 	if l == nil {
 		return nil, guard.ErrNilLocker
-	}
-	opts, err := guard.AdapterOptions(options)
-	if err != nil {
-		return nil, err
 	}
 	s, err := evaluateOptions(guard.LockGuards, opts)
 	if err != nil {

@@ -29,23 +29,25 @@ const (
 // Each call returns a new slice.
 func DefaultReplayHeaders() []string { return httpcore.DefaultReplayHeaders() }
 
-// Option configures Lock, LockRules and Idempotency: a guard.Option (the
-// guard's settings, accepted by every adapter) or one of this package's
-// With... options, which only this adapter accepts — passing one to
-// another adapter, or another adapter's to this one, does not compile.
-type Option interface{ GinOption() }
+// Option configures Lock, LockRules and Idempotency. It is guard.Option,
+// so the guard's options and this package's With... options go in one
+// list. Every adapter accepts the guard's options; only this one accepts
+// this package's, and another adapter's option is refused at construction
+// with an error wrapping guard.ErrBadOption that names both adapters.
+type Option = guard.Option
 
-// ginOption is an option only this adapter accepts.
-type ginOption struct{ opt guard.Option }
-
-func (ginOption) GinOption()                  {}
-func (o ginOption) GuardOption() guard.Option { return o.opt }
+// The names that option errors give this adapter: the package its options
+// belong to, and the adapter that was given an option.
+const (
+	pkgName     = "middleware"
+	adapterName = "middleware (Gin)"
+)
 
 // settings are this adapter's own options, beside the guard's.
 type settings = httpcore.Settings[*gin.Context, ErrorHandler]
 
 func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
-	return httpcore.Evaluate[*gin.Context](t, opts, ErrorHandler(WriteProblem))
+	return httpcore.Evaluate[*gin.Context](adapterName, t, opts, ErrorHandler(WriteProblem))
 }
 
 // WithErrorHandler replaces the writer of refusal responses, for Lock,
@@ -54,7 +56,7 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 // before h runs when the outcome has a retry hint, and for every 503 (1s
 // when the outcome has none); h may remove it.
 func WithErrorHandler(h ErrorHandler) Option {
-	return ginOption{httpcore.WithErrorHandler[*gin.Context](h, h == nil)}
+	return httpcore.WithErrorHandler[*gin.Context](pkgName, h, h == nil)
 }
 
 // WithSource adds the key source name for Lock and LockRules, so
@@ -65,13 +67,13 @@ func WithErrorHandler(h ErrorHandler) Option {
 // body, method, route, ip) is replaced. There are no application sources by
 // default. See GinKeys and SourceFunc for ready-made ones.
 func WithSource(name string, src keyexpr.Source[*gin.Context]) Option {
-	return ginOption{httpcore.WithSource[*gin.Context, ErrorHandler](name, src)}
+	return httpcore.WithSource[*gin.Context, ErrorHandler](pkgName, name, src)
 }
 
 // WithKeyHeader sets the request header that carries the idempotency key.
 // Idempotency only. The default is DefaultIdempotencyHeader.
 func WithKeyHeader(name string) Option {
-	return ginOption{httpcore.WithKeyHeader[*gin.Context, ErrorHandler](name)}
+	return httpcore.WithKeyHeader[*gin.Context, ErrorHandler](pkgName, name)
 }
 
 // WithReplayHeaders replaces the response headers that are stored and
@@ -79,5 +81,5 @@ func WithKeyHeader(name string) Option {
 // DefaultReplayHeaders(). Set-Cookie and other per-caller headers do not
 // belong here.
 func WithReplayHeaders(names ...string) Option {
-	return ginOption{httpcore.WithReplayHeaders[*gin.Context, ErrorHandler](names...)}
+	return httpcore.WithReplayHeaders[*gin.Context, ErrorHandler](pkgName, names...)
 }

@@ -50,7 +50,7 @@ func TestWriteProblem(t *testing.T) {
 		}
 		wantType := "about:blank"
 		if tc.kind != "" {
-			wantType = "https://github.com/locktag/locktag/blob/main/docs/gin.md#" + tc.kind
+			wantType = "https://github.com/locktag/locktag/blob/main/docs/problems.md#" + tc.kind
 		}
 		if rec.Code != tc.status || rec.Header().Get("Content-Type") != "application/problem+json" ||
 			p["type"] != wantType || p["status"] != float64(tc.status) || p["title"] == "" {

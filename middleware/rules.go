@@ -1,16 +1,12 @@
 package middleware
 
 import (
-	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
 
@@ -52,28 +48,14 @@ func NewLockRules(l *locker.Locker, rules Rules, opts ...Option) (gin.HandlerFun
 	if err != nil {
 		return nil, err
 	}
-	// method -> route pattern -> route: two lookups per request, no
-	// allocation.
-	table := make(map[string]map[string]*guard.Lock[*gin.Context])
-	for _, k := range slices.Sorted(maps.Keys(rules)) {
-		method, path, err := splitRule(k)
-		if err != nil {
-			return nil, err
-		}
-		g, err := m.compile(rules[k])
-		if err == nil {
-			err = m.checkParams(g.Spec(), routeParams(path))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("middleware: rule %q: %w", k, err)
-		}
-		if table[method] == nil {
-			table[method] = make(map[string]*guard.Lock[*gin.Context])
-		}
-		table[method][path] = g
+	table, err := httpcore.CompileRules(rules, httpcore.RuleSyntax{
+		Prefix: "middleware", Route: "pattern", Params: routeParams, Check: m.checkParams,
+	}, m.compile)
+	if err != nil {
+		return nil, err
 	}
 	return func(c *gin.Context) {
-		if g := table[c.Request.Method][c.FullPath()]; g != nil && probeOf(c) == nil {
+		if g := table.Lookup(c.Request.Method, c.FullPath()); g != nil && probeOf(c) == nil {
 			m.serve(c, g)
 		}
 	}, nil
@@ -89,30 +71,8 @@ func (r Rules) Check(routes gin.RoutesInfo) error {
 	for _, ri := range routes {
 		have[ri.Method+" "+ri.Path] = true
 	}
-	var missing []string
-	for k := range r {
-		if !have[k] {
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	slices.Sort(missing)
-	return fmt.Errorf("%w: no route registered for %q", ErrBadRule, missing)
+	return httpcore.MissingRoutes(r, have)
 }
-
-// splitRule splits "METHOD /path".
-func splitRule(k string) (method, path string, err error) {
-	method, path, ok := strings.Cut(k, " ")
-	if !ok || method == "" || strings.TrimFunc(method, isUpper) != "" ||
-		!strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t") {
-		return "", "", fmt.Errorf("%w %q: want \"METHOD /route/pattern\", e.g. \"POST /orders/:id/pay\"", ErrBadRule, k)
-	}
-	return method, path, nil
-}
-
-func isUpper(r rune) bool { return 'A' <= r && r <= 'Z' }
 
 // routeParams returns the parameter names of a Gin route pattern:
 // "/orders/:id/files/*path" has id and path.

@@ -1,10 +1,7 @@
 package middleware
 
 import (
-	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
 
 	"github.com/gin-gonic/gin"
 
@@ -17,20 +14,16 @@ type getter = keyexpr.Getter[*gin.Context]
 
 // sourceSet returns the built-in sources with the application's on top.
 func (m *locks) sourceSet() keyexpr.Sources[*gin.Context] {
-	s := keyexpr.Sources[*gin.Context]{
-		"path":   httpcore.Named("path", pathGetter),
-		"query":  httpcore.Named("query", queryGetter),
-		"form":   httpcore.Named("form", formGetter),
-		"header": httpcore.Named("header", func(n string) getter { return httpcore.Header(n, ginRequest) }),
-		"body":   httpcore.Named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
-		"method": httpcore.Bare("method", func(c *gin.Context) (string, error) { return c.Request.Method, nil }),
-		"route":  httpcore.Bare("route", func(c *gin.Context) (string, error) { return c.FullPath(), nil }),
-		"ip":     httpcore.Bare("ip", func(c *gin.Context) (string, error) { return c.ClientIP(), nil }),
-	}
-	for name, src := range m.s.Sources {
-		s[name] = src
-	}
-	return s
+	return httpcore.Builtins(httpcore.Reader[*gin.Context]{
+		Path:   pathGetter,
+		Query:  queryGetter,
+		Form:   formGetter,
+		Header: func(n string) getter { return httpcore.Header(n, ginRequest) },
+		Body:   func(path string) getter { return bodyGetter(path, &m.maxBody) },
+		Method: func(c *gin.Context) (string, error) { return c.Request.Method, nil },
+		Route:  func(c *gin.Context) (string, error) { return c.FullPath(), nil },
+		IP:     func(c *gin.Context) (string, error) { return c.ClientIP(), nil },
+	}, m.s.Sources)
 }
 
 // pathGetter reads a route parameter. A route without the parameter is a
@@ -78,48 +71,10 @@ func ginRequest(c *gin.Context) *http.Request { return c.Request }
 // and booleans in decimal / "true" / "false", fmt.Stringer values through
 // String, and anything else through fmt.Sprint.
 func GinKeys(allowed ...string) keyexpr.Source[*gin.Context] {
-	allowed = slices.Clone(allowed)
-	return func(path string) (getter, error) {
-		if path == "" {
-			return nil, fmt.Errorf("a gin key source needs a key name, e.g. {ctx.user}")
-		}
-		if len(allowed) > 0 && !slices.Contains(allowed, path) {
-			return nil, fmt.Errorf("gin key %q is not one of the allowed keys %q", path, allowed)
-		}
-		return func(c *gin.Context) (string, error) {
-			v, _ := c.Get(path)
-			return stringOf(v), nil
-		}, nil
-	}
-}
-
-func stringOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int32:
-		return strconv.FormatInt(int64(x), 10)
-	case uint:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
-	case uint32:
-		return strconv.FormatUint(uint64(x), 10)
-	case bool:
-		return strconv.FormatBool(x)
-	case fmt.Stringer:
-		return x.String()
-	default:
-		return fmt.Sprint(x)
-	}
+	return httpcore.ContextKeys("gin key", "gin key", func(c *gin.Context, key string) any {
+		v, _ := c.Get(key)
+		return v
+	}, allowed)
 }
 
 // SourceFunc returns a source without a path, for use with WithSource:

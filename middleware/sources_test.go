@@ -219,7 +219,7 @@ func TestConstructionErrors(t *testing.T) {
 		{"named source without path", `key:"q:{query}"`, nil, nil, "source query needs a name"},
 		{"bad max body", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxRequestBytes(0)}, guard.ErrBadOption, "WithMaxRequestBytes: 0"},
 		{"bad max value", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, "WithMaxValueLen: 0"},
-		{"nil error handler", `key:"o:{path.id}"`, []middleware.Option{middleware.WithErrorHandler(nil)}, guard.ErrBadOption, "WithErrorHandler: nil handler"},
+		{"nil error handler", `key:"o:{path.id}"`, []middleware.Option{middleware.WithErrorHandler(nil)}, guard.ErrBadOption, "middleware.WithErrorHandler: nil handler"},
 		{"nil source", `key:"o:{path.id}"`, []middleware.Option{middleware.WithSource("x", nil)}, guard.ErrBadOption, "WithSource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

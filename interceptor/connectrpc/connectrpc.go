@@ -60,11 +60,7 @@ var _ connect.Interceptor = (*Interceptor)(nil)
 // procedure) and WithSource's. The error is guard.ErrNilLocker, errors
 // wrapping guard.ErrBadOption, or *RuleError values joined.
 func New(l *locker.Locker, rules Rules, opts ...Option) (*Interceptor, error) {
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	ls, err := rpccore.NewLocks(l, rules, gopts, ErrorHandler(DefaultErrorHandler), sourcesFor)
+	ls, err := rpccore.NewLocks(adapterName, l, rules, opts, ErrorHandler(DefaultErrorHandler), sourcesFor)
 	if err != nil {
 		return nil, err
 	}

@@ -41,11 +41,7 @@ var _ connect.Interceptor = (*Idempotency)(nil)
 // guard.WithPublicScope. Errors wrap ErrUnknownMethod or
 // guard.ErrBadOption, or are guard.ErrNoScope or guard.ErrNilLocker.
 func NewIdempotency(l *locker.Locker, procedures []string, opts ...Option) (*Idempotency, error) {
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	ig, err := rpccore.NewIdem[*Call](l, procedures, gopts, ErrorHandler(DefaultErrorHandler))
+	ig, err := rpccore.NewIdem[*Call](adapterName, l, procedures, opts, ErrorHandler(DefaultErrorHandler))
 	if err != nil {
 		return nil, err
 	}

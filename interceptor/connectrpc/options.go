@@ -20,17 +20,19 @@ import (
 // nil means DefaultErrorHandler's. o.Err may contain the key: log it only.
 type ErrorHandler func(ctx context.Context, procedure string, o guard.Outcome) *connect.Error
 
-// Option configures New and NewIdempotency: a guard.Option (the guard's
-// settings, accepted by every adapter) or one of this package's With...
-// options, which only this adapter accepts — passing one to another
-// adapter, or another adapter's to this one, does not compile.
-type Option interface{ ConnectOption() }
+// Option configures New and NewIdempotency. It is guard.Option,
+// so the guard's options and this package's With... options go in one
+// list. Every adapter accepts the guard's options; only this one accepts
+// this package's, and another adapter's option is refused at construction
+// with an error wrapping guard.ErrBadOption that names both adapters.
+type Option = guard.Option
 
-// connectOption is an option only this adapter accepts.
-type connectOption struct{ opt guard.Option }
-
-func (connectOption) ConnectOption()              {}
-func (o connectOption) GuardOption() guard.Option { return o.opt }
+// The names that option errors give this adapter: the package its options
+// belong to, and the adapter that was given an option.
+const (
+	pkgName     = "connectrpc"
+	adapterName = "connectrpc (Connect)"
+)
 
 type settings = rpccore.Settings[*Call, ErrorHandler]
 
@@ -59,31 +61,31 @@ var builtinSources = []string{"req", "header", "method"}
 // WithSource registers an application source; built-in names cannot be
 // redefined (ErrBadSource). None by default.
 func WithSource(name string, src keyexpr.Source[*Call]) Option {
-	return connectOption{rpccore.WithSource[*Call, ErrorHandler](name, src, builtinSources)}
+	return rpccore.WithSource[*Call, ErrorHandler](pkgName, name, src, builtinSources)
 }
 
 // WithErrorHandler replaces DefaultErrorHandler, for New and
 // NewIdempotency.
 func WithErrorHandler(h ErrorHandler) Option {
-	return connectOption{rpccore.WithErrorHandler[*Call](h, h == nil)}
+	return rpccore.WithErrorHandler[*Call](pkgName, h, h == nil)
 }
 
 // WithFailOpenFor makes the rules of the procedures named fail open
 // (guard.WithFailOpen for those rules only). Each must have a rule.
 func WithFailOpenFor(procedures ...string) Option {
-	return connectOption{rpccore.WithFailOpenFor[*Call, ErrorHandler](procedures)}
+	return rpccore.WithFailOpenFor[*Call, ErrorHandler](pkgName, procedures)
 }
 
 // WithProtoOptions turns reading (locktag.v1.lock) options on or off. The
 // default is on.
 func WithProtoOptions(on bool) Option {
-	return connectOption{rpccore.WithProtoOptions[*Call, ErrorHandler](on)}
+	return rpccore.WithProtoOptions[*Call, ErrorHandler](pkgName, on)
 }
 
 // WithRegistry sets where procedures and response types are looked up.
 // The defaults are protoregistry.GlobalFiles and GlobalTypes.
 func WithRegistry(files *protoregistry.Files, types *protoregistry.Types) Option {
-	return connectOption{rpccore.WithRegistry[*Call, ErrorHandler](files, types)}
+	return rpccore.WithRegistry[*Call, ErrorHandler](pkgName, files, types)
 }
 
 // sourcesFor returns the sources a rule for m binds against.

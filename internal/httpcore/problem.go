@@ -17,7 +17,7 @@ const ProblemContentType = "application/problem+json"
 // problemBase prefixes the problem type URIs: each names a section of a
 // guide that explains the problem.
 const (
-	lockProblems = "https://github.com/locktag/locktag/blob/main/docs/gin.md#"
+	lockProblems = "https://github.com/locktag/locktag/blob/main/docs/problems.md#"
 	idemProblems = "https://github.com/locktag/locktag/blob/main/docs/idempotency.md#"
 )
 

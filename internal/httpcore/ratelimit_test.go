@@ -62,7 +62,7 @@ func TestRefusalHeaders(t *testing.T) {
 	if h.Get("RateLimit") != "" || h.Get("RateLimit-Policy") != "" || h.Get("Retry-After") != "1" {
 		t.Fatalf("limit full: %v", h)
 	}
-	if b := string(Problem(o, 429)); b != `{"type":"https://github.com/locktag/locktag/blob/main/docs/gin.md#rate-limited","title":"Rate limit exceeded","status":429,"detail":"the rate limit of this resource is used up; retry after the time in Retry-After"}` {
+	if b := string(Problem(o, 429)); b != `{"type":"https://github.com/locktag/locktag/blob/main/docs/problems.md#rate-limited","title":"Rate limit exceeded","status":429,"detail":"the rate limit of this resource is used up; retry after the time in Retry-After"}` {
 		t.Fatalf("problem %s", b)
 	}
 }

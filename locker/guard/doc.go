@@ -46,9 +46,10 @@
 // Run returns an Outcome: a Kind, the cause (for logs only), a retry hint
 // and, for a replay, the stored Record. The guard decides nothing about
 // statuses; each adapter maps kinds to its own (docs/architecture.md has
-// the table for HTTP and gRPC). Options are Option values. An adapter
-// adds its own with AdapterOption and hands them out under a type of its
-// own that only it accepts; an Option is accepted by every adapter (see
-// GinOption), so users pass one list and the compiler rejects an option
-// given to the wrong adapter.
+// the table for HTTP and gRPC). Options are Option values, and every
+// adapter's Option is this type, so users pass one list. An adapter adds
+// its own options with AdapterOption and applies them with
+// ApplyAdapterOptions, which refuses an option of another adapter at
+// construction with an error wrapping ErrBadOption that names both
+// adapters.
 package guard

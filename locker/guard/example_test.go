@@ -135,3 +135,39 @@ func ExampleCompileLock_rate() {
 	// ok 0 0s
 	// rate limited 0 30s
 }
+
+// ExampleAdapterOption gives an adapter an option of its own, passed in the
+// same list as the guard's: the adapter applies its own options to its
+// settings, and refuses another adapter's by name.
+func ExampleAdapterOption() {
+	// The job adapter's settings and its one option.
+	type jobSettings struct{ queue string }
+	withQueue := func(name string) guard.Option {
+		return guard.AdapterOption("lockjob", "WithQueue", guard.LockGuards, func(s *jobSettings) error {
+			if name == "" {
+				return errors.New("empty queue name")
+			}
+			s.queue = name
+			return nil
+		})
+	}
+	// Another adapter's option.
+	type cronSettings struct{ every time.Duration }
+	withEvery := guard.AdapterOption("lockcron", "WithEvery", guard.LockGuards, func(s *cronSettings) error {
+		s.every = time.Minute
+		return nil
+	})
+
+	var s jobSettings
+	opts := []guard.Option{guard.WithFailOpen(), withQueue("invoices")}
+	fmt.Println(guard.ApplyAdapterOptions("lockjob (jobs)", guard.LockGuards, opts, &s), s.queue)
+
+	err := guard.ApplyAdapterOptions("lockjob (jobs)", guard.LockGuards, []guard.Option{withEvery, withQueue("")}, &s)
+	fmt.Println(errors.Is(err, guard.ErrBadOption))
+	fmt.Println(err)
+	// Output:
+	// <nil> invoices
+	// true
+	// guard: bad option: lockcron.WithEvery is an option of lockcron, given to lockjob (jobs)
+	// guard: bad option: lockjob.WithQueue: empty queue name
+}

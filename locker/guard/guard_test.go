@@ -137,82 +137,44 @@ func TestOptionErrors(t *testing.T) {
 	}
 }
 
+// TestAdapterOptions: an adapter applies its own options in order and
+// skips the guard's; another adapter's option, or one for the other kind of
+// guard, is ErrBadOption naming it — and leaves the settings alone.
 func TestAdapterOptions(t *testing.T) {
 	type mine struct{ n int }
-	set := AdapterOption("WithN", LockGuards, func(m *mine) error { m.n++; return nil })
+	type theirs struct{ n int }
+	set := AdapterOption("mine", "WithN", LockGuards, func(m *mine) error { m.n++; return nil })
+	bad := AdapterOption("mine", "WithBad", LockGuards, func(*mine) error { return errors.New("no") })
+	foreign := AdapterOption("theirs", "WithN", LockGuards, func(m *theirs) error { m.n++; return nil })
 	var m mine
-	if err := ApplyAdapterOptions(LockGuards, []Option{set, WithFailOpen(), set}, &m); err != nil || m.n != 2 {
+	if err := ApplyAdapterOptions("mine", LockGuards, []Option{set, WithFailOpen(), {}, set}, &m); err != nil || m.n != 2 {
 		t.Fatalf("ApplyAdapterOptions: %v, n=%d", err, m.n)
 	}
-	other := "other"
-	if err := ApplyAdapterOptions(LockGuards, []Option{set}, &other); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "WithN: an option for") {
-		t.Fatalf("foreign settings: %v", err)
+	tests := []struct {
+		name string
+		t    Target
+		opts []Option
+		want string
+	}{
+		{"another adapter's", LockGuards, []Option{foreign}, "guard: bad option: theirs.WithN is an option of theirs, given to mine (Test)"},
+		{"wrong guard", IdempotencyGuards, []Option{set}, "guard: bad option: mine.WithN does not apply to this guard"},
+		{"bad value", LockGuards, []Option{bad}, "guard: bad option: mine.WithBad: no"},
 	}
-	if err := ApplyAdapterOptions(IdempotencyGuards, []Option{set}, &m); !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), "does not apply") {
-		t.Fatalf("lock option for an idempotency guard: %v", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m mine
+			err := ApplyAdapterOptions("mine (Test)", tt.t, tt.opts, &m)
+			if !errors.Is(err, ErrBadOption) || err.Error() != tt.want {
+				t.Fatalf("err = %v, want ErrBadOption: %q", err, tt.want)
+			}
+			if m.n != 0 {
+				t.Fatalf("a refused option changed the settings: n=%d", m.n)
+			}
+		})
 	}
 	// Guards ignore adapter options.
 	if _, err := NewLock(offline(t), keyexpr.MustParseTag(`key:"a"`), sources, set); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// ginOnly and connectOnly stand for two adapters' own options: each has
-// only its adapter's marker, and the guard's Option behind it.
-type (
-	ginOnly     struct{ o Option }
-	connectOnly struct{ o Option }
-	foreign     struct{}
-	ginOpts     interface{ GinOption() }
-	connectOpts interface{ ConnectOption() }
-)
-
-func (ginOnly) GinOption()                {}
-func (g ginOnly) GuardOption() Option     { return g.o }
-func (connectOnly) ConnectOption()        {}
-func (c connectOnly) GuardOption() Option { return c.o }
-func (foreign) GinOption()                {}
-
-// TestAdapterOptionsUnwrap: an adapter's typed options become the Options
-// behind them, in order — a guard Option as it is, the adapter's own
-// through GuardOption, nil skipped — and a foreign implementation of the
-// marker is ErrBadOption naming its type.
-func TestAdapterOptionsUnwrap(t *testing.T) {
-	type mine struct{ n int }
-	own := AdapterOption("WithN", LockGuards, func(m *mine) error { m.n++; return nil })
-	tests := []struct {
-		name      string
-		opts      []ginOpts
-		want, own int // options out; adapter options among them
-		wantErr   string
-	}{
-		{"none", nil, 0, 0, ""},
-		{"guard and own", []ginOpts{WithFailOpen(), ginOnly{own}, WithLogger(slog.Default())}, 3, 1, ""},
-		{"nil skipped", []ginOpts{nil, ginOnly{own}, ginOnly{own}}, 2, 2, ""},
-		{"foreign", []ginOpts{WithFailOpen(), foreign{}}, 0, 0, "guard.foreign is not an option of this adapter"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := AdapterOptions(tt.opts)
-			if tt.wantErr != "" {
-				if !errors.Is(err, ErrBadOption) || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("err = %v, want ErrBadOption with %q", err, tt.wantErr)
-				}
-				return
-			}
-			if err != nil || len(got) != tt.want {
-				t.Fatalf("got %d options, %v; want %d", len(got), err, tt.want)
-			}
-			var m mine
-			if err := ApplyAdapterOptions(LockGuards, got, &m); err != nil || m.n != tt.own {
-				t.Fatalf("applied: n=%d, %v; want %d", m.n, err, tt.own)
-			}
-		})
-	}
-	// A guard Option is every adapter's; the same setting for another
-	// adapter goes through that adapter's type.
-	if got, err := AdapterOptions([]connectOpts{WithPublicScope(), connectOnly{own}}); err != nil || len(got) != 2 {
-		t.Fatalf("connect: %d, %v", len(got), err)
 	}
 }
 

@@ -15,12 +15,16 @@ import (
 // builds one. Each With... option says which guards take it; giving one to
 // the other kind of guard is a construction error wrapping ErrBadOption, as
 // is an invalid value. Options apply in order; a later one wins. Every
-// adapter accepts an Option among its own typed options (see GinOption).
+// adapter's Option is this type: the guard's options pass to any adapter,
+// and an adapter's own options only to the adapter that made them (any
+// other refuses them at construction). The zero Option does nothing.
 type Option struct {
-	name    string
-	use     Target
-	apply   func(*settings) error
-	adapter func(settings any) error
+	name     string
+	use      Target
+	apply    func(*settings) error
+	owner    string       // an adapter option's package
+	settings reflect.Type // an adapter option's settings, *S
+	adapter  func(settings any) error
 }
 
 // Target says which guards an option applies to.

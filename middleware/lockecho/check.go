@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
 // RouteCheck checks, before traffic, that the lock tags on an Echo
@@ -83,7 +84,7 @@ func (rc *RouteCheck) Check() error {
 				continue
 			}
 			for _, f := range rc.locksOn(mws) {
-				if err := f.m.checkParams(f.spec, routeParams(r.Path)); err != nil {
+				if err := f.m.checkParams(f.spec, httpcore.EchoParams(r.Path)); err != nil {
 					errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadRule, at, err))
 				}
 			}

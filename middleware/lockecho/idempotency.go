@@ -2,7 +2,6 @@ package lockecho
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/labstack/echo/v4"
@@ -40,16 +39,8 @@ func Idempotency(l *locker.Locker, opts ...Option) echo.MiddlewareFunc {
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (echo.MiddlewareFunc, error) {
-	gopts, err := guard.AdapterOptions(opts)
+	g, s, err := httpcore.NewIdempotency[echo.Context](l, opts, evaluateOptions)
 	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
-	g, gerr := guard.NewIdempotency[echo.Context](l, httpcore.RecordFormat, gopts...)
-	if errors.Is(gerr, guard.ErrNilLocker) {
-		return nil, guard.ErrNilLocker
-	}
-	if err := errors.Join(err, gerr); err != nil {
 		return nil, err
 	}
 	m := &idempotency{g: g, s: s}

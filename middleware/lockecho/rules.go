@@ -1,16 +1,10 @@
 package lockecho
 
 import (
-	"fmt"
-	"maps"
-	"slices"
-	"strings"
-
 	"github.com/labstack/echo/v4"
 
 	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
@@ -53,29 +47,15 @@ func NewLockRules(l *locker.Locker, rules Rules, opts ...Option) (echo.Middlewar
 	if err != nil {
 		return nil, err
 	}
-	// method -> route path -> guard: two lookups per request, no
-	// allocation.
-	table := make(map[string]map[string]*guard.Lock[echo.Context])
-	for _, k := range slices.Sorted(maps.Keys(rules)) {
-		method, path, err := splitRule(k)
-		if err != nil {
-			return nil, err
-		}
-		g, err := m.compile(rules[k])
-		if err == nil {
-			err = m.checkParams(g.Spec(), routeParams(path))
-		}
-		if err != nil {
-			return nil, fmt.Errorf("lockecho: rule %q: %w", k, err)
-		}
-		if table[method] == nil {
-			table[method] = make(map[string]*guard.Lock[echo.Context])
-		}
-		table[method][path] = g
+	table, err := httpcore.CompileRules(rules, httpcore.RuleSyntax{
+		Prefix: "lockecho", Route: "path", Params: httpcore.EchoParams, Check: m.checkParams,
+	}, m.compile)
+	if err != nil {
+		return nil, err
 	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if g := table[c.Request().Method][c.Path()]; g != nil {
+			if g := table.Lookup(c.Request().Method, c.Path()); g != nil {
 				return m.serve(c, next, g)
 			}
 			return next(c)
@@ -93,53 +73,7 @@ func (r Rules) Check(routes []*echo.Route) error {
 	for _, ri := range routes {
 		have[ri.Method+" "+ri.Path] = true
 	}
-	var missing []string
-	for k := range r {
-		if !have[k] {
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) == 0 {
-		return nil
-	}
-	slices.Sort(missing)
-	return fmt.Errorf("%w: no route registered for %q", ErrBadRule, missing)
-}
-
-// splitRule splits "METHOD /path".
-func splitRule(k string) (method, path string, err error) {
-	method, path, ok := strings.Cut(k, " ")
-	if !ok || method == "" || strings.TrimFunc(method, isUpper) != "" ||
-		!strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t") {
-		return "", "", fmt.Errorf("%w %q: want \"METHOD /route/path\", e.g. \"POST /orders/:id/pay\"", ErrBadRule, k)
-	}
-	return method, path, nil
-}
-
-func isUpper(r rune) bool { return 'A' <= r && r <= 'Z' }
-
-// routeParams returns the parameter names of an Echo route path as Echo's
-// router names them: a ':' starts a parameter that runs to the next '/'
-// (unless escaped as "\\:"), and '*' is the parameter "*":
-// "/orders/:id/files/*" has id and *.
-func routeParams(path string) []string {
-	params := []string{}
-	for i := 0; i < len(path); i++ {
-		switch {
-		case path[i] == '\\' && i+1 < len(path) && path[i+1] == ':':
-			i++
-		case path[i] == ':':
-			j := i + 1
-			for j < len(path) && path[j] != '/' {
-				j++
-			}
-			params = append(params, path[i+1:j])
-			i = j - 1
-		case path[i] == '*':
-			params = append(params, "*")
-		}
-	}
-	return params
+	return httpcore.MissingRoutes(r, have)
 }
 
 // checkParams fails, with a *keyexpr.TagError wrapping ErrBadRule, for a

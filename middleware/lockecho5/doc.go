@@ -100,5 +100,6 @@
 // the guard's own (guard.WithFailOpen, guard.WithScope, ...), which every
 // adapter accepts, and this package's (WithSource, WithErrorHandler,
 // WithKeyHeader, WithReplayHeaders), which only this one does: another
-// adapter's option here is a compile error.
+// adapter's option is refused when the middleware is built, with an error
+// wrapping guard.ErrBadOption that names both adapters.
 package lockecho5

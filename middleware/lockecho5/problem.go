@@ -36,9 +36,9 @@ func refuse(c *echo.Context, s *settings, o guard.Outcome) {
 
 // WriteProblem is the default ErrorHandler. It writes status with an RFC
 // 9457 application/problem+json body whose type names the outcome
-// (docs/gin.md#the-problem-body for the list):
+// (docs/problems.md for the list):
 //
-//	{"type":"https://github.com/locktag/locktag/blob/main/docs/gin.md#lock-busy",
+//	{"type":"https://github.com/locktag/locktag/blob/main/docs/problems.md#lock-busy",
 //	 "title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
 //
 // The detail names at most the template placeholder concerned; it never

@@ -1,10 +1,6 @@
 package lockecho5
 
 import (
-	"fmt"
-	"slices"
-	"strconv"
-
 	"github.com/labstack/echo/v5"
 
 	"github.com/locktag/locktag/keyexpr"
@@ -16,20 +12,16 @@ type getter = keyexpr.Getter[*echo.Context]
 
 // sourceSet returns the built-in sources with the application's on top.
 func (m *locks) sourceSet() keyexpr.Sources[*echo.Context] {
-	s := keyexpr.Sources[*echo.Context]{
-		"path":   httpcore.Named("path", pathGetter),
-		"query":  httpcore.Named("query", queryGetter),
-		"form":   httpcore.Named("form", formGetter),
-		"header": httpcore.Named("header", func(n string) getter { return httpcore.Header(n, (*echo.Context).Request) }),
-		"body":   httpcore.Named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
-		"method": httpcore.Bare("method", func(c *echo.Context) (string, error) { return c.Request().Method, nil }),
-		"route":  httpcore.Bare("route", func(c *echo.Context) (string, error) { return c.Path(), nil }),
-		"ip":     httpcore.Bare("ip", clientIP),
-	}
-	for name, src := range m.s.Sources {
-		s[name] = src
-	}
-	return s
+	return httpcore.Builtins(httpcore.Reader[*echo.Context]{
+		Path:   pathGetter,
+		Query:  queryGetter,
+		Form:   formGetter,
+		Header: func(n string) getter { return httpcore.Header(n, (*echo.Context).Request) },
+		Body:   func(path string) getter { return bodyGetter(path, &m.maxBody) },
+		Method: func(c *echo.Context) (string, error) { return c.Request().Method, nil },
+		Route:  func(c *echo.Context) (string, error) { return c.Path(), nil },
+		IP:     clientIP,
+	}, m.s.Sources)
 }
 
 // pathGetter reads a route parameter from Echo's router (c.Param). A
@@ -83,45 +75,7 @@ func clientIP(c *echo.Context) (string, error) { return c.RealIP(), nil }
 // and booleans in decimal / "true" / "false", fmt.Stringer values through
 // String, and anything else through fmt.Sprint.
 func ContextKeys(allowed ...string) keyexpr.Source[*echo.Context] {
-	allowed = slices.Clone(allowed)
-	return func(path string) (getter, error) {
-		if path == "" {
-			return nil, fmt.Errorf("a context key source needs a key name, e.g. {ctx.user}")
-		}
-		if len(allowed) > 0 && !slices.Contains(allowed, path) {
-			return nil, fmt.Errorf("context key %q is not one of the allowed keys %q", path, allowed)
-		}
-		return func(c *echo.Context) (string, error) { return stringOf(c.Get(path)), nil }, nil
-	}
-}
-
-func stringOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return x
-	case []byte:
-		return string(x)
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int32:
-		return strconv.FormatInt(int64(x), 10)
-	case uint:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
-	case uint32:
-		return strconv.FormatUint(uint64(x), 10)
-	case bool:
-		return strconv.FormatBool(x)
-	case fmt.Stringer:
-		return x.String()
-	default:
-		return fmt.Sprint(x)
-	}
+	return httpcore.ContextKeys("context key", "context key", func(c *echo.Context, key string) any { return c.Get(key) }, allowed)
 }
 
 // SourceFunc returns a source without a path, for use with WithSource:

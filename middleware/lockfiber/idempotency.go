@@ -2,7 +2,6 @@ package lockfiber
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -40,16 +39,8 @@ func Idempotency(l *locker.Locker, opts ...Option) fiber.Handler {
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
 // guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (fiber.Handler, error) {
-	gopts, err := guard.AdapterOptions(opts)
+	g, s, err := httpcore.NewIdempotency[fiber.Ctx](l, opts, evaluateOptions)
 	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
-	g, gerr := guard.NewIdempotency[fiber.Ctx](l, httpcore.RecordFormat, gopts...)
-	if errors.Is(gerr, guard.ErrNilLocker) {
-		return nil, gerr
-	}
-	if err := errors.Join(err, gerr); err != nil {
 		return nil, err
 	}
 	m := &idempotency{g: g, s: s}

@@ -76,13 +76,9 @@ type locks struct {
 	maxBody int64 // the guard's WithMaxRequestBytes, set before any request
 }
 
-func newLocks(l *locker.Locker, options []Option) (*locks, error) {
+func newLocks(l *locker.Locker, opts []Option) (*locks, error) {
 	if l == nil {
 		return nil, guard.ErrNilLocker
-	}
-	opts, err := guard.AdapterOptions(options)
-	if err != nil {
-		return nil, err
 	}
 	s, err := evaluateOptions(guard.LockGuards, opts)
 	if err != nil {

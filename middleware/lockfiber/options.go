@@ -30,23 +30,25 @@ const (
 // Each call returns a new slice.
 func DefaultReplayHeaders() []string { return httpcore.DefaultReplayHeaders() }
 
-// Option configures Lock and Idempotency: a guard.Option (the guard's
-// settings, accepted by every adapter) or one of this package's With...
-// options, which only this adapter accepts — passing one to another
-// adapter, or another adapter's to this one, does not compile.
-type Option interface{ FiberOption() }
+// Option configures Lock and Idempotency. It is guard.Option,
+// so the guard's options and this package's With... options go in one
+// list. Every adapter accepts the guard's options; only this one accepts
+// this package's, and another adapter's option is refused at construction
+// with an error wrapping guard.ErrBadOption that names both adapters.
+type Option = guard.Option
 
-// fiberOption is an option only this adapter accepts.
-type fiberOption struct{ opt guard.Option }
-
-func (fiberOption) FiberOption()                {}
-func (o fiberOption) GuardOption() guard.Option { return o.opt }
+// The names that option errors give this adapter: the package its options
+// belong to, and the adapter that was given an option.
+const (
+	pkgName     = "lockfiber"
+	adapterName = "lockfiber (Fiber v3)"
+)
 
 // settings are this adapter's own options, beside the guard's.
 type settings = httpcore.Settings[fiber.Ctx, ErrorHandler]
 
 func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
-	return httpcore.Evaluate[fiber.Ctx](t, opts, ErrorHandler(WriteProblem))
+	return httpcore.Evaluate[fiber.Ctx](adapterName, t, opts, ErrorHandler(WriteProblem))
 }
 
 // WithErrorHandler replaces the writer of refusal responses, for Lock and
@@ -55,7 +57,7 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 // when the outcome has a retry hint, and for every 503 (1s when the outcome
 // has none); h may remove it.
 func WithErrorHandler(h ErrorHandler) Option {
-	return fiberOption{httpcore.WithErrorHandler[fiber.Ctx](h, h == nil)}
+	return httpcore.WithErrorHandler[fiber.Ctx](pkgName, h, h == nil)
 }
 
 // WithSource adds the key source name for Lock, so templates can use
@@ -68,13 +70,13 @@ func WithErrorHandler(h ErrorHandler) Option {
 // replaced. There are no application sources by default. See Locals and
 // SourceFunc for ready-made ones.
 func WithSource(name string, src keyexpr.Source[fiber.Ctx]) Option {
-	return fiberOption{httpcore.WithSource[fiber.Ctx, ErrorHandler](name, src)}
+	return httpcore.WithSource[fiber.Ctx, ErrorHandler](pkgName, name, src)
 }
 
 // WithKeyHeader sets the request header that carries the idempotency key.
 // Idempotency only. The default is DefaultIdempotencyHeader.
 func WithKeyHeader(name string) Option {
-	return fiberOption{httpcore.WithKeyHeader[fiber.Ctx, ErrorHandler](name)}
+	return httpcore.WithKeyHeader[fiber.Ctx, ErrorHandler](pkgName, name)
 }
 
 // WithReplayHeaders replaces the response headers that are stored and
@@ -82,5 +84,5 @@ func WithKeyHeader(name string) Option {
 // DefaultReplayHeaders(). Set-Cookie and other per-caller headers do not
 // belong here.
 func WithReplayHeaders(names ...string) Option {
-	return fiberOption{httpcore.WithReplayHeaders[fiber.Ctx, ErrorHandler](names...)}
+	return httpcore.WithReplayHeaders[fiber.Ctx, ErrorHandler](pkgName, names...)
 }

@@ -53,10 +53,10 @@ func setHeaders(c fiber.Ctx, h http.Header) {
 
 // WriteProblem is the default ErrorHandler. It writes status with an RFC
 // 9457 application/problem+json body whose type names the outcome
-// (docs/gin.md#the-problem-body for the list), as the other HTTP adapters
+// (docs/problems.md for the list), as the other HTTP adapters
 // do:
 //
-//	{"type":"https://github.com/locktag/locktag/blob/main/docs/gin.md#lock-busy",
+//	{"type":"https://github.com/locktag/locktag/blob/main/docs/problems.md#lock-busy",
 //	 "title":"Resource is locked","status":409,"detail":"another request holds the lock; retry later"}
 //
 // The detail names at most the template placeholder concerned; it never

@@ -1,9 +1,7 @@
 package lockfiber
 
 import (
-	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v3"
@@ -22,20 +20,16 @@ type getter = keyexpr.Getter[fiber.Ctx]
 
 // sourceSet returns the built-in sources with the application's on top.
 func (m *locks) sourceSet() keyexpr.Sources[fiber.Ctx] {
-	s := keyexpr.Sources[fiber.Ctx]{
-		"path":   httpcore.Named("path", pathGetter),
-		"query":  httpcore.Named("query", func(n string) getter { return copied(func(c fiber.Ctx) string { return c.Query(n) }) }),
-		"form":   httpcore.Named("form", func(n string) getter { return copied(func(c fiber.Ctx) string { return c.FormValue(n) }) }),
-		"header": httpcore.Named("header", func(n string) getter { return copied(func(c fiber.Ctx) string { return c.Get(n) }) }),
-		"body":   httpcore.Named("body", func(path string) getter { return bodyGetter(path, &m.maxBody) }),
-		"method": httpcore.Bare("method", copied(methodOf)),
-		"route":  httpcore.Bare("route", func(c fiber.Ctx) (string, error) { return c.Route().Path, nil }),
-		"ip":     httpcore.Bare("ip", copied(fiber.Ctx.IP)),
-	}
-	for name, src := range m.s.Sources {
-		s[name] = src
-	}
-	return s
+	return httpcore.Builtins(httpcore.Reader[fiber.Ctx]{
+		Path:   pathGetter,
+		Query:  func(n string) getter { return copied(func(c fiber.Ctx) string { return c.Query(n) }) },
+		Form:   func(n string) getter { return copied(func(c fiber.Ctx) string { return c.FormValue(n) }) },
+		Header: func(n string) getter { return copied(func(c fiber.Ctx) string { return c.Get(n) }) },
+		Body:   func(path string) getter { return bodyGetter(path, &m.maxBody) },
+		Method: copied(methodOf),
+		Route:  func(c fiber.Ctx) (string, error) { return c.Route().Path, nil },
+		IP:     copied(fiber.Ctx.IP),
+	}, m.s.Sources)
 }
 
 // copied makes a getter of a read that aliases the request's buffers.
@@ -80,47 +74,13 @@ func hasParam(params []string, name string) bool {
 // "false", fmt.Stringer values through String, and anything else through
 // fmt.Sprint.
 func Locals(allowed ...string) keyexpr.Source[fiber.Ctx] {
-	allowed = slices.Clone(allowed)
-	return func(path string) (getter, error) {
-		if path == "" {
-			return nil, fmt.Errorf("a locals source needs a key name, e.g. {ctx.user}")
+	return httpcore.ContextKeys("locals", "locals key", func(c fiber.Ctx, key string) any {
+		v := c.Locals(key)
+		if s, ok := v.(string); ok {
+			return strings.Clone(s) // fasthttp may reuse the bytes behind it
 		}
-		if len(allowed) > 0 && !slices.Contains(allowed, path) {
-			return nil, fmt.Errorf("locals key %q is not one of the allowed keys %q", path, allowed)
-		}
-		return func(c fiber.Ctx) (string, error) {
-			return stringOf(c.Locals(path)), nil
-		}, nil
-	}
-}
-
-func stringOf(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return ""
-	case string:
-		return strings.Clone(x)
-	case []byte:
-		return string(x)
-	case int:
-		return strconv.Itoa(x)
-	case int64:
-		return strconv.FormatInt(x, 10)
-	case int32:
-		return strconv.FormatInt(int64(x), 10)
-	case uint:
-		return strconv.FormatUint(uint64(x), 10)
-	case uint64:
-		return strconv.FormatUint(x, 10)
-	case uint32:
-		return strconv.FormatUint(uint64(x), 10)
-	case bool:
-		return strconv.FormatBool(x)
-	case fmt.Stringer:
-		return x.String()
-	default:
-		return fmt.Sprint(x)
-	}
+		return v
+	}, allowed)
 }
 
 // SourceFunc returns a source without a path, for use with WithSource:

@@ -2,7 +2,6 @@ package stdhttp
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/locktag/locktag/locker"
@@ -24,16 +23,8 @@ type Idempotency struct {
 // WithReplayHeaders, WithRoute and WithErrorHandler. Errors:
 // guard.ErrNilLocker, guard.ErrNoScope, errors wrapping guard.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (*Idempotency, error) {
-	gopts, err := guard.AdapterOptions(opts)
+	g, s, err := httpcore.NewIdempotency[*http.Request](l, opts, evaluateOptions)
 	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.IdempotencyGuards, gopts)
-	g, gerr := guard.NewIdempotency[*http.Request](l, httpcore.RecordFormat, gopts...)
-	if errors.Is(gerr, guard.ErrNilLocker) {
-		return nil, gerr
-	}
-	if err := errors.Join(err, gerr); err != nil {
 		return nil, err
 	}
 	return &Idempotency{g: g, s: s}, nil

@@ -34,17 +34,13 @@ func NewLock(l *locker.Locker, tag string, opts ...Option) (*Lock, error) {
 	if l == nil {
 		return nil, guard.ErrNilLocker
 	}
-	gopts, err := guard.AdapterOptions(opts)
-	if err != nil {
-		return nil, err
-	}
-	s, err := evaluateOptions(guard.LockGuards, gopts)
+	s, err := evaluateOptions(guard.LockGuards, opts)
 	if err != nil {
 		return nil, err
 	}
 	_, customPath := s.Sources["path"]
 	m := &Lock{s: s, custom: customPath, maxBody: guard.DefaultMaxRequestBytes}
-	if m.g, err = guard.CompileLock(l, tag, m.sources(), gopts...); err != nil {
+	if m.g, err = guard.CompileLock(l, tag, m.sources(), opts...); err != nil {
 		return nil, err
 	}
 	m.maxBody = m.g.MaxRequestBytes()

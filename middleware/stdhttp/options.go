@@ -16,22 +16,24 @@ import (
 // handler does not run.
 type ErrorHandler func(w http.ResponseWriter, r *http.Request, o guard.Outcome, status int)
 
-// Option configures NewLock and NewIdempotency: a guard.Option (the
-// guard's settings, accepted by every adapter) or one of this package's
-// With... options, which only this adapter accepts — passing one to
-// another adapter, or another adapter's to this one, does not compile.
-type Option interface{ HTTPOption() }
+// Option configures NewLock and NewIdempotency. It is guard.Option,
+// so the guard's options and this package's With... options go in one
+// list. Every adapter accepts the guard's options; only this one accepts
+// this package's, and another adapter's option is refused at construction
+// with an error wrapping guard.ErrBadOption that names both adapters.
+type Option = guard.Option
 
-// httpOption is an option only this adapter accepts.
-type httpOption struct{ opt guard.Option }
-
-func (httpOption) HTTPOption()                 {}
-func (o httpOption) GuardOption() guard.Option { return o.opt }
+// The names that option errors give this adapter: the package its options
+// belong to, and the adapter that was given an option.
+const (
+	pkgName     = "stdhttp"
+	adapterName = "stdhttp (net/http)"
+)
 
 type settings = httpcore.Settings[*http.Request, ErrorHandler]
 
 func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
-	s, err := httpcore.Evaluate[*http.Request](t, opts, ErrorHandler(WriteProblem))
+	s, err := httpcore.Evaluate[*http.Request](adapterName, t, opts, ErrorHandler(WriteProblem))
 	if s.PathValue == nil {
 		s.PathValue = (*http.Request).PathValue
 	}
@@ -46,7 +48,7 @@ func evaluateOptions(t guard.Target, opts []guard.Option) (*settings, error) {
 // set before h runs when the outcome has a retry hint, and for every 503
 // (1s when the outcome has none); h may remove it.
 func WithErrorHandler(h ErrorHandler) Option {
-	return httpOption{httpcore.WithErrorHandler[*http.Request](h, h == nil)}
+	return httpcore.WithErrorHandler[*http.Request](pkgName, h, h == nil)
 }
 
 // WithSource adds the key source name for NewLock, so templates can use
@@ -57,7 +59,7 @@ func WithErrorHandler(h ErrorHandler) Option {
 // ip) is replaced — e.g. "ip" for a service behind a proxy. There are no
 // application sources by default.
 func WithSource(name string, src keyexpr.Source[*http.Request]) Option {
-	return httpOption{httpcore.WithSource[*http.Request, ErrorHandler](name, src)}
+	return httpcore.WithSource[*http.Request, ErrorHandler](pkgName, name, src)
 }
 
 // SourceFunc returns a source without a path, for WithSource: get runs
@@ -76,13 +78,13 @@ func SourceFunc(get func(r *http.Request) (string, error)) keyexpr.Source[*http.
 // With it, an empty value is a 400 and Lock.Check cannot check patterns.
 // The default is (*http.Request).PathValue, which ServeMux (Go 1.22+) fills.
 func WithPathValue(get func(r *http.Request, name string) string) Option {
-	return httpOption{guard.AdapterOption("WithPathValue", guard.LockGuards, func(s *settings) error {
+	return guard.AdapterOption(pkgName, "WithPathValue", guard.LockGuards, func(s *settings) error {
 		if get == nil {
 			return errors.New("nil function")
 		}
 		s.PathValue = get
 		return nil
-	})}
+	})
 }
 
 // WithRoute sets how a request's route pattern is read: the {route}
@@ -90,26 +92,26 @@ func WithPathValue(get func(r *http.Request, name string) string) Option {
 // r.Pattern, which ServeMux sets (chi 5.2+ too); where it is empty an
 // idempotency guard uses the request path instead.
 func WithRoute(route func(r *http.Request) string) Option {
-	return httpOption{guard.AdapterOption("WithRoute", guard.AllGuards, func(s *settings) error {
+	return guard.AdapterOption(pkgName, "WithRoute", guard.AllGuards, func(s *settings) error {
 		if route == nil {
 			return errors.New("nil function")
 		}
 		s.Route = route
 		return nil
-	})}
+	})
 }
 
 // WithKeyHeader sets the request header that carries the idempotency key.
 // NewIdempotency only. The default is DefaultIdempotencyHeader.
 func WithKeyHeader(name string) Option {
-	return httpOption{httpcore.WithKeyHeader[*http.Request, ErrorHandler](name)}
+	return httpcore.WithKeyHeader[*http.Request, ErrorHandler](pkgName, name)
 }
 
 // WithReplayHeaders replaces the response headers stored and replayed
 // with a response. NewIdempotency only. The default is
 // DefaultReplayHeaders().
 func WithReplayHeaders(names ...string) Option {
-	return httpOption{httpcore.WithReplayHeaders[*http.Request, ErrorHandler](names...)}
+	return httpcore.WithReplayHeaders[*http.Request, ErrorHandler](pkgName, names...)
 }
 
 // DefaultReplayHeaders returns the response headers stored and replayed

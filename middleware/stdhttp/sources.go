@@ -16,22 +16,18 @@ func self(r *http.Request) *http.Request { return r }
 
 // sources returns the built-in sources with the application's on top.
 func (m *Lock) sources() keyexpr.Sources[*http.Request] {
-	s := keyexpr.Sources[*http.Request]{
-		"path": httpcore.Named("path", m.pathGetter),
-		"query": httpcore.Named("query", func(n string) getter {
+	return httpcore.Builtins(httpcore.Reader[*http.Request]{
+		Path: m.pathGetter,
+		Query: func(n string) getter {
 			return func(r *http.Request) (string, error) { return r.URL.Query().Get(n), nil }
-		}),
-		"form":   httpcore.Named("form", func(n string) getter { return func(r *http.Request) (string, error) { return r.PostFormValue(n), nil } }),
-		"header": httpcore.Named("header", func(n string) getter { return httpcore.Header(n, self) }),
-		"body":   httpcore.Named("body", m.bodyGetter),
-		"method": httpcore.Bare("method", func(r *http.Request) (string, error) { return r.Method, nil }),
-		"route":  httpcore.Bare("route", func(r *http.Request) (string, error) { return m.s.Route(r), nil }),
-		"ip":     httpcore.Bare("ip", clientIP),
-	}
-	for name, src := range m.s.Sources {
-		s[name] = src
-	}
-	return s
+		},
+		Form:   func(n string) getter { return func(r *http.Request) (string, error) { return r.PostFormValue(n), nil } },
+		Header: func(n string) getter { return httpcore.Header(n, self) },
+		Body:   m.bodyGetter,
+		Method: func(r *http.Request) (string, error) { return r.Method, nil },
+		Route:  func(r *http.Request) (string, error) { return m.s.Route(r), nil },
+		IP:     clientIP,
+	}, m.s.Sources)
 }
 
 // pathGetter reads a path parameter. An empty value on a route whose

@@ -119,8 +119,11 @@ func TestRelativeLinks(t *testing.T) {
 	}
 }
 
-// TestProblemTypes: every problem type URL the HTTP adapter writes, for
-// every outcome, names a section of the docs that exists.
+// TestProblemTypes: every problem type URL the HTTP adapters write (all
+// of them through the same copy of internal/httpcore, which copies.sh
+// keeps identical), for every outcome, names a section of the docs that
+// exists, on a page written for every HTTP adapter: problems.md for a
+// lock's, idempotency.md for an idempotency guard's.
 func TestProblemTypes(t *testing.T) {
 	gin.SetMode(gin.TestMode)
 	const base = "https://github.com/locktag/locktag/blob/main/"
@@ -146,11 +149,14 @@ func TestProblemTypes(t *testing.T) {
 			if !anchors(t, filepath.Join(root, file))[anchor] {
 				t.Errorf("%v (idempotency %t): problem type %q: no heading #%s in %s", k, idem, p.Type, anchor, file)
 			}
+			if want := map[bool]string{false: "docs/problems.md", true: "docs/idempotency.md"}[idem]; file != want {
+				t.Errorf("%v (idempotency %t): problem type %q is not on %s, the page for every HTTP adapter", k, idem, p.Type, want)
+			}
 			checked++
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no problem types checked")
+	if checked < 2*9 {
+		t.Fatalf("%d problem types checked; the lock and idempotency guards have more", checked)
 	}
 }
 

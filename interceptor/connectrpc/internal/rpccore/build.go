@@ -20,14 +20,15 @@ type Locks[R, EH any] struct {
 	Unary, Stream map[string]*guard.Lock[R]
 }
 
-// NewLocks evaluates opts (eh is the default error handler) and compiles
-// rules with the sources sources returns for each method.
-func NewLocks[R, EH any](l *locker.Locker, rules map[string]string, opts []guard.Option, eh EH,
+// NewLocks evaluates opts (eh is the default error handler; adapter names
+// the adapter in option errors) and compiles rules with the sources
+// sources returns for each method.
+func NewLocks[R, EH any](adapter string, l *locker.Locker, rules map[string]string, opts []guard.Option, eh EH,
 	sources func(m Method, app keyexpr.Sources[R]) keyexpr.Sources[R]) (*Locks[R, EH], error) {
 	if l == nil {
 		return nil, guard.ErrNilLocker
 	}
-	s, err := Evaluate[R](guard.LockGuards, opts, eh)
+	s, err := Evaluate[R](adapter, guard.LockGuards, opts, eh)
 	if err != nil {
 		return nil, err
 	}
@@ -49,8 +50,9 @@ type Idem[R, EH any] struct {
 
 // NewIdem builds an idempotency guard for the unary methods named. The
 // request has no size cap unless guard.WithMaxRequestBytes sets one.
-func NewIdem[R, EH any](l *locker.Locker, methods []string, opts []guard.Option, eh EH) (*Idem[R, EH], error) {
-	s, err := Evaluate[R](guard.IdempotencyGuards, opts, eh)
+// adapter names the adapter in option errors.
+func NewIdem[R, EH any](adapter string, l *locker.Locker, methods []string, opts []guard.Option, eh EH) (*Idem[R, EH], error) {
+	s, err := Evaluate[R](adapter, guard.IdempotencyGuards, opts, eh)
 	errs := []error{err}
 	all := append([]guard.Option{guard.WithMaxRequestBytes(math.MaxInt64)}, opts...)
 	g, err := guard.NewIdempotency[context.Context](l, RecordFormat, all...)

@@ -25,22 +25,22 @@ type Settings[R, EH any] struct {
 
 // Evaluate starts from the defaults and the adapter's default error
 // handler, and applies the adapter options among opts for guards of t.
-func Evaluate[R, EH any](t guard.Target, opts []guard.Option, eh EH) (*Settings[R, EH], error) {
+func Evaluate[R, EH any](adapter string, t guard.Target, opts []guard.Option, eh EH) (*Settings[R, EH], error) {
 	s := &Settings[R, EH]{
 		ErrorHandler: eh,
 		ProtoOptions: true,
 		Files:        protoregistry.GlobalFiles,
 		Types:        protoregistry.GlobalTypes,
 	}
-	if err := guard.ApplyAdapterOptions(t, opts, s); err != nil {
+	if err := guard.ApplyAdapterOptions(adapter, t, opts, s); err != nil {
 		return nil, err
 	}
 	return s, nil
 }
 
 // WithSource is the adapters' WithSource; builtins cannot be redefined.
-func WithSource[R, EH any](name string, src keyexpr.Source[R], builtins []string) guard.Option {
-	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *Settings[R, EH]) error {
+func WithSource[R, EH any](owner, name string, src keyexpr.Source[R], builtins []string) guard.Option {
+	return guard.AdapterOption(owner, "WithSource", guard.LockGuards, func(s *Settings[R, EH]) error {
 		switch {
 		case name == "":
 			return fmt.Errorf("%w: empty source name", ErrBadSource)
@@ -55,8 +55,9 @@ func WithSource[R, EH any](name string, src keyexpr.Source[R], builtins []string
 }
 
 // WithErrorHandler is the adapters' WithErrorHandler; isNil says h is nil.
-func WithErrorHandler[R, EH any](h EH, isNil bool) guard.Option {
-	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *Settings[R, EH]) error {
+// owner, here and in the other options, is the adapter's package name.
+func WithErrorHandler[R, EH any](owner string, h EH, isNil bool) guard.Option {
+	return guard.AdapterOption(owner, "WithErrorHandler", guard.AllGuards, func(s *Settings[R, EH]) error {
 		if isNil {
 			return errors.New("nil handler")
 		}
@@ -66,24 +67,24 @@ func WithErrorHandler[R, EH any](h EH, isNil bool) guard.Option {
 }
 
 // WithFailOpenFor is the adapters' WithFailOpenFor.
-func WithFailOpenFor[R, EH any](methods []string) guard.Option {
-	return guard.AdapterOption("WithFailOpenFor", guard.LockGuards, func(s *Settings[R, EH]) error {
+func WithFailOpenFor[R, EH any](owner string, methods []string) guard.Option {
+	return guard.AdapterOption(owner, "WithFailOpenFor", guard.LockGuards, func(s *Settings[R, EH]) error {
 		s.FailOpen = append(s.FailOpen, methods...)
 		return nil
 	})
 }
 
 // WithProtoOptions is the adapters' WithProtoOptions.
-func WithProtoOptions[R, EH any](on bool) guard.Option {
-	return guard.AdapterOption("WithProtoOptions", guard.LockGuards, func(s *Settings[R, EH]) error {
+func WithProtoOptions[R, EH any](owner string, on bool) guard.Option {
+	return guard.AdapterOption(owner, "WithProtoOptions", guard.LockGuards, func(s *Settings[R, EH]) error {
 		s.ProtoOptions = on
 		return nil
 	})
 }
 
 // WithRegistry is the adapters' WithRegistry; nil keeps the default.
-func WithRegistry[R, EH any](files *protoregistry.Files, types *protoregistry.Types) guard.Option {
-	return guard.AdapterOption("WithRegistry", guard.AllGuards, func(s *Settings[R, EH]) error {
+func WithRegistry[R, EH any](owner string, files *protoregistry.Files, types *protoregistry.Types) guard.Option {
+	return guard.AdapterOption(owner, "WithRegistry", guard.AllGuards, func(s *Settings[R, EH]) error {
 		if files != nil {
 			s.Files = files
 		}

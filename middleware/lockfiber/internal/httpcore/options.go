@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 )
 
@@ -37,13 +38,30 @@ type Settings[R, EH any] struct {
 
 // Evaluate applies the adapter options among opts for guards of target t,
 // starting from the defaults and the adapter's default error handler.
-func Evaluate[R, EH any](t guard.Target, opts []guard.Option, eh EH) (*Settings[R, EH], error) {
+// adapter names the adapter in errors (guard.ApplyAdapterOptions).
+func Evaluate[R, EH any](adapter string, t guard.Target, opts []guard.Option, eh EH) (*Settings[R, EH], error) {
 	s := &Settings[R, EH]{
 		ErrorHandler:  eh,
 		Header:        DefaultIdempotencyHeader,
 		ReplayHeaders: canonical(DefaultReplayHeaders()),
 	}
-	return s, guard.ApplyAdapterOptions(t, opts, s)
+	return s, guard.ApplyAdapterOptions(adapter, t, opts, s)
+}
+
+// NewIdempotency builds an adapter's idempotency guard and its settings,
+// which evaluate makes from opts. The error is guard.ErrNilLocker alone,
+// or the options' and the guard's errors joined.
+func NewIdempotency[R, EH any](l *locker.Locker, opts []guard.Option,
+	evaluate func(guard.Target, []guard.Option) (*Settings[R, EH], error)) (*guard.Idempotency[R], *Settings[R, EH], error) {
+	s, err := evaluate(guard.IdempotencyGuards, opts)
+	g, gerr := guard.NewIdempotency[R](l, RecordFormat, opts...)
+	if errors.Is(gerr, guard.ErrNilLocker) {
+		return nil, nil, guard.ErrNilLocker
+	}
+	if err := errors.Join(err, gerr); err != nil {
+		return nil, nil, err
+	}
+	return g, s, nil
 }
 
 func canonical(names []string) []string {
@@ -55,8 +73,9 @@ func canonical(names []string) []string {
 }
 
 // WithErrorHandler is the adapters' WithErrorHandler; isNil says h is nil.
-func WithErrorHandler[R, EH any](h EH, isNil bool) guard.Option {
-	return guard.AdapterOption("WithErrorHandler", guard.AllGuards, func(s *Settings[R, EH]) error {
+// owner, here and in the other options, is the adapter's package name.
+func WithErrorHandler[R, EH any](owner string, h EH, isNil bool) guard.Option {
+	return guard.AdapterOption(owner, "WithErrorHandler", guard.AllGuards, func(s *Settings[R, EH]) error {
 		if isNil {
 			return errors.New("nil handler")
 		}
@@ -66,8 +85,8 @@ func WithErrorHandler[R, EH any](h EH, isNil bool) guard.Option {
 }
 
 // WithSource is the adapters' WithSource.
-func WithSource[R, EH any](name string, src keyexpr.Source[R]) guard.Option {
-	return guard.AdapterOption("WithSource", guard.LockGuards, func(s *Settings[R, EH]) error {
+func WithSource[R, EH any](owner, name string, src keyexpr.Source[R]) guard.Option {
+	return guard.AdapterOption(owner, "WithSource", guard.LockGuards, func(s *Settings[R, EH]) error {
 		if name == "" || src == nil {
 			return errors.New("a source needs a name and a function")
 		}
@@ -77,8 +96,8 @@ func WithSource[R, EH any](name string, src keyexpr.Source[R]) guard.Option {
 }
 
 // WithKeyHeader is the adapters' WithKeyHeader.
-func WithKeyHeader[R, EH any](name string) guard.Option {
-	return guard.AdapterOption("WithKeyHeader", guard.IdempotencyGuards, func(s *Settings[R, EH]) error {
+func WithKeyHeader[R, EH any](owner, name string) guard.Option {
+	return guard.AdapterOption(owner, "WithKeyHeader", guard.IdempotencyGuards, func(s *Settings[R, EH]) error {
 		if name == "" {
 			return errors.New("empty header name")
 		}
@@ -88,8 +107,8 @@ func WithKeyHeader[R, EH any](name string) guard.Option {
 }
 
 // WithReplayHeaders is the adapters' WithReplayHeaders.
-func WithReplayHeaders[R, EH any](names ...string) guard.Option {
-	return guard.AdapterOption("WithReplayHeaders", guard.IdempotencyGuards, func(s *Settings[R, EH]) error {
+func WithReplayHeaders[R, EH any](owner string, names ...string) guard.Option {
+	return guard.AdapterOption(owner, "WithReplayHeaders", guard.IdempotencyGuards, func(s *Settings[R, EH]) error {
 		if slices.Contains(names, "") {
 			return errors.New("empty header name")
 		}
