@@ -71,7 +71,7 @@
 // Options are Option values: the guard's own (guard.WithFailOpen,
 // guard.WithMaxValueLen, guard.WithScope, ...), which every adapter
 // accepts, and this package's, which only this one does: New refuses a Gin
-// or Connect option with an error wrapping guard.ErrBadOption that names
+// or Connect option with an error wrapping locker.ErrBadOption that names
 // both adapters.
 //
 // # Streams

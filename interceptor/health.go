@@ -13,7 +13,7 @@ import (
 )
 
 // HealthOption changes a HealthServer. An invalid value makes
-// NewHealthServer return an error wrapping guard.ErrBadOption that names
+// NewHealthServer return an error wrapping locker.ErrBadOption that names
 // the option.
 type HealthOption func(*healthOptions)
 
@@ -23,7 +23,7 @@ type healthOptions struct {
 }
 
 func (o *healthOptions) bad(option string, d time.Duration) {
-	o.errs = append(o.errs, fmt.Errorf("%w: interceptor.%s(%v): must be positive", guard.ErrBadOption, option, d))
+	o.errs = append(o.errs, fmt.Errorf("%w: interceptor.%s(%v): must be positive", locker.ErrBadOption, option, d))
 }
 
 // WithHealthTimeout bounds each check (one trivial script per Redis node);
@@ -72,7 +72,7 @@ type HealthServer struct {
 }
 
 // NewHealthServer returns a HealthServer on lk. The error wraps
-// guard.ErrBadOption, naming each invalid option.
+// locker.ErrBadOption, naming each invalid option.
 func NewHealthServer(lk *locker.Locker, opts ...HealthOption) (*HealthServer, error) {
 	o := healthOptions{timeout: 2 * time.Second, every: 5 * time.Second}
 	for _, opt := range opts {

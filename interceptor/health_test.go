@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/guard"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -70,7 +69,7 @@ func TestHealthServerFollowsRedis(t *testing.T) {
 }
 
 // TestHealthOptions: a bad value is a construction error wrapping
-// guard.ErrBadOption that names the option; a good one builds.
+// locker.ErrBadOption that names the option; a good one builds.
 func TestHealthOptions(t *testing.T) {
 	tests := []struct {
 		name string
@@ -93,7 +92,7 @@ func TestHealthOptions(t *testing.T) {
 				}
 				return
 			}
-			if hs != nil || !errors.Is(err, guard.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
+			if hs != nil || !errors.Is(err, locker.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("NewHealthServer = %v, %v; want ErrBadOption naming %s", hs, err, tt.want)
 			}
 		})

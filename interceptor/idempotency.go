@@ -2,6 +2,7 @@ package interceptor
 
 import (
 	"context"
+
 	"github.com/locktag/locktag/interceptor/internal/rpccore"
 
 	"github.com/locktag/locktag/locker"
@@ -39,7 +40,7 @@ type Idempotency struct {
 // func(context.Context) (string, error), or guard.WithPublicScope — and
 // this package's WithErrorHandler and WithRegistry. The request has no size
 // cap unless guard.WithMaxRequestBytes sets one (gRPC's own receive cap
-// applies). Errors wrap ErrUnknownMethod or guard.ErrBadOption, or are
+// applies). Errors wrap ErrUnknownMethod or locker.ErrBadOption, or are
 // guard.ErrNoScope or guard.ErrNilLocker; NewIdempotency never touches
 // Redis.
 func NewIdempotency(l *locker.Locker, methods []string, opts ...Option) (*Idempotency, error) {

@@ -205,10 +205,10 @@ func TestNewIdempotencyErrors(t *testing.T) {
 		want    error
 	}{
 		{"no scope", []string{methodReserve}, nil, guard.ErrNoScope},
-		{"scope and public", []string{methodReserve}, []Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
+		{"scope and public", []string{methodReserve}, []Option{userScope, guard.WithPublicScope()}, locker.ErrBadOption},
 		{"stream", []string{methodWatch}, []Option{userScope}, ErrUnknownMethod},
 		{"unknown", []string{"/x.Y/Z"}, []Option{userScope}, ErrUnknownMethod},
-		{"bad lease", []string{methodReserve}, []Option{userScope, guard.WithInFlightLease(0)}, guard.ErrBadOption},
+		{"bad lease", []string{methodReserve}, []Option{userScope, guard.WithInFlightLease(0)}, locker.ErrBadOption},
 	} {
 		if _, err := NewIdempotency(e.lk, tc.methods, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)

@@ -3,6 +3,7 @@ package interceptor
 import (
 	"context"
 	"errors"
+
 	"github.com/locktag/locktag/interceptor/internal/rpccore"
 
 	"github.com/locktag/locktag/locker"
@@ -30,7 +31,7 @@ type Interceptor struct {
 // (unknown fields, bad durations, template syntax, unknown sources), every
 // method name against the descriptor registry, every {req...} field against
 // the method's request message, and that stream rules do not use {req...}.
-// The error is guard.ErrNilLocker, errors wrapping guard.ErrBadOption, or a
+// The error is guard.ErrNilLocker, errors wrapping locker.ErrBadOption, or a
 // *RuleError, or several joined (errors.As finds the first); New never
 // touches Redis.
 func New(l *locker.Locker, rules Rules, opts ...Option) (*Interceptor, error) {

@@ -11,7 +11,7 @@ import (
 // It is guard.Option, so the guard's options and this package's With...
 // options go in one list. Every adapter accepts the guard's options; only
 // this one accepts this package's, and another adapter's option is refused
-// at construction with an error wrapping guard.ErrBadOption that names
+// at construction with an error wrapping locker.ErrBadOption that names
 // both adapters.
 type Option = guard.Option
 

@@ -31,7 +31,7 @@ var (
 	// ErrBadSource: a placeholder path a source cannot serve ({md.Bad Key},
 	// {method.x}, an unknown ContextSource path), or a WithSource call that
 	// redefines a built-in source or passes nil (then it also matches
-	// guard.ErrBadOption).
+	// locker.ErrBadOption).
 	ErrBadSource = rpccore.ErrBadSource
 )
 

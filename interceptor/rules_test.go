@@ -65,14 +65,14 @@ func TestConstructionErrors(t *testing.T) {
 		{"bad md key", Rules{methodReserve: `key:"a:{md.x y}"`}, nil, ErrBadSource, []string{"metadata key"}},
 		{"method with a path", Rules{methodReserve: `key:"a:{method.x}"`}, nil, ErrBadSource, nil},
 		{"builtin source redefined", nil, []Option{WithSource("md", ContextSource(nil))}, ErrBadSource, []string{"built-in"}},
-		{"unnamed source", nil, []Option{WithSource("", ContextSource(nil))}, guard.ErrBadOption, []string{"WithSource", "empty source name"}},
-		{"nil source", nil, []Option{WithSource("ctx", nil)}, guard.ErrBadOption, []string{"WithSource", "nil source"}},
-		{"nil error handler", nil, []Option{WithErrorHandler(nil)}, guard.ErrBadOption, []string{"WithErrorHandler"}},
+		{"unnamed source", nil, []Option{WithSource("", ContextSource(nil))}, locker.ErrBadOption, []string{"WithSource", "empty source name"}},
+		{"nil source", nil, []Option{WithSource("ctx", nil)}, locker.ErrBadOption, []string{"WithSource", "nil source"}},
+		{"nil error handler", nil, []Option{WithErrorHandler(nil)}, locker.ErrBadOption, []string{"WithErrorHandler"}},
 		{"unknown ctx path", Rules{methodReserve: `key:"a:{ctx.usr}"`},
 			[]Option{WithSource("ctx", ContextSource(map[string]func(context.Context) string{"user": nil}))},
 			ErrBadSource, []string{`unknown path "usr" (known: user)`}},
-		{"fail-open without a rule", nil, []Option{WithFailOpenFor(methodReserve)}, guard.ErrBadOption, []string{"has no lock rule"}},
-		{"bad value cap", nil, []Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, nil},
+		{"fail-open without a rule", nil, []Option{WithFailOpenFor(methodReserve)}, locker.ErrBadOption, []string{"has no lock rule"}},
+		{"bad value cap", nil, []Option{guard.WithMaxValueLen(0)}, locker.ErrBadOption, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -59,7 +59,7 @@ func ExampleLock() {
 // ExampleOption builds one list of options for the Gin adapter: the
 // guard's, which every adapter accepts, and this package's own. Another
 // adapter's option (stdhttp.WithKeyHeader, connectrpc.WithRegistry, ...)
-// in it would be refused when the middleware is built: "guard: bad option:
+// in it would be refused when the middleware is built: "locker: bad option:
 // stdhttp.WithKeyHeader is an option of stdhttp, given to middleware
 // (Gin)".
 func ExampleOption() {
@@ -77,11 +77,11 @@ func ExampleOption() {
 
 	// A bad value is a construction error naming the option, never ignored.
 	_, err := middleware.NewLock(lk, `key:"order:{path.id}"`, middleware.WithErrorHandler(nil))
-	fmt.Println(errors.Is(err, guard.ErrBadOption))
+	fmt.Println(errors.Is(err, locker.ErrBadOption))
 	fmt.Println(err)
 	// Output:
 	// true
-	// guard: bad option: middleware.WithErrorHandler: nil handler
+	// locker: bad option: middleware.WithErrorHandler: nil handler
 }
 
 func ExampleLockRules() {

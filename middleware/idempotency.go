@@ -30,7 +30,7 @@ func Idempotency(l *locker.Locker, opts ...Option) gin.HandlerFunc {
 
 // NewIdempotency is like Idempotency but returns construction errors:
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
-// guard.ErrBadOption.
+// locker.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (gin.HandlerFunc, error) {
 	g, s, err := httpcore.NewIdempotency[*gin.Context](l, opts, evaluateOptions)
 	if err != nil {

@@ -179,13 +179,13 @@ func TestNewIdempotencyErrors(t *testing.T) {
 	}{
 		{"no scope", lk, nil, guard.ErrNoScope},
 		{"nil locker", nil, []middleware.Option{guard.WithPublicScope()}, guard.ErrNilLocker},
-		{"scope and public", lk, []middleware.Option{userScope, guard.WithPublicScope()}, guard.ErrBadOption},
-		{"nil scope", lk, []middleware.Option{guard.WithScope[*gin.Context](nil)}, guard.ErrBadOption},
-		{"bad key len", lk, []middleware.Option{userScope, guard.WithMaxKeyLen(0)}, guard.ErrBadOption},
-		{"bad lease", lk, []middleware.Option{userScope, guard.WithInFlightLease(time.Microsecond)}, guard.ErrBadOption},
-		{"empty key header", lk, []middleware.Option{userScope, middleware.WithKeyHeader("")}, guard.ErrBadOption},
-		{"empty replay header", lk, []middleware.Option{userScope, middleware.WithReplayHeaders("ETag", "")}, guard.ErrBadOption},
-		{"nil error handler", lk, []middleware.Option{userScope, middleware.WithErrorHandler(nil)}, guard.ErrBadOption},
+		{"scope and public", lk, []middleware.Option{userScope, guard.WithPublicScope()}, locker.ErrBadOption},
+		{"nil scope", lk, []middleware.Option{guard.WithScope[*gin.Context](nil)}, locker.ErrBadOption},
+		{"bad key len", lk, []middleware.Option{userScope, guard.WithMaxKeyLen(0)}, locker.ErrBadOption},
+		{"bad lease", lk, []middleware.Option{userScope, guard.WithInFlightLease(time.Microsecond)}, locker.ErrBadOption},
+		{"empty key header", lk, []middleware.Option{userScope, middleware.WithKeyHeader("")}, locker.ErrBadOption},
+		{"empty replay header", lk, []middleware.Option{userScope, middleware.WithReplayHeaders("ETag", "")}, locker.ErrBadOption},
+		{"nil error handler", lk, []middleware.Option{userScope, middleware.WithErrorHandler(nil)}, locker.ErrBadOption},
 	} {
 		if _, err := middleware.NewIdempotency(tc.lk, tc.opts...); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", tc.name, err, tc.want)

@@ -32,7 +32,7 @@ func Lock(l *locker.Locker, tag string, opts ...Option) gin.HandlerFunc {
 }
 
 // NewLock is like Lock but returns construction errors instead of panicking:
-// guard.ErrNilLocker, errors wrapping guard.ErrBadOption, or a
+// guard.ErrNilLocker, errors wrapping locker.ErrBadOption, or a
 // *keyexpr.TagError for a bad tag — including a key template that names an
 // unknown source or a path its source rejects (errors.Is(err,
 // keyexpr.ErrUnknownSource)).

@@ -33,7 +33,7 @@ func DefaultReplayHeaders() []string { return httpcore.DefaultReplayHeaders() }
 // so the guard's options and this package's With... options go in one
 // list. Every adapter accepts the guard's options; only this one accepts
 // this package's, and another adapter's option is refused at construction
-// with an error wrapping guard.ErrBadOption that names both adapters.
+// with an error wrapping locker.ErrBadOption that names both adapters.
 type Option = guard.Option
 
 // The names that option errors give this adapter: the package its options

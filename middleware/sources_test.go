@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/locktag/locktag/keyexpr"
+	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware"
 )
@@ -217,10 +218,10 @@ func TestConstructionErrors(t *testing.T) {
 		{"gin key not allowed", `key:"u:{ctx.usr}"`, []middleware.Option{middleware.WithSource("ctx", middleware.GinKeys("user"))}, nil, `"usr" is not one of the allowed keys`},
 		{"bare source with path", `key:"m:{method.x}"`, nil, nil, "source method takes no name"},
 		{"named source without path", `key:"q:{query}"`, nil, nil, "source query needs a name"},
-		{"bad max body", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxRequestBytes(0)}, guard.ErrBadOption, "WithMaxRequestBytes: 0"},
-		{"bad max value", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxValueLen(0)}, guard.ErrBadOption, "WithMaxValueLen: 0"},
-		{"nil error handler", `key:"o:{path.id}"`, []middleware.Option{middleware.WithErrorHandler(nil)}, guard.ErrBadOption, "middleware.WithErrorHandler: nil handler"},
-		{"nil source", `key:"o:{path.id}"`, []middleware.Option{middleware.WithSource("x", nil)}, guard.ErrBadOption, "WithSource"},
+		{"bad max body", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxRequestBytes(0)}, locker.ErrBadOption, "WithMaxRequestBytes: 0"},
+		{"bad max value", `key:"o:{path.id}"`, []middleware.Option{guard.WithMaxValueLen(0)}, locker.ErrBadOption, "WithMaxValueLen: 0"},
+		{"nil error handler", `key:"o:{path.id}"`, []middleware.Option{middleware.WithErrorHandler(nil)}, locker.ErrBadOption, "middleware.WithErrorHandler: nil handler"},
+		{"nil source", `key:"o:{path.id}"`, []middleware.Option{middleware.WithSource("x", nil)}, locker.ErrBadOption, "WithSource"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h, err := middleware.NewLock(lk, tc.tag, tc.opts...)

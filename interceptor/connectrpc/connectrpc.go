@@ -58,7 +58,7 @@ var _ connect.Interceptor = (*Interceptor)(nil)
 // tag, procedure and {req...} field is checked here, and New never touches
 // Redis. Sources: {req.a.b} (unary only), {header.X}, {method} (the
 // procedure) and WithSource's. The error is guard.ErrNilLocker, errors
-// wrapping guard.ErrBadOption, or *RuleError values joined.
+// wrapping locker.ErrBadOption, or *RuleError values joined.
 func New(l *locker.Locker, rules Rules, opts ...Option) (*Interceptor, error) {
 	ls, err := rpccore.NewLocks(adapterName, l, rules, opts, ErrorHandler(DefaultErrorHandler), sourcesFor)
 	if err != nil {

@@ -39,7 +39,7 @@ var _ connect.Interceptor = (*Idempotency)(nil)
 // is required: guard.WithScope with a func(context.Context) (string,
 // error) — connect.CallInfoForHandlerContext gives the headers — or
 // guard.WithPublicScope. Errors wrap ErrUnknownMethod or
-// guard.ErrBadOption, or are guard.ErrNoScope or guard.ErrNilLocker.
+// locker.ErrBadOption, or are guard.ErrNoScope or guard.ErrNilLocker.
 func NewIdempotency(l *locker.Locker, procedures []string, opts ...Option) (*Idempotency, error) {
 	ig, err := rpccore.NewIdem[*Call](adapterName, l, procedures, opts, ErrorHandler(DefaultErrorHandler))
 	if err != nil {

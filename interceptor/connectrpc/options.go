@@ -24,7 +24,7 @@ type ErrorHandler func(ctx context.Context, procedure string, o guard.Outcome) *
 // so the guard's options and this package's With... options go in one
 // list. Every adapter accepts the guard's options; only this one accepts
 // this package's, and another adapter's option is refused at construction
-// with an error wrapping guard.ErrBadOption that names both adapters.
+// with an error wrapping locker.ErrBadOption that names both adapters.
 type Option = guard.Option
 
 // The names that option errors give this adapter: the package its options

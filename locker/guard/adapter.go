@@ -3,6 +3,8 @@ package guard
 import (
 	"fmt"
 	"reflect"
+
+	"github.com/locktag/locktag/locker"
 )
 
 // AdapterOption makes an adapter's own setting an Option for the guards
@@ -11,7 +13,7 @@ import (
 // ("lockecho"), and name the option's function ("WithErrorHandler"); they
 // name the option in errors. set is applied to the adapter's settings, of
 // type *S, by that adapter's ApplyAdapterOptions, and its error becomes a
-// construction error wrapping ErrBadOption. Guards ignore adapter options;
+// construction error wrapping locker.ErrBadOption. Guards ignore adapter options;
 // another adapter refuses one at construction (see ApplyAdapterOptions).
 func AdapterOption[S any](owner, name string, t Target, set func(settings *S) error) Option {
 	return Option{
@@ -25,7 +27,7 @@ func AdapterOption[S any](owner, name string, t Target, set func(settings *S) er
 
 // ApplyAdapterOptions applies the adapter options among opts to settings,
 // in order, for a guard of target t (LockGuards or IdempotencyGuards), and
-// returns their errors joined, each wrapping ErrBadOption: an option of
+// returns their errors joined, each wrapping locker.ErrBadOption: an option of
 // another adapter (the error names the option, the adapter it belongs to
 // and this one, which adapter names as users know it, such as
 // "middleware (Gin)"), an option that does not apply to t, an invalid
@@ -36,12 +38,12 @@ func ApplyAdapterOptions[S any](adapter string, t Target, opts []Option, setting
 		switch {
 		case o.adapter == nil:
 		case o.settings != reflect.TypeFor[*S]():
-			errs = append(errs, fmt.Errorf("%w: %s is an option of %s, given to %s", ErrBadOption, o.name, o.owner, adapter))
+			errs = append(errs, fmt.Errorf("%w: %s is an option of %s, given to %s", locker.ErrBadOption, o.name, o.owner, adapter))
 		case o.use&t == 0:
-			errs = append(errs, fmt.Errorf("%w: %s does not apply to this guard", ErrBadOption, o.name))
+			errs = append(errs, fmt.Errorf("%w: %s does not apply to this guard", locker.ErrBadOption, o.name))
 		default:
 			if err := o.adapter(settings); err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadOption, o.name, err))
+				errs = append(errs, fmt.Errorf("%w: %s: %w", locker.ErrBadOption, o.name, err))
 			}
 		}
 	}

@@ -50,6 +50,6 @@
 // adapter's Option is this type, so users pass one list. An adapter adds
 // its own options with AdapterOption and applies them with
 // ApplyAdapterOptions, which refuses an option of another adapter at
-// construction with an error wrapping ErrBadOption that names both
+// construction with an error wrapping locker.ErrBadOption that names both
 // adapters.
 package guard

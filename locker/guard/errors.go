@@ -2,17 +2,12 @@ package guard
 
 import (
 	"errors"
-
-	"github.com/locktag/locktag/locker"
 )
 
-// Sentinel errors. Construction errors wrap ErrBadOption, ErrNilLocker or
+// Sentinel errors. Construction errors wrap locker.ErrBadOption, ErrNilLocker or
 // ErrNoScope (or are a *keyexpr.TagError for a bad tag); the errors in an
 // Outcome wrap locker's sentinels, keyexpr's, or the request-time ones here.
 var (
-	// ErrBadOption reports an invalid option value given to a constructor,
-	// or an option given to a guard it does not apply to.
-	ErrBadOption = locker.ErrBadOption
 	// ErrNilLocker reports a constructor called with a nil *locker.Locker.
 	ErrNilLocker = errors.New("guard: nil locker")
 	// ErrBadIdempotencyKey: a client's idempotency key is empty, too long

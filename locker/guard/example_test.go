@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/locktag/locktag/locker/redigo"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/locktag/locktag/locker/redigo"
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/keyexpr"
@@ -163,11 +164,11 @@ func ExampleAdapterOption() {
 	fmt.Println(guard.ApplyAdapterOptions("lockjob (jobs)", guard.LockGuards, opts, &s), s.queue)
 
 	err := guard.ApplyAdapterOptions("lockjob (jobs)", guard.LockGuards, []guard.Option{withEvery, withQueue("")}, &s)
-	fmt.Println(errors.Is(err, guard.ErrBadOption))
+	fmt.Println(errors.Is(err, locker.ErrBadOption))
 	fmt.Println(err)
 	// Output:
 	// <nil> invoices
 	// true
-	// guard: bad option: lockcron.WithEvery is an option of lockcron, given to lockjob (jobs)
-	// guard: bad option: lockjob.WithQueue: empty queue name
+	// locker: bad option: lockcron.WithEvery is an option of lockcron, given to lockjob (jobs)
+	// locker: bad option: lockjob.WithQueue: empty queue name
 }

@@ -5,12 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gomodule/redigo/redis"
-	"github.com/locktag/locktag/locker/redigo"
 	"log/slog"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/gomodule/redigo/redis"
+	"github.com/locktag/locktag/locker/redigo"
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/keyexpr"
@@ -86,7 +87,7 @@ func TestClassify(t *testing.T) {
 }
 
 // TestOptionErrors: every invalid option is a construction error wrapping
-// ErrBadOption, all of them reported together; an option for the other
+// locker.ErrBadOption, all of them reported together; an option for the other
 // kind of guard is one too.
 func TestOptionErrors(t *testing.T) {
 	lk := offline(t)
@@ -116,8 +117,8 @@ func TestOptionErrors(t *testing.T) {
 			} else {
 				_, err = NewIdempotency[req](lk, "T1", tc.opts...)
 			}
-			if !errors.Is(err, ErrBadOption) {
-				t.Fatalf("error %v, want ErrBadOption", err)
+			if !errors.Is(err, locker.ErrBadOption) {
+				t.Fatalf("error %v, want locker.ErrBadOption", err)
 			}
 			for _, w := range tc.want {
 				if !strings.Contains(err.Error(), w) {
@@ -129,7 +130,7 @@ func TestOptionErrors(t *testing.T) {
 	if _, err := NewIdempotency[req](lk, "T1"); !errors.Is(err, ErrNoScope) {
 		t.Errorf("no scope: %v", err)
 	}
-	if _, err := NewIdempotency[req](lk, "T", WithPublicScope()); !errors.Is(err, ErrBadOption) {
+	if _, err := NewIdempotency[req](lk, "T", WithPublicScope()); !errors.Is(err, locker.ErrBadOption) {
 		t.Errorf("bad format: %v", err)
 	}
 	if _, err := NewLock(nil, spec, sources); !errors.Is(err, ErrNilLocker) {
@@ -139,7 +140,7 @@ func TestOptionErrors(t *testing.T) {
 
 // TestAdapterOptions: an adapter applies its own options in order and
 // skips the guard's; another adapter's option, or one for the other kind of
-// guard, is ErrBadOption naming it — and leaves the settings alone.
+// guard, is locker.ErrBadOption naming it — and leaves the settings alone.
 func TestAdapterOptions(t *testing.T) {
 	type mine struct{ n int }
 	type theirs struct{ n int }
@@ -156,16 +157,16 @@ func TestAdapterOptions(t *testing.T) {
 		opts []Option
 		want string
 	}{
-		{"another adapter's", LockGuards, []Option{foreign}, "guard: bad option: theirs.WithN is an option of theirs, given to mine (Test)"},
-		{"wrong guard", IdempotencyGuards, []Option{set}, "guard: bad option: mine.WithN does not apply to this guard"},
-		{"bad value", LockGuards, []Option{bad}, "guard: bad option: mine.WithBad: no"},
+		{"another adapter's", LockGuards, []Option{foreign}, "locker: bad option: theirs.WithN is an option of theirs, given to mine (Test)"},
+		{"wrong guard", IdempotencyGuards, []Option{set}, "locker: bad option: mine.WithN does not apply to this guard"},
+		{"bad value", LockGuards, []Option{bad}, "locker: bad option: mine.WithBad: no"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var m mine
 			err := ApplyAdapterOptions("mine (Test)", tt.t, tt.opts, &m)
-			if !errors.Is(err, ErrBadOption) || err.Error() != tt.want {
-				t.Fatalf("err = %v, want ErrBadOption: %q", err, tt.want)
+			if !errors.Is(err, locker.ErrBadOption) || err.Error() != tt.want {
+				t.Fatalf("err = %v, want locker.ErrBadOption: %q", err, tt.want)
 			}
 			if m.n != 0 {
 				t.Fatalf("a refused option changed the settings: n=%d", m.n)

@@ -26,7 +26,7 @@ type Idempotency[R any] struct {
 // uses "H1", gRPC "G1"); a record of another format is never replayed.
 // A scope is required: WithScope (for requests of type R) or
 // WithPublicScope. Errors: ErrNilLocker, ErrNoScope, errors wrapping
-// ErrBadOption (joined).
+// locker.ErrBadOption (joined).
 func NewIdempotency[R any](l *locker.Locker, format string, opts ...Option) (*Idempotency[R], error) {
 	if l == nil {
 		return nil, ErrNilLocker
@@ -37,7 +37,7 @@ func NewIdempotency[R any](l *locker.Locker, format string, opts ...Option) (*Id
 		errs = append(errs, err)
 	}
 	if len(format) != 2 {
-		errs = append(errs, fmt.Errorf("%w: record format %q: want two characters", ErrBadOption, format))
+		errs = append(errs, fmt.Errorf("%w: record format %q: want two characters", locker.ErrBadOption, format))
 	}
 	scope, err := scopeFor[R](s)
 	if err != nil {

@@ -41,7 +41,7 @@ func CompileLock[R any](l *locker.Locker, tag string, src keyexpr.Sources[R], op
 // NewLock binds spec's key template to the adapter's sources src and
 // returns the guard; nothing is checked against Redis. A `keys` tag makes a
 // multi-key lock (locker.ObtainMany), a `rate` tag a rate limit
-// (locker.Allow). Errors: ErrNilLocker; errors wrapping ErrBadOption
+// (locker.Allow). Errors: ErrNilLocker; errors wrapping locker.ErrBadOption
 // (joined); a *keyexpr.TagError for a placeholder src lacks or rejects; an
 // error matching locker.ErrKindUnsupported when l cannot keep the tag's
 // kind (a `limit`, `mode` or `rate` tag on a Redlock Locker).
@@ -50,7 +50,7 @@ func NewLock[R any](l *locker.Locker, spec *keyexpr.Spec, src keyexpr.Sources[R]
 		return nil, ErrNilLocker
 	}
 	if spec == nil || (spec.Key == nil && spec.Keys == nil) {
-		return nil, errors.Join(ErrBadOption, keyexpr.ErrMissingKey)
+		return nil, errors.Join(locker.ErrBadOption, keyexpr.ErrMissingKey)
 	}
 	s, err := evaluate(forLock, opts)
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 // Option configures a lock guard (NewLock, CompileLock) or an idempotency
 // guard (NewIdempotency), or, made with AdapterOption, the adapter that
 // builds one. Each With... option says which guards take it; giving one to
-// the other kind of guard is a construction error wrapping ErrBadOption, as
+// the other kind of guard is a construction error wrapping locker.ErrBadOption, as
 // is an invalid value. Options apply in order; a later one wins. Every
 // adapter's Option is this type: the guard's options pass to any adapter,
 // and an adapter's own options only to the adapter that made them (any
@@ -122,10 +122,10 @@ func evaluate(u Target, opts []Option) (*settings, error) {
 		case o.apply == nil:
 			continue // an adapter's option, or the zero Option
 		case o.use&u == 0:
-			errs = append(errs, fmt.Errorf("%w: %s does not apply to this guard", ErrBadOption, o.name))
+			errs = append(errs, fmt.Errorf("%w: %s does not apply to this guard", locker.ErrBadOption, o.name))
 		default:
 			if err := o.apply(s); err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadOption, o.name, err))
+				errs = append(errs, fmt.Errorf("%w: %s: %w", locker.ErrBadOption, o.name, err))
 			}
 		}
 	}
@@ -142,12 +142,12 @@ func scopeFor[R any](s *settings) (ScopeFunc[R], error) {
 		return nil, nil
 	case ScopeFunc[R]:
 		if s.public {
-			return nil, fmt.Errorf("%w: WithScope and WithPublicScope together", ErrBadOption)
+			return nil, fmt.Errorf("%w: WithScope and WithPublicScope together", locker.ErrBadOption)
 		}
 		return f, nil
 	default:
 		return nil, fmt.Errorf("%w: WithScope: the resolver reads %T, this guard's requests are %v",
-			ErrBadOption, f, reflect.TypeFor[R]())
+			locker.ErrBadOption, f, reflect.TypeFor[R]())
 	}
 }
 

@@ -37,7 +37,7 @@ func Idempotency(l *locker.Locker, opts ...Option) echo.MiddlewareFunc {
 
 // NewIdempotency is like Idempotency but returns construction errors:
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
-// guard.ErrBadOption.
+// locker.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (echo.MiddlewareFunc, error) {
 	g, s, err := httpcore.NewIdempotency[echo.Context](l, opts, evaluateOptions)
 	if err != nil {

@@ -302,7 +302,7 @@ func TestConstructionErrors(t *testing.T) {
 	if _, err := lockecho.NewLock(lk, `key:"a" wait:"soon"`); err == nil {
 		t.Fatal("bad duration accepted")
 	}
-	if _, err := lockecho.NewLock(lk, `key:"a"`, lockecho.WithKeyHeader("X-Key")); !errors.Is(err, guard.ErrBadOption) {
+	if _, err := lockecho.NewLock(lk, `key:"a"`, lockecho.WithKeyHeader("X-Key")); !errors.Is(err, locker.ErrBadOption) {
 		t.Fatalf("idempotency option on a lock: %v", err)
 	}
 	if _, err := lockecho.NewIdempotency(lk); !errors.Is(err, guard.ErrNoScope) {

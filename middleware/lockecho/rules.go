@@ -39,7 +39,7 @@ func LockRules(l *locker.Locker, rules Rules, opts ...Option) echo.MiddlewareFun
 }
 
 // NewLockRules is like LockRules but returns construction errors instead of
-// panicking: guard.ErrNilLocker, errors wrapping guard.ErrBadOption or
+// panicking: guard.ErrNilLocker, errors wrapping locker.ErrBadOption or
 // ErrBadRule, or a *keyexpr.TagError (wrapped with the rule's key) for a bad
 // tag.
 func NewLockRules(l *locker.Locker, rules Rules, opts ...Option) (echo.MiddlewareFunc, error) {

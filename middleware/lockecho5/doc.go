@@ -101,5 +101,5 @@
 // adapter accepts, and this package's (WithSource, WithErrorHandler,
 // WithKeyHeader, WithReplayHeaders), which only this one does: another
 // adapter's option is refused when the middleware is built, with an error
-// wrapping guard.ErrBadOption that names both adapters.
+// wrapping locker.ErrBadOption that names both adapters.
 package lockecho5

@@ -6,7 +6,7 @@ import (
 	"github.com/locktag/locktag/middleware/lockecho5/internal/httpcore"
 )
 
-// Sentinel errors. Construction errors wrap ErrBadRule, guard.ErrBadOption
+// Sentinel errors. Construction errors wrap ErrBadRule, locker.ErrBadOption
 // or guard.ErrNilLocker (or are a *keyexpr.TagError for a bad tag);
 // request-time errors from the body source wrap ErrBodyTooLarge,
 // ErrBodyNotJSON or ErrBodyNotScalar and reach an ErrorHandler in

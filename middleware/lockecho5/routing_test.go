@@ -304,7 +304,7 @@ func TestConstructionErrors(t *testing.T) {
 	if _, err := lockecho5.NewLock(lk, `key:"a" wait:"soon"`); err == nil {
 		t.Fatal("bad duration accepted")
 	}
-	if _, err := lockecho5.NewLock(lk, `key:"a"`, lockecho5.WithKeyHeader("X-Key")); !errors.Is(err, guard.ErrBadOption) {
+	if _, err := lockecho5.NewLock(lk, `key:"a"`, lockecho5.WithKeyHeader("X-Key")); !errors.Is(err, locker.ErrBadOption) {
 		t.Fatalf("idempotency option on a lock: %v", err)
 	}
 	if _, err := lockecho5.NewIdempotency(lk); !errors.Is(err, guard.ErrNoScope) {

@@ -126,7 +126,7 @@ func ExampleOption() {
 	fmt.Println(err)
 
 	_, err = lockfiber.NewLock(lk, `key:"order:{path.id}"`, lockfiber.WithErrorHandler(nil))
-	fmt.Println(errors.Is(err, guard.ErrBadOption))
+	fmt.Println(errors.Is(err, locker.ErrBadOption))
 	// Output:
 	// <nil>
 	// true

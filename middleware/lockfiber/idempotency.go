@@ -37,7 +37,7 @@ func Idempotency(l *locker.Locker, opts ...Option) fiber.Handler {
 
 // NewIdempotency is like Idempotency but returns construction errors:
 // guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
-// guard.ErrBadOption.
+// locker.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (fiber.Handler, error) {
 	g, s, err := httpcore.NewIdempotency[fiber.Ctx](l, opts, evaluateOptions)
 	if err != nil {

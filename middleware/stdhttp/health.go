@@ -13,7 +13,7 @@ import (
 )
 
 // HealthOption changes a Health handler. An invalid value makes Health
-// return an error wrapping guard.ErrBadOption that names the option.
+// return an error wrapping locker.ErrBadOption that names the option.
 type HealthOption func(*healthOptions)
 
 type healthOptions struct {
@@ -23,7 +23,7 @@ type healthOptions struct {
 }
 
 func (o *healthOptions) bad(option string, d time.Duration) {
-	o.errs = append(o.errs, fmt.Errorf("%w: stdhttp.%s(%v): must be positive", guard.ErrBadOption, option, d))
+	o.errs = append(o.errs, fmt.Errorf("%w: stdhttp.%s(%v): must be positive", locker.ErrBadOption, option, d))
 }
 
 // WithHealthTimeout bounds each check (one trivial script per Redis node);
@@ -59,7 +59,7 @@ func WithHealthRetryAfter(d time.Duration) HealthOption {
 // The reason never carries the Redis error (it names addresses); the log
 // record does, once each time the answer changes (slog.Default). Each
 // request runs one check, bounded by its context and WithHealthTimeout.
-// The error wraps guard.ErrBadOption, naming each invalid option.
+// The error wraps locker.ErrBadOption, naming each invalid option.
 func Health(lk *locker.Locker, opts ...HealthOption) (http.Handler, error) {
 	o := healthOptions{timeout: 2 * time.Second, retryAfter: 5 * time.Second}
 	for _, opt := range opts {

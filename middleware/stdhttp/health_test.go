@@ -10,7 +10,6 @@ import (
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
-	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/redigo"
 	"github.com/locktag/locktag/middleware/stdhttp"
 )
@@ -62,7 +61,7 @@ func TestHealthFollowsRedis(t *testing.T) {
 }
 
 // TestHealthOptions: a bad value is a construction error wrapping
-// guard.ErrBadOption that names the option; a good one builds.
+// locker.ErrBadOption that names the option; a good one builds.
 func TestHealthOptions(t *testing.T) {
 	tests := []struct {
 		name string
@@ -85,7 +84,7 @@ func TestHealthOptions(t *testing.T) {
 				}
 				return
 			}
-			if h != nil || !errors.Is(err, guard.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
+			if h != nil || !errors.Is(err, locker.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Health = %v, %v; want ErrBadOption naming %s", h, err, tt.want)
 			}
 		})

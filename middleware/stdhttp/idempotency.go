@@ -21,7 +21,7 @@ type Idempotency struct {
 // scope is required: guard.WithScope with a func(*http.Request) (string,
 // error), or guard.WithPublicScope — and this package's WithKeyHeader,
 // WithReplayHeaders, WithRoute and WithErrorHandler. Errors:
-// guard.ErrNilLocker, guard.ErrNoScope, errors wrapping guard.ErrBadOption.
+// guard.ErrNilLocker, guard.ErrNoScope, errors wrapping locker.ErrBadOption.
 func NewIdempotency(l *locker.Locker, opts ...Option) (*Idempotency, error) {
 	g, s, err := httpcore.NewIdempotency[*http.Request](l, opts, evaluateOptions)
 	if err != nil {

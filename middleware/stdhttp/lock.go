@@ -27,7 +27,7 @@ type Lock struct {
 // opts are guard options (guard.WithFailOpen, guard.WithMaxValueLen,
 // guard.WithMaxRequestBytes, ...) and this package's WithSource,
 // WithPathValue, WithRoute and WithErrorHandler. Errors:
-// guard.ErrNilLocker, errors wrapping guard.ErrBadOption, or a
+// guard.ErrNilLocker, errors wrapping locker.ErrBadOption, or a
 // *keyexpr.TagError for a bad tag or a placeholder naming an unknown
 // source. Nothing touches Redis.
 func NewLock(l *locker.Locker, tag string, opts ...Option) (*Lock, error) {

@@ -6,12 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware/stdhttp"
 )
 
 // TestOptionErrors: each of this package's options with a bad value makes
-// the constructor fail with an error wrapping guard.ErrBadOption that
+// the constructor fail with an error wrapping locker.ErrBadOption that
 // names the option; the same option with a good value builds.
 func TestOptionErrors(t *testing.T) {
 	lk := newLocker(t)
@@ -53,7 +54,7 @@ func TestOptionErrors(t *testing.T) {
 				}
 				return
 			}
-			if !errors.Is(err, guard.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
+			if !errors.Is(err, locker.ErrBadOption) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want ErrBadOption naming %s", err, tt.want)
 			}
 		})

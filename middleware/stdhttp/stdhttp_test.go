@@ -118,13 +118,13 @@ func TestConstructionErrors(t *testing.T) {
 	if _, err := stdhttp.NewLock(lk, `key:"a:{nope.x}"`); err == nil {
 		t.Fatal("unknown source accepted")
 	}
-	if _, err := stdhttp.NewLock(lk, `key:"a"`, stdhttp.WithErrorHandler(nil)); !errors.Is(err, guard.ErrBadOption) {
+	if _, err := stdhttp.NewLock(lk, `key:"a"`, stdhttp.WithErrorHandler(nil)); !errors.Is(err, locker.ErrBadOption) {
 		t.Fatal(err)
 	}
 	if _, err := stdhttp.NewIdempotency(lk); !errors.Is(err, guard.ErrNoScope) {
 		t.Fatal(err)
 	}
-	if _, err := stdhttp.NewIdempotency(lk, guard.WithPublicScope(), stdhttp.WithPathValue(func(*http.Request, string) string { return "" })); !errors.Is(err, guard.ErrBadOption) {
+	if _, err := stdhttp.NewIdempotency(lk, guard.WithPublicScope(), stdhttp.WithPathValue(func(*http.Request, string) string { return "" })); !errors.Is(err, locker.ErrBadOption) {
 		t.Fatal(err)
 	}
 }

@@ -50,7 +50,7 @@ func program(calls []string) string {
 	b.WriteString("const tag = `key:\"k\"`\n\n")
 	b.WriteString("func report[T any](_ T, err error) {\n")
 	b.WriteString("\tswitch {\n\tcase err == nil:\n\t\tfmt.Println(\"ok\")\n")
-	b.WriteString("\tcase errors.Is(err, guard.ErrBadOption):\n\t\tfmt.Println(strings.ReplaceAll(err.Error(), \"\\n\", \"; \"))\n")
+	b.WriteString("\tcase errors.Is(err, locker.ErrBadOption):\n\t\tfmt.Println(strings.ReplaceAll(err.Error(), \"\\n\", \"; \"))\n")
 	b.WriteString("\tdefault:\n\t\tfmt.Println(\"not ErrBadOption:\", err)\n\t}\n}\n\n")
 	b.WriteString("func main() {\n")
 	b.WriteString("\tlk, err := locker.New(redigo.New(&redis.Pool{Dial: func() (redis.Conn, error) { return nil, errors.New(\"never dialled\") }}))\n")
@@ -115,7 +115,7 @@ func run(t *testing.T, src string) (string, error) {
 
 // TestOptionsPerAdapter: each adapter accepts its own option and the
 // guard's (the control), and refuses each other adapter's option at
-// construction with guard.ErrBadOption naming the option, the adapter it
+// construction with locker.ErrBadOption naming the option, the adapter it
 // belongs to and the adapter it was given to.
 func TestOptionsPerAdapter(t *testing.T) {
 	if testing.Short() {
@@ -136,7 +136,7 @@ func TestOptionsPerAdapter(t *testing.T) {
 			}
 			calls = append(calls, strings.Replace(to.call, "OPT", from.own, 1))
 			name := from.own[:strings.Index(from.own, "(")]
-			want = append(want, fmt.Sprintf("guard: bad option: %s is an option of %s, given to %s", name, from.owner, to.name))
+			want = append(want, fmt.Sprintf("locker: bad option: %s is an option of %s, given to %s", name, from.owner, to.name))
 		}
 	}
 	src := program(calls)

@@ -64,7 +64,7 @@ func Compile[R, EH any](l *locker.Locker, rules map[string]string, s *Settings[R
 	}
 	for _, method := range s.FailOpen {
 		if _, ok := tags[method]; !ok {
-			errs = append(errs, fmt.Errorf("%w: WithFailOpenFor(%q): the method has no lock rule", guard.ErrBadOption, method))
+			errs = append(errs, fmt.Errorf("%w: WithFailOpenFor(%q): the method has no lock rule", locker.ErrBadOption, method))
 		}
 	}
 	unary, stream = map[string]*guard.Lock[R]{}, map[string]*guard.Lock[R]{}
