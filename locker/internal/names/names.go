@@ -159,7 +159,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 // semaphore's limit or a read/write hold's kind when it has one, n's
 // label last when it has one.
 func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) Names {
-	buf.first = [8]any{n.TokenArg, ttlArg, waitArg, scripts.ModeAcquire, sidArg, windowArg}
+	buf.first = [8]any{n.TokenArg, ttlArg, waitArg, scripts.AcquireNew.Arg(), sidArg, windowArg}
 	i := 6
 	for _, a := range [...]any{n.LimitArg, n.LabelArg} {
 		if a != nil {

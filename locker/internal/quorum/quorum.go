@@ -72,13 +72,13 @@ type quorumTry struct {
 
 // try runs acquire.lua on every master and decides by majority. A round
 // that does not win undoes what it took.
-func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
+func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode scripts.AcquireMode, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
 	var res []tally.Reply
 	if n.LabelArg != nil {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg, n.LabelArg)
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg, n.LabelArg)
 	} else {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg)
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg)
 	}
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
@@ -171,7 +171,7 @@ func (b *Backend) undo(n names.Names, token string, took []bool) {
 // across processes is not first-come-first-served; within a process it is.
 func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
 	if t.Wait <= 0 {
-		try := b.try(ctx, n, token, t.TTL, 0, scripts.ModeAcquire, false)
+		try := b.try(ctx, n, token, t.TTL, 0, scripts.AcquireNew, false)
 		switch {
 		case try.obtained:
 			return node.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
@@ -271,7 +271,7 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 		sent := time.Now()
 		// Every round passes the first's wait: it names the token's queue
 		// entries (entry in common.lua).
-		try := b.try(ctx, n, token, t.TTL, t.Wait, scripts.ModeNotify, false)
+		try := b.try(ctx, n, token, t.TTL, t.Wait, scripts.AcquireNotify, false)
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
@@ -318,7 +318,7 @@ func (b *Backend) withdraw(n names.Names, token string) {
 	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
 	// Its queue entry's arguments: the ttl, wait and sid try passes.
-	args := n.EntryArgs([]any{token, scripts.ModeDrop, scripts.HandoffNotify, 0})
+	args := n.EntryArgs([]any{token, scripts.LeaveReleaseGrant.Arg(), scripts.HandoffNotify, 0})
 	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, args...)
 }
 

@@ -51,7 +51,7 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 		defer b.nd.Hub.Unregister(w)
 	}
 	sent := time.Now()
-	r, err := b.acquire(ctx, n, t.TTL, t.Wait, scripts.ModeAcquire, t.Call)
+	r, err := b.acquire(ctx, n, t.TTL, t.Wait, scripts.AcquireNew, t.Call)
 	switch {
 	case err == nil:
 	case !errors.Is(err, lockerr.ErrNotReplicated):
@@ -78,12 +78,12 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 
 // acquire runs acquire.lua for n's holder (n.TokenArg), with its call
 // context in dc (nil: allocated). Under WithReplicaAck a first try
-// (scripts.ModeAcquire) is acknowledged: a shortfall is an error matching
+// (scripts.AcquireNew) is acknowledged: a shortfall is an error matching
 // lockerr.ErrNotReplicated, returned with the reply.
-func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Duration, mode string, dc *callctx.Deadline) (scripts.Reply, error) {
+func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Duration, mode scripts.AcquireMode, dc *callctx.Deadline) (scripts.Reply, error) {
 	cctx := b.Cfg.Bounds.CallIn(ctx, dc)
-	ack := mode == scripts.ModeAcquire && b.Cfg.AckReplicas > 0
-	if mode == scripts.ModeAcquire && n.FirstArgs != nil {
+	ack := mode == scripts.AcquireNew && b.Cfg.AckReplicas > 0
+	if mode == scripts.AcquireNew && n.FirstArgs != nil {
 		// The first try's arguments, made with the holder (Names.FirstArgs).
 		v, err := b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.FirstArgs...)
 		return parseAcked(v, err, ttl)
@@ -91,7 +91,7 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	// A re-check passes the first try's wait (its queue entry names it: see
 	// entry in common.lua), the first try's argument where there is one.
 	var waitArg any
-	if mode == scripts.ModeRecheck && len(n.FirstArgs) > 2 {
+	if mode == scripts.AcquireRecheck && len(n.FirstArgs) > 2 {
 		waitArg = n.FirstArgs[2]
 	} else {
 		waitArg = b.MSArg(wait)
@@ -100,13 +100,13 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	var err error
 	switch {
 	case n.LimitArg != nil && n.LabelArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LimitArg, n.LabelArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LimitArg, n.LabelArg)
 	case n.LimitArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LimitArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LimitArg)
 	case n.LabelArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LabelArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LabelArg)
 	default:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg)
 	}
 	return parseAcked(v, err, ttl)
 }
@@ -147,7 +147,7 @@ func parseAcked(v any, err error, ttl time.Duration) (scripts.Reply, error) {
 // lockerr.ErrNotReplicated and lockerr.ErrUnavailable. The release is a cleanup on a
 // fresh context: the lock must not stay held by a caller told it failed.
 func (b *Backend) unreplicated(n names.Names, token string, err error) (node.Held, error) {
-	_, _ = b.leave(context.Background(), n, token, scripts.ModeDrop)
+	_, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant)
 	return node.Held{}, err
 }
 
@@ -173,11 +173,11 @@ func (b *Backend) granted(ctx context.Context, n names.Names, token string, fenc
 
 // leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
 // fresh context: it is clean-up that must happen even when ctx ended.
-func (b *Backend) leave(ctx context.Context, n names.Names, token, mode string) (scripts.Reply, error) {
+func (b *Backend) leave(ctx context.Context, n names.Names, token string, mode scripts.LeaveMode) (scripts.Reply, error) {
 	cctx, cancel := b.Cfg.Bounds.Cleanup(ctx)
 	defer cancel()
 	var buf [8]any
-	args := n.EntryArgs(append(buf[:0], token, mode, scripts.HandoffGrant, b.WindowArg))
+	args := n.EntryArgs(append(buf[:0], token, mode.Arg(), scripts.HandoffGrant, b.WindowArg))
 	v, err := b.nd.Drv.Eval(cctx, n.Scripts.Leave, n.Keys, args...)
 	if err != nil {
 		return scripts.Reply{}, err
@@ -200,11 +200,11 @@ func (b *Backend) abandon(n names.Names, token string, err error) {
 	if errors.Is(err, lockerr.ErrNotSent) {
 		return
 	}
-	go func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) }()
+	go func() { _, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant) }()
 	// The lost call may still be on its way on its dead connection and run
 	// after this clean-up; a second one a call timeout later catches that.
 	// Anything later still is bounded by the lease and the wait.
-	time.AfterFunc(b.Cfg.Bounds.Timeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) })
+	time.AfterFunc(b.Cfg.Bounds.Timeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant) })
 }
 
 // lease turns a grant of pttl, asked for at sent, into a held lock, or —
@@ -214,13 +214,13 @@ func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence 
 	if time.Until(sent.Add(pttl)) > 0 {
 		return node.Held{Fence: fence, At: sent, Granted: pttl}, nil
 	}
-	_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
+	_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
 	return node.Held{}, lockerr.Late
 }
 
 // Reenter adds a hold to the lock token holds (acquire.lua, mode 'e').
 func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
-	r, err := b.acquire(ctx, n, ttl, 0, scripts.ModeReenter, nil)
+	r, err := b.acquire(ctx, n, ttl, 0, scripts.AcquireReenter, nil)
 	if err != nil {
 		return 0, false, err
 	}

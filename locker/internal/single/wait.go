@@ -36,14 +36,14 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 		if err != nil {
 			// Queued by the first try; the token is done, so off the
 			// caller's path (leave's context drops ctx's cancellation).
-			go func() { _, _ = b.leave(ctx, n, token, scripts.ModeDrop) }()
+			go func() { _, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant) }()
 			return node.Held{}, errors.Join(lockerr.ErrNotObtained, err)
 		}
 		recheck = recheck || missed
 		if recheck {
 			recheck = false
 			sent = time.Now()
-			r, err = b.acquire(ctx, n, t.TTL, t.Wait, scripts.ModeRecheck, t.Call)
+			r, err = b.acquire(ctx, n, t.TTL, t.Wait, scripts.AcquireRecheck, t.Call)
 			if err != nil {
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.
@@ -136,7 +136,7 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 			recheck = true
 		case <-deadline.C:
 			sent = time.Now()
-			r, err := b.leave(ctx, n, token, scripts.ModeKeep)
+			r, err := b.leave(ctx, n, token, scripts.LeaveKeepGrant)
 			if err != nil {
 				return node.Held{}, lockerr.ObtainFailed(ctx, err)
 			}
@@ -148,10 +148,10 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 			}
 			return node.Held{}, lockerr.ErrNotObtained
 		case <-ctx.Done():
-			_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
+			_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
 			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		case <-t.Closing:
-			_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
+			_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
 			return node.Held{}, lockerr.ErrClosed
 		}
 	}
