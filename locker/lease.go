@@ -9,7 +9,6 @@ import (
 	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/logs"
-	"github.com/locktag/locktag/locker/internal/multi"
 	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/node"
 )
@@ -271,7 +270,7 @@ func (c *leaseContext) Err() error {
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
 func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if le.root.parts != nil {
-		return multi.Shortest(ctx, le.root.parts, (*Lease).TTL)
+		return shortestTTL(ctx, le.root.parts)
 	}
 	return le.l.be.PTTL(ctx, le.n, le.token)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
-	"github.com/locktag/locktag/locker/internal/control"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/names"
@@ -34,7 +33,7 @@ type Locker struct {
 	// control.go): the one node's, or every Redlock master's. leases are
 	// the live root leases they are matched against.
 	ctl    []*hub.Hub
-	leases control.Table[*Lease]
+	leases leaseTable
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
 	// closing is closed when Shutdown starts; closed is set then too, and
