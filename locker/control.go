@@ -22,16 +22,16 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // controlChannel is the control channel's name for the key prefix.
 func controlChannel(prefix string) string { return prefix + "ctl" }
 
 // control makes nd's hub carry force-release notices to l.
-func (l *Locker) control(nd *node.Node) {
+func (l *Locker) control(nd *backend.Node) {
 	nd.Hub.SetControl(controlChannel(l.o.prefix), l.notice)
 	l.ctl = append(l.ctl, nd.Hub)
 }

@@ -9,9 +9,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -102,12 +102,12 @@ func (l *Locker) obtainEach(ctx context.Context, keys []string, p Params, start 
 }
 
 // obtainFast tries the one-script path: every key in one round trip, when
-// all are free and nobody waits for any (node.MultiFast). done is false
+// all are free and nobody waits for any (backend.MultiFast). done is false
 // when the keys must be taken one by one: a key is held through ctx
 // (re-entry goes key by key), the path is off, or some key is busy and
 // p.Wait asks to wait.
 func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *Lease, done bool, err error) {
-	mf, ok := l.be.(node.MultiFast)
+	mf, ok := l.be.(backend.MultiFast)
 	if !ok || len(keys) < 2 || l.sh.Layout.Bridge != nil { // multi_acquire does not know a bridge's plain locks
 
 		return nil, false, nil
@@ -141,7 +141,7 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 	}
 	parts := make([]*Lease, len(keys))
 	for i, key := range keys {
-		parts[i] = l.newLease(ctx, new(Lease), key, ns[i], tokens[i], node.Held{Fence: fences[i], At: sent, Granted: t.ttl}, t)
+		parts[i] = l.newLease(ctx, new(Lease), key, ns[i], tokens[i], backend.Held{Fence: fences[i], At: sent, Granted: t.ttl}, t)
 	}
 	return l.newMultiLease(ctx, keys, parts, p), true, nil
 }

@@ -1,5 +1,5 @@
 // Package admin is the operator's side of the engine: Inspect, List and
-// ForceRelease, written once over a backend's node.Admin (one
+// ForceRelease, written once over a backend's backend.Admin (one
 // deployment's node, or every Redlock master, with its quorum) and over
 // key names built by names.Layout. It parses the operator scripts'
 // replies and merges Redlock masters' views. Its View, Holder and Waiter

@@ -7,18 +7,18 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // Inspect reads name's state on every node: one deployment's view, or the
 // Redlock masters' views merged.
-func Inspect(ctx context.Context, ad node.Admin, lay *names.Layout, name string, timeout time.Duration) (*View, error) {
+func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name string, timeout time.Duration) (*View, error) {
 	nodes, need := ad.Quorum()
-	res := node.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), MaxWaiters)
+	res := backend.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), MaxWaiters)
 	var views []*View
 	t := tally.Count("inspect", need, res, func(_ int, v any) (bool, error) {
 		st, err := ParseState(name, v)
@@ -52,7 +52,7 @@ func inspectKeys(lay *names.Layout, name string) driver.Keys {
 // freed when a majority of masters held the lock; remnants on a minority
 // are freed too, but the lock was not held by Redlock's rule, and the
 // error matches ErrNotHeld.
-func Force(ctx context.Context, ad node.Admin, lay *names.Layout, kinds []string, name, channel, reason string, timeout time.Duration) ([]Freed, error) {
+func Force(ctx context.Context, ad backend.Admin, lay *names.Layout, kinds []string, name, channel, reason string, timeout time.Duration) ([]Freed, error) {
 	var all []Freed
 	for _, kind := range kinds {
 		got, err := forceKind(ctx, ad, lay, name, kind, channel, reason, timeout)
@@ -65,7 +65,7 @@ func Force(ctx context.Context, ad node.Admin, lay *names.Layout, kinds []string
 }
 
 // forceKind runs the force-release script of kind for name on every node.
-func forceKind(ctx context.Context, ad node.Admin, lay *names.Layout, name, kind, channel, reason string, timeout time.Duration) ([]Freed, error) {
+func forceKind(ctx context.Context, ad backend.Admin, lay *names.Layout, name, kind, channel, reason string, timeout time.Duration) ([]Freed, error) {
 	nodes, need := ad.Quorum()
 	var n names.Names
 	var sc *driver.Script
@@ -81,7 +81,7 @@ func forceKind(ctx context.Context, ad node.Admin, lay *names.Layout, name, kind
 		sc = scripts.RWForce
 	}
 	mode, window := ad.Handoff()
-	res := node.Fanout(ctx, nodes, timeout, sc, n.Keys, channel, reason, mode, window)
+	res := backend.Fanout(ctx, nodes, timeout, sc, n.Keys, channel, reason, mode, window)
 	var all []Freed
 	t := tally.Count("force-release", need, res, func(i int, v any) (bool, error) {
 		got, g, err := parseForced(kind, v)

@@ -1,8 +1,8 @@
 // Package single is the backend on one Redis deployment (a server, a
 // Sentinel set-up or a Cluster behind its driver): a busy lock is waited
 // for in a first-come-first-served queue in Redis, and a release hands
-// the lock straight to the queue's head. It implements node.Backend,
-// node.Admin and node.MultiFast.
+// the lock straight to the queue's head. It implements backend.Backend,
+// backend.Admin and backend.MultiFast.
 package single
 
 import (
@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -25,8 +25,8 @@ import (
 // queue in Redis: release hands the lock straight to the queue's head and
 // publishes the grant (see wait).
 type Backend struct {
-	*node.Shared
-	nd    *node.Node
+	*backend.Shared
+	nd    *backend.Node
 	multi atomic.Bool // ObtainMany's one-script path is on (see multi.go)
 }
 
@@ -34,7 +34,7 @@ type Backend struct {
 // on: for a driver that does not spread keys over masters (no
 // driver.Masters) and no WithReplicaAck, where each key's acquisition is
 // acknowledged on its own.
-func New(sh *node.Shared, nd *node.Node, multi bool) *Backend {
+func New(sh *backend.Shared, nd *backend.Node, multi bool) *Backend {
 	b := &Backend{Shared: sh, nd: nd}
 	b.multi.Store(multi)
 	return b
@@ -42,7 +42,7 @@ func New(sh *node.Shared, nd *node.Node, multi bool) *Backend {
 
 // Obtain takes the lock, or queues in Redis and waits for the hand-over
 // (see wait.go).
-func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
+func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t backend.Terms) (backend.Held, error) {
 	var w *hub.Waiter
 	if t.Wait > 0 {
 		// Registered before the first try so that a hand-over published
@@ -56,7 +56,7 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 	case err == nil:
 	case !errors.Is(err, lockerr.ErrNotReplicated):
 		b.abandon(n, token, err)
-		return node.Held{}, lockerr.ObtainFailed(ctx, err)
+		return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 	case r.Status == scripts.StatusObtained:
 		return b.unreplicated(n, token, err)
 	}
@@ -71,7 +71,7 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 		return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 	}
 	if t.Wait <= 0 {
-		return node.Held{}, lockerr.ErrNotObtained
+		return backend.Held{}, lockerr.ErrNotObtained
 	}
 	return b.wait(ctx, n, token, t, w, sent, r)
 }
@@ -146,9 +146,9 @@ func parseAcked(v any, err error, ttl time.Duration) (scripts.Reply, error) {
 // acknowledgement (WithReplicaAck) and returns err, which matches
 // lockerr.ErrNotReplicated and lockerr.ErrUnavailable. The release is a cleanup on a
 // fresh context: the lock must not stay held by a caller told it failed.
-func (b *Backend) unreplicated(n names.Names, token string, err error) (node.Held, error) {
+func (b *Backend) unreplicated(n names.Names, token string, err error) (backend.Held, error) {
 	_, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant)
-	return node.Held{}, err
+	return backend.Held{}, err
 }
 
 // granted confirms, under WithReplicaAck, a grant that no acknowledged
@@ -157,16 +157,16 @@ func (b *Backend) unreplicated(n names.Names, token string, err error) (node.Hel
 // call — with an acknowledged renewal (confirm): its write follows the
 // grant's in the replication stream, so a replica that acknowledged it
 // has the grant too. A grant that lapsed meanwhile fails with lockerr.ErrLate.
-func (b *Backend) granted(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t node.Terms) (node.Held, error) {
+func (b *Backend) granted(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, error) {
 	h, ok, err := b.confirm(ctx, n, token, fence, at, t)
 	switch {
 	case errors.Is(err, lockerr.ErrNotReplicated):
 		return b.unreplicated(n, token, err)
 	case err != nil:
 		b.abandon(n, token, nil)
-		return node.Held{}, lockerr.ObtainFailed(ctx, err)
+		return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 	case !ok:
-		return node.Held{}, lockerr.Late
+		return backend.Held{}, lockerr.Late
 	}
 	return h, nil
 }
@@ -210,12 +210,12 @@ func (b *Backend) abandon(n names.Names, token string, err error) {
 // lease turns a grant of pttl, asked for at sent, into a held lock, or —
 // when that lease has ended already — releases it by token and reports
 // lockerr.ErrLate.
-func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence int64, sent time.Time, pttl time.Duration) (node.Held, error) {
+func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence int64, sent time.Time, pttl time.Duration) (backend.Held, error) {
 	if time.Until(sent.Add(pttl)) > 0 {
-		return node.Held{Fence: fence, At: sent, Granted: pttl}, nil
+		return backend.Held{Fence: fence, At: sent, Granted: pttl}, nil
 	}
 	_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
-	return node.Held{}, lockerr.Late
+	return backend.Held{}, lockerr.Late
 }
 
 // Reenter adds a hold to the lock token holds (acquire.lua, mode 'e').
@@ -313,7 +313,7 @@ func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.D
 func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
 
 // Records returns the node: one deployment keeps idempotency records there.
-func (b *Backend) Records() (*node.Node, error) { return b.nd, nil }
+func (b *Backend) Records() (*backend.Node, error) { return b.nd, nil }
 
 // Semaphores returns nil: one deployment keeps every lock kind.
 func (b *Backend) Semaphores() error { return nil }
@@ -322,20 +322,20 @@ func (b *Backend) Semaphores() error { return nil }
 func (b *Backend) Ping(ctx context.Context) error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	return node.Failed(b.nd.Ping(cctx))
+	return backend.Failed(b.nd.Ping(cctx))
 }
 
 // Close closes the node's subscriber connection and driver.
 func (b *Backend) Close() error { return b.nd.Close() }
 
 // Rates returns the node: one deployment keeps rate keys there.
-func (b *Backend) Rates() (*node.Node, error) { return b.nd, nil }
+func (b *Backend) Rates() (*backend.Node, error) { return b.nd, nil }
 
 // Check runs Locker.Check on the node.
 func (b *Backend) Check(ctx context.Context) error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	return node.Failed(b.nd.Check(cctx))
+	return backend.Failed(b.nd.Check(cctx))
 }
 
 // Healthy pings the node: one deployment is usable exactly when it answers.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -19,7 +19,7 @@ import (
 // waiters on the key share one safety re-check at the end of the current
 // holder's lease (see package hub), so a lost notice, a holder that crashed or a
 // grant that lapsed costs at most that lease, and only one call per process.
-func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.Terms, w *hub.Waiter, sent time.Time, r scripts.Reply) (node.Held, error) {
+func (b *Backend) wait(ctx context.Context, n names.Names, token string, t backend.Terms, w *hub.Waiter, sent time.Time, r scripts.Reply) (backend.Held, error) {
 	waitUntil := sent.Add(t.Wait)
 	defer b.Waiting(t)()
 	wt := b.nd.Hub.Watch(n.Channel, w)
@@ -37,7 +37,7 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 			// Queued by the first try; the token is done, so off the
 			// caller's path (leave's context drops ctx's cancellation).
 			go func() { _, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant) }()
-			return node.Held{}, errors.Join(lockerr.ErrNotObtained, err)
+			return backend.Held{}, errors.Join(lockerr.ErrNotObtained, err)
 		}
 		recheck = recheck || missed
 		if recheck {
@@ -48,10 +48,10 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 				// Queued before, so there is something to clean up even
 				// when this call was never sent.
 				b.abandon(n, token, nil)
-				return node.Held{}, lockerr.ObtainFailed(ctx, err)
+				return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 			}
 			if r.Status == scripts.StatusObtained {
-				var h node.Held
+				var h backend.Held
 				if b.Cfg.AckReplicas > 0 {
 					h, err = b.granted(ctx, n, token, r.Fence, sent, t)
 				} else {
@@ -101,7 +101,7 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 			}
 			left := time.Until(at.Add(g.PTTL))
 			if left > 0 && b.Cfg.AckReplicas == 0 && (g.PTTL >= t.TTL || left >= g.PTTL*2/3) {
-				return node.Held{Fence: g.Fence, At: at, Granted: g.PTTL}, nil
+				return backend.Held{Fence: g.Fence, At: at, Granted: g.PTTL}, nil
 			}
 			if left > 0 {
 				// A grant window that reached this process late (it was
@@ -117,7 +117,7 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 				}
 				if err != nil {
 					b.abandon(n, token, nil)
-					return node.Held{}, lockerr.ObtainFailed(ctx, err)
+					return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 				}
 				if ok {
 					return h, nil
@@ -138,7 +138,7 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 			sent = time.Now()
 			r, err := b.leave(ctx, n, token, scripts.LeaveKeepGrant)
 			if err != nil {
-				return node.Held{}, lockerr.ObtainFailed(ctx, err)
+				return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 			}
 			if r.Status == scripts.StatusObtained {
 				if b.Cfg.AckReplicas > 0 {
@@ -146,13 +146,13 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 				}
 				return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 			}
-			return node.Held{}, lockerr.ErrNotObtained
+			return backend.Held{}, lockerr.ErrNotObtained
 		case <-ctx.Done():
 			_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
-			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+			return backend.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		case <-t.Closing:
 			_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
-			return node.Held{}, lockerr.ErrClosed
+			return backend.Held{}, lockerr.ErrClosed
 		}
 	}
 }
@@ -161,19 +161,19 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t node.
 // caller's terms at once: the Locker's lease in watchdog mode, else the
 // rest of the TTL counted from the grant. ok is false when the grant had
 // lapsed (the token no longer holds the lock).
-func (b *Backend) confirm(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t node.Terms) (node.Held, bool, error) {
+func (b *Backend) confirm(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, bool, error) {
 	ttl := t.TTL
 	if !t.Watchdog {
 		ttl -= time.Since(at)
 		if ttl <= 0 {
-			return node.Held{}, false, nil
+			return backend.Held{}, false, nil
 		}
 	}
 	ok, err := b.Extend(ctx, n, token, ttl)
 	if err != nil || !ok {
-		return node.Held{}, false, err
+		return backend.Held{}, false, err
 	}
 	// The lease ends ttl after the extend ran, which is after at: at +
 	// t.TTL is a conservative local end (the cap itself for a fixed TTL).
-	return node.Held{Fence: fence, At: at, Granted: t.TTL}, true, nil
+	return backend.Held{Fence: fence, At: at, Granted: t.TTL}, true, nil
 }
