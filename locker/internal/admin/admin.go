@@ -11,14 +11,14 @@ import "time"
 
 // The lock kinds (locker.KindMutex ...).
 const (
-	KindMutex     = "mutex"
-	KindSemaphore = "semaphore"
-	KindRW        = "read/write"
+	kindMutex     = "mutex"
+	kindSemaphore = "semaphore"
+	kindRW        = "read/write"
 )
 
-// MaxWaiters caps the waiters one Inspect returns; View.Queued says how
+// maxWaiters caps the waiters one Inspect returns; View.Queued says how
 // many there are.
-const MaxWaiters = 1000
+const maxWaiters = 1000
 
 // View is one lock's state (locker.State).
 type View struct {

@@ -18,10 +18,10 @@ import (
 // Redlock masters' views merged.
 func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name string, timeout time.Duration) (*View, error) {
 	nodes, need := ad.Quorum()
-	res := backend.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), MaxWaiters)
+	res := backend.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), maxWaiters)
 	var views []*View
 	t := tally.Count("inspect", need, res, func(_ int, v any) (bool, error) {
-		st, err := ParseState(name, v)
+		st, err := parseState(name, v)
 		if err != nil {
 			return false, err
 		}
@@ -34,7 +34,7 @@ func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name stri
 	case len(nodes) == 1:
 		return views[0], nil
 	}
-	return MergeViews(name, views, need), nil
+	return mergeViews(name, views, need), nil
 }
 
 // inspectKeys are inspect.lua's keys for name: each kind's lock, queue
@@ -70,10 +70,10 @@ func forceKind(ctx context.Context, ad backend.Admin, lay *names.Layout, name, k
 	var n names.Names
 	var sc *driver.Script
 	switch kind {
-	case KindMutex:
+	case kindMutex:
 		n, _ = lay.Mutex(name, nil)
 		sc = scripts.Force
-	case KindSemaphore:
+	case kindSemaphore:
 		n, _ = lay.Kind(name, ":s", scripts.Sem, nil, nil)
 		sc = scripts.SemForce
 	default:

@@ -118,7 +118,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 	if lay.LastKey && suffix == "" {
 		count = 5
 	}
-	b.Grow(n + 3*(n+2) + (tag+2)*(count-4) + TokenLen)
+	b.Grow(n + 3*(n+2) + (tag+2)*(count-4) + tokenLen)
 	var ends [6]int
 	for i, part := range parts[:count] {
 		b.WriteString(lay.Prefix)
@@ -129,7 +129,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 		ends[i+1] = b.Len()
 	}
 	var raw [16]byte
-	var enc [TokenLen]byte
+	var enc [tokenLen]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand documents it)
 	base64.RawURLEncoding.Encode(enc[:], raw[:])
 	b.Write(enc[:])
@@ -187,8 +187,8 @@ func (n Names) EntryArgs(dst []any) []any {
 	return dst
 }
 
-// TokenLen is the length of an owner token: 128 bits in base64url.
-const TokenLen = 22
+// tokenLen is the length of an owner token: 128 bits in base64url.
+const tokenLen = 22
 
 // NewToken returns 128 random bits, base64url-encoded.
 func NewToken() string {
