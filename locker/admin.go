@@ -2,12 +2,12 @@ package locker
 
 import (
 	"github.com/locktag/locktag/locker/internal/admin"
-	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/backend"
 )
 
 // admin is the backend's operator side (both backends have one): the
 // operator calls are package internal/admin's, over it.
-func (l *Locker) admin() node.Admin { return l.be.(node.Admin) }
+func (l *Locker) admin() backend.Admin { return l.be.(backend.Admin) }
 
 // kinds are the lock kinds l's backend keeps.
 func (l *Locker) kinds() []string {

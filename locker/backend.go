@@ -3,8 +3,8 @@ package locker
 import (
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
-	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // terms are an Obtain call's Params after defaults.
@@ -32,6 +32,6 @@ func (l *Locker) terms(p Params) terms {
 
 // engineTerms are t for the backend; ref is handed back to the Waiting
 // hook (the Obtain's lease, whose t it reads).
-func (t terms) engineTerms(ref *Lease) node.Terms {
-	return node.Terms{TTL: t.ttl, Wait: t.wait, Watchdog: t.watchdog, Call: t.call, Ref: ref, Closing: t.closing}
+func (t terms) engineTerms(ref *Lease) backend.Terms {
+	return backend.Terms{TTL: t.ttl, Wait: t.wait, Watchdog: t.watchdog, Call: t.call, Ref: ref, Closing: t.closing}
 }

@@ -2,7 +2,6 @@ package locker
 
 import (
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // Sentinel errors. Errors returned by this package wrap one or more of them;
@@ -70,12 +69,6 @@ var (
 // masters because some of them failed. Errors that match it are
 // *QuorumError values and also match ErrUnavailable.
 var ErrQuorum = lockerr.ErrQuorum
-
-// QuorumError reports a Redlock operation that failed on too many masters:
-// Op ("obtain", "release", "extend", "ttl" ...), Need (the quorum, N/2+1),
-// OK (masters that answered as hoped) and Errs (per master, in the order
-// given; nil where it answered). It matches ErrQuorum and ErrUnavailable.
-type QuorumError = tally.QuorumError
 
 // ErrLate is wrapped by the error of an Obtain whose grant's reply came
 // after its lease had ended (a slow reply, a paused process): the grant is

@@ -3,7 +3,6 @@ package locker
 import (
 	"sync"
 
-	"github.com/locktag/locktag/locker/internal/fencing"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
@@ -29,7 +28,7 @@ var (
 // safe for concurrent use.
 type Fence struct {
 	mu   sync.Mutex
-	last map[string]fencing.State
+	last map[string]fenceState
 }
 
 // Claim records token as the holder of resource before the holder reads it,
@@ -37,7 +36,7 @@ type Fence struct {
 // Claiming again with the same token succeeds. After a Claim, check each
 // write with Check, not Admit (which refuses a token equal to the last).
 func (f *Fence) Claim(resource string, token int64) error {
-	return f.apply(resource, func(s *fencing.State) error { return s.Claim(token) })
+	return f.apply(resource, func(s *fenceState) error { return s.claim(token) })
 }
 
 // Check returns nil if token's claim on resource still stands: call it in
@@ -48,7 +47,7 @@ func (f *Fence) Check(resource string, token int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.last[resource]
-	return s.Check(token)
+	return s.check(token)
 }
 
 // Admit records token for resource, or returns ErrStaleToken when a token at
@@ -59,16 +58,16 @@ func (f *Fence) Check(resource string, token int64) error {
 // write more than once: Admit accepts a token equal to the last one only
 // through AdmitAgain.
 func (f *Fence) Admit(resource string, token int64) error {
-	return f.apply(resource, func(s *fencing.State) error { return s.Admit(token, false) })
+	return f.apply(resource, func(s *fenceState) error { return s.admit(token, false) })
 }
 
 // AdmitAgain is Admit that also accepts the last admitted token, for a
 // holder that writes the same resource several times under one lock.
 func (f *Fence) AdmitAgain(resource string, token int64) error {
-	return f.apply(resource, func(s *fencing.State) error { return s.Admit(token, true) })
+	return f.apply(resource, func(s *fenceState) error { return s.admit(token, true) })
 }
 
-func (f *Fence) apply(resource string, op func(*fencing.State) error) error {
+func (f *Fence) apply(resource string, op func(*fenceState) error) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	s := f.last[resource]
@@ -76,7 +75,7 @@ func (f *Fence) apply(resource string, op func(*fencing.State) error) error {
 		return err
 	}
 	if f.last == nil {
-		f.last = make(map[string]fencing.State)
+		f.last = make(map[string]fenceState)
 	}
 	f.last[resource] = s
 	return nil
@@ -91,7 +90,7 @@ func (f *Fence) apply(resource string, op func(*fencing.State) error) error {
 // it is safe for concurrent use and must not be copied after first use.
 type Fenced[T any] struct {
 	mu sync.Mutex
-	s  fencing.State
+	s  fenceState
 	v  T
 }
 
@@ -105,7 +104,7 @@ func NewFenced[T any](v T) *Fenced[T] {
 func (c *Fenced[T]) Load(token int64) (T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.s.Claim(token); err != nil {
+	if err := c.s.claim(token); err != nil {
 		var zero T
 		return zero, err
 	}
@@ -118,7 +117,7 @@ func (c *Fenced[T]) Load(token int64) (T, error) {
 func (c *Fenced[T]) Store(token int64, v T) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if err := c.s.Check(token); err != nil {
+	if err := c.s.check(token); err != nil {
 		return err
 	}
 	c.v = v
@@ -135,7 +134,7 @@ func (c *Fenced[T]) Update(token int64, fn func(T) (T, error)) (T, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var zero T
-	if err := c.s.Claim(token); err != nil {
+	if err := c.s.claim(token); err != nil {
 		return zero, err
 	}
 	v, err := fn(c.v)
@@ -144,4 +143,44 @@ func (c *Fenced[T]) Update(token int64, fn func(T) (T, error)) (T, error) {
 	}
 	c.v = v
 	return v, nil
+}
+
+// fenceState is one resource's fence: the largest token that reached it.
+// The zero fenceState has seen none.
+type fenceState struct {
+	last int64
+	seen bool // last is a token, not the zero value
+}
+
+// claim records token as the holder, or returns ErrStaleToken when a
+// larger token came before.
+func (s *fenceState) claim(token int64) error {
+	if s.seen && token < s.last {
+		return ErrStaleToken
+	}
+	s.last, s.seen = token, true
+	return nil
+}
+
+// check returns nil if token's claim still stands, ErrStaleToken when a
+// larger token came since, ErrNotClaimed when token never claimed.
+func (s fenceState) check(token int64) error {
+	switch {
+	case s.seen && token == s.last:
+		return nil
+	case s.seen && token < s.last:
+		return ErrStaleToken
+	}
+	return ErrNotClaimed
+}
+
+// admit records token for a blind write, or returns ErrStaleToken when a
+// token at least as large came before (an equal one is accepted again
+// with again).
+func (s *fenceState) admit(token int64, again bool) error {
+	if s.seen && (token < s.last || token == s.last && !again) {
+		return ErrStaleToken
+	}
+	s.last, s.seen = token, true
+	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/locktag/locktag/locker/internal/admin"
-	"github.com/locktag/locktag/locker/internal/control"
 	"github.com/locktag/locktag/locker/internal/names"
 )
 
@@ -40,7 +39,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	reason = names.Reason(reason)
 	actor := ActorFromContext(ctx)
 	sctx, span := l.tel.startForce(ctx, name, reason, actor)
-	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, control.Channel(l.o.prefix), reason, l.o.callTimeout)
+	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, controlChannel(l.o.prefix), reason, l.o.callTimeout)
 	for _, f := range all {
 		// The holder may be this Locker: end it here, notice or not.
 		l.forced(f.Owner, reason)

@@ -35,9 +35,9 @@ type State struct {
 
 // The lock kinds of State.Kind.
 const (
-	KindMutex     = admin.KindMutex
-	KindSemaphore = admin.KindSemaphore
-	KindRW        = admin.KindRW
+	KindMutex     = "mutex"
+	KindSemaphore = "semaphore"
+	KindRW        = "read/write"
 )
 
 // Holder is one holder of a lock.

@@ -5,13 +5,12 @@ import (
 	"errors"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/logs"
-	"github.com/locktag/locktag/locker/internal/multi"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // Lease is a held lock. Its Context is cancelled with cause ErrLockLost when
@@ -108,7 +107,7 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 
 // newLease builds root lease le (allocated by Obtain: its buf holds n's
 // storage) for grant h; keeper.Schedule says when it is renewed.
-func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Names, token string, h node.Held, t terms) *Lease {
+func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Names, token string, h backend.Held, t terms) *Lease {
 	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.Fence, 1, t, 1, t.params.Mode
 	if !t.watchdog {
 		le.cap = h.At.Add(t.ttl)
@@ -271,7 +270,7 @@ func (c *leaseContext) Err() error {
 // TTL returns the remaining lease in Redis, or ErrNotHeld.
 func (le *Lease) TTL(ctx context.Context) (time.Duration, error) {
 	if le.root.parts != nil {
-		return multi.Shortest(ctx, le.root.parts, (*Lease).TTL)
+		return shortestTTL(ctx, le.root.parts)
 	}
 	return le.l.be.PTTL(ctx, le.n, le.token)
 }

@@ -9,12 +9,11 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
-	"github.com/locktag/locktag/locker/internal/control"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/logs"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/quorum"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/single"
@@ -28,13 +27,13 @@ type Locker struct {
 	opts options
 	tel  *telemetry
 	log  logs.Logger
-	sh   *node.Shared // what the backend and its nodes share with the Locker
-	be   node.Backend
+	sh   *backend.Shared // what the backend and its nodes share with the Locker
+	be   backend.Backend
 	// ctl are the hubs whose listeners carry force-release notices (see
 	// control.go): the one node's, or every Redlock master's. leases are
 	// the live root leases they are matched against.
 	ctl    []*hub.Hub
-	leases control.Table[*Lease]
+	leases leaseTable
 	// lockerLabel is WithLabel's label as a script argument, nil for none.
 	lockerLabel any
 	// closing is closed when Shutdown starts; closed is set then too, and
@@ -79,7 +78,7 @@ func New(d driver.Driver, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	l := newLocker(o, false)
-	nd := node.New(d, l.sh)
+	nd := backend.New(d, l.sh)
 	l.control(nd)
 	// A driver that spreads keys over masters (Cluster) refuses scripts
 	// whose keys are in several slots: ObtainMany goes key by key there.
@@ -115,9 +114,9 @@ func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 		return nil, err
 	}
 	l := newLocker(o, true)
-	nodes := make([]*node.Node, len(ds))
+	nodes := make([]*backend.Node, len(ds))
 	for i, d := range ds {
-		nodes[i] = node.New(d, l.sh)
+		nodes[i] = backend.New(d, l.sh)
 		l.control(nodes[i])
 	}
 	l.be = quorum.New(l.sh, nodes)
@@ -142,7 +141,7 @@ func newLocker(o options, lastKey bool) *Locker {
 	l.o = &l.opts
 	l.tel = newTelemetry(l.o)
 	l.log = logs.Logger{L: o.logger, Keys: o.keyAttribute}
-	l.sh = node.NewShared(node.Config{
+	l.sh = backend.NewShared(backend.Config{
 		Prefix:      o.prefix,
 		Bounds:      o.bounds(),
 		Linger:      o.linger,
@@ -151,7 +150,7 @@ func newLocker(o options, lastKey bool) *Locker {
 		AckTimeout:  o.ackTimeout,
 		Drift:       o.drift,
 		NodeTimeout: o.nodeTimeout,
-	}, o.grantWindow, lastKey, node.Hooks{Waiting: l.waiting})
+	}, o.grantWindow, lastKey, backend.Hooks{Waiting: l.waiting})
 	l.log.SID = l.sh.SID
 	l.sh.Layout.Bridge = o.bridge
 	if l.o.label != "" {

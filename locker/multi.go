@@ -4,20 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/multi"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // MaxKeys is the most distinct keys one ObtainMany call takes: a
 // multi-key lock is for a handful of resources (a transfer's two
 // accounts), and every key costs a round trip while the others are held.
-const MaxKeys = multi.MaxKeys
+const MaxKeys = 16
 
 // ErrTooManyKeys means that ObtainMany was given more than MaxKeys distinct
 // keys.
@@ -39,7 +40,7 @@ var multiScripts = &scripts.Set{Family: scripts.FamilyMulti}
 // ErrKindUnsupported (p.Limit, p.Mode). See docs/locking.md#multi-key-locks.
 func (l *Locker) ObtainMany(ctx context.Context, keys []string, p Params) (*Lease, error) {
 	start := time.Now()
-	keys = multi.Keys(keys)
+	keys = slices.Compact(slices.Sorted(slices.Values(keys))) // one global order
 	p.keys = len(keys)
 	span := l.tel.startObtain(ctx)
 	le, err := l.obtainMany(ctx, keys, p)
@@ -48,8 +49,11 @@ func (l *Locker) ObtainMany(ctx context.Context, keys []string, p Params) (*Leas
 }
 
 func (l *Locker) obtainMany(ctx context.Context, keys []string, p Params) (*Lease, error) {
-	if err := multi.Check(keys); err != nil {
-		return nil, err
+	switch {
+	case len(keys) == 0 || keys[0] == "":
+		return nil, ErrEmptyKey
+	case len(keys) > MaxKeys:
+		return nil, fmt.Errorf("%w: %d distinct keys, at most %d", ErrTooManyKeys, len(keys), MaxKeys)
 	}
 	if p.Limit != 0 || p.Mode != Exclusive {
 		return nil, fmt.Errorf("%w: a multi-key lock is a set of mutexes (no Limit, no Mode)", ErrKindUnsupported)
@@ -61,21 +65,49 @@ func (l *Locker) obtainMany(ctx context.Context, keys []string, p Params) (*Leas
 	if le, done, err := l.obtainFast(ctx, keys, p); done {
 		return le, err
 	}
-	parts, err := multi.Take(keys, p.Wait, start, func(key string, wait time.Duration) (*Lease, error) {
-		pp := p
-		pp.Wait = wait
-		return l.obtain(ctx, key, pp)
-	}, func(le *Lease) { _ = le.release(context.WithoutCancel(ctx), 0) })
+	parts, err := l.obtainEach(ctx, keys, p, start)
 	if err != nil {
 		return nil, err
 	}
 	return l.newMultiLease(ctx, keys, parts, p), nil
 }
 
-// obtainFast tries the one-script path (multi.Fast) unless a key is
-// held through ctx (re-entry goes key by key).
+// obtainEach takes keys one by one, in order. With p.Wait > 0 all keys
+// share one budget from start: a later key gets what is left. On the
+// first failure it releases the keys taken, last first, and returns the
+// error.
+func (l *Locker) obtainEach(ctx context.Context, keys []string, p Params, start time.Time) ([]*Lease, error) {
+	parts := make([]*Lease, 0, len(keys))
+	rollback := func() {
+		for _, pt := range slices.Backward(parts) {
+			_ = pt.release(context.WithoutCancel(ctx), 0)
+		}
+	}
+	wait := p.Wait
+	for _, key := range keys {
+		if wait > 0 {
+			if p.Wait = time.Until(start.Add(wait)); p.Wait <= 0 {
+				rollback()
+				return nil, ErrNotObtained
+			}
+		}
+		pt, err := l.obtain(ctx, key, p)
+		if err != nil {
+			rollback()
+			return nil, err
+		}
+		parts = append(parts, pt)
+	}
+	return parts, nil
+}
+
+// obtainFast tries the one-script path: every key in one round trip, when
+// all are free and nobody waits for any (backend.MultiFast). done is false
+// when the keys must be taken one by one: a key is held through ctx
+// (re-entry goes key by key), the path is off, or some key is busy and
+// p.Wait asks to wait.
 func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *Lease, done bool, err error) {
-	mf, ok := l.be.(node.MultiFast)
+	mf, ok := l.be.(backend.MultiFast)
 	if !ok || len(keys) < 2 || l.sh.Layout.Bridge != nil { // multi_acquire does not know a bridge's plain locks
 
 		return nil, false, nil
@@ -93,13 +125,23 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 		ns[i], tokens[i] = l.sh.Layout.Mutex(key, nil)
 		ns[i].LabelArg = label
 	}
-	fences, sent, done, err := multi.Fast(ctx, mf, ns, tokens, t.ttl, p.Wait > 0)
-	if fences == nil {
-		return nil, done, err
+	sent := time.Now() // the grant's start
+	fences, ok, err := mf.TakeAll(ctx, ns, tokens, t.ttl)
+	switch {
+	case err != nil:
+		mf.DropAll(ns, tokens, err)
+		return nil, true, lockerr.ObtainFailed(ctx, err)
+	case !ok && (p.Wait > 0 || !mf.FastOn()):
+		return nil, false, nil
+	case !ok:
+		return nil, true, ErrNotObtained // busy: nothing was taken
+	case time.Until(sent.Add(t.ttl)) <= 0:
+		mf.DropAll(ns, tokens, nil)
+		return nil, true, lockerr.Late
 	}
 	parts := make([]*Lease, len(keys))
 	for i, key := range keys {
-		parts[i] = l.newLease(ctx, new(Lease), key, ns[i], tokens[i], node.Held{Fence: fences[i], At: sent, Granted: t.ttl}, t)
+		parts[i] = l.newLease(ctx, new(Lease), key, ns[i], tokens[i], backend.Held{Fence: fences[i], At: sent, Granted: t.ttl}, t)
 	}
 	return l.newMultiLease(ctx, keys, parts, p), true, nil
 }
@@ -194,7 +236,47 @@ func (root *Lease) multiRelease(ctx context.Context, keep time.Duration) error {
 	for _, stop := range root.unwatch {
 		stop()
 	}
-	err := multi.Release(root.parts, func(pt *Lease) error { return pt.release(ctx, keep) })
+	err := releaseAll(ctx, root.parts, keep)
 	root.finish(ErrNotHeld, 0, nil)
 	return err
+}
+
+// releaseAll releases every part at once: their round trips overlap (a
+// pipelining driver sends them together), so a release of N keys costs
+// about one round trip, not N. It returns the parts' errors, each naming
+// its key's place.
+func releaseAll(ctx context.Context, parts []*Lease, keep time.Duration) error {
+	res := make([]error, len(parts))
+	var wg sync.WaitGroup
+	for i, pt := range parts[1:] {
+		wg.Go(func() { res[i+1] = pt.release(ctx, keep) })
+	}
+	res[0] = parts[0].release(ctx, keep)
+	wg.Wait()
+	var errs []error
+	for i, err := range res {
+		if err != nil {
+			errs = append(errs, fmt.Errorf("key %d of %d: %w", i+1, len(parts), err))
+		}
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...)
+}
+
+// shortestTTL is the shortest of the parts' remaining leases in Redis;
+// the first error ends it.
+func shortestTTL(ctx context.Context, parts []*Lease) (time.Duration, error) {
+	least := time.Duration(-1)
+	for _, pt := range parts {
+		d, err := pt.TTL(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if least < 0 || d < least {
+			least = d
+		}
+	}
+	return least, nil
 }

@@ -2,41 +2,41 @@ package locker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/admin"
 	"github.com/locktag/locktag/locker/internal/logs"
-	"github.com/locktag/locktag/locker/internal/outcome"
 )
 
 // Outcomes of an idempotency check (IdempotencyEvent.Outcome; lockotel's
 // attribute locktag.outcome); canceled and error as for locks.
 const (
-	IdempotencyExecuted = outcome.Executed // the key was claimed: the request runs
-	IdempotencyReplayed = outcome.Replayed // a stored outcome is replayed
-	IdempotencyConflict = outcome.Conflict // ErrInFlight: the same key is still running
-	IdempotencyMismatch = outcome.Mismatch // ErrMismatch: the key was used for another request
+	IdempotencyExecuted = "executed" // the key was claimed: the request runs
+	IdempotencyReplayed = "replayed" // a stored outcome is replayed
+	IdempotencyConflict = "conflict" // ErrInFlight: the same key is still running
+	IdempotencyMismatch = "mismatch" // ErrMismatch: the key was used for another request
 )
 
 // Outcomes of an Obtain (ObtainEvent.Outcome), and "lost" for a held lock
 // that was lost.
 const (
-	OutcomeAcquired  = outcome.Acquired
-	OutcomeReentered = outcome.Reentered
-	OutcomeBusy      = outcome.Busy     // ErrNotObtained after the wait
-	OutcomeCanceled  = outcome.Canceled // the caller's context ended first
-	OutcomeError     = outcome.Error    // Redis unavailable, quorum not reached
-	OutcomeLost      = outcome.Lost
+	OutcomeAcquired  = "acquired"
+	OutcomeReentered = "reentered"
+	OutcomeBusy      = "busy"     // ErrNotObtained after the wait
+	OutcomeCanceled  = "canceled" // the caller's context ended first
+	OutcomeError     = "error"    // Redis unavailable, quorum not reached
+	OutcomeLost      = "lost"
 	// OutcomeProtocol: a record of another protocol refused the call
 	// (ErrProtocol); also an Allow's and an Idempotent call's outcome.
-	OutcomeProtocol = outcome.Protocol
+	OutcomeProtocol = "protocol"
 )
 
 // Outcomes of an Allow (a rate-limit decision); canceled and error as
 // for Obtain.
 const (
-	OutcomeAdmitted    = outcome.Admitted    // the request is within the rate
-	OutcomeRateLimited = outcome.RateLimited // ErrRateLimited: refused, no slot within the wait
+	OutcomeAdmitted    = "admitted"     // the request is within the rate
+	OutcomeRateLimited = "rate_limited" // ErrRateLimited: refused, no slot within the wait
 )
 
 // telemetry hands a Locker's events to its Observer (WithObserver). With
@@ -74,7 +74,7 @@ func (t *telemetry) endObtain(state any, start time.Time, key string, p Params, 
 	if t.obs == nil {
 		return
 	}
-	e := ObtainEvent{Params: p, Key: t.key(key), Keys: p.keys, Outcome: outcome.Obtain(le.Holds(), err), Took: time.Since(start), Err: err}
+	e := ObtainEvent{Params: p, Key: t.key(key), Keys: p.keys, Outcome: obtainOutcome(le.Holds(), err), Took: time.Since(start), Err: err}
 	if le != nil {
 		e.Fence, e.Holds = le.fence, le.holds
 	}
@@ -150,7 +150,7 @@ func (t *telemetry) endIdem(state any, name string, c *Claim, err error) {
 	if t.obs == nil {
 		return
 	}
-	t.obs.EndIdempotency(state, IdempotencyEvent{Name: logs.ClaimName(name), Outcome: outcome.Idempotency(c != nil && c.replay, err), Err: err})
+	t.obs.EndIdempotency(state, IdempotencyEvent{Name: logs.ClaimName(name), Outcome: idempotencyOutcome(c != nil && c.replay, err), Err: err})
 }
 
 // startRate reports an Allow call's start.
@@ -166,7 +166,7 @@ func (t *telemetry) endRate(state any, key string, p RateParams, d RateDecision,
 	if t.obs == nil {
 		return
 	}
-	t.obs.EndRate(state, RateEvent{Params: p, Key: t.key(key), Decision: d, Outcome: outcome.Rate(err), Err: err})
+	t.obs.EndRate(state, RateEvent{Params: p, Key: t.key(key), Decision: d, Outcome: rateOutcome(err), Err: err})
 }
 
 // startForce reports a ForceRelease's start; the context is the one its
@@ -188,4 +188,62 @@ func (t *telemetry) endForce(ctx context.Context, state any, name, reason, actor
 		owners[i] = f.Owner
 	}
 	t.obs.EndForceRelease(ctx, state, ForceEvent{Name: t.key(name), Reason: reason, Actor: actor, Owners: owners, Err: err})
+}
+
+// canceled reports an error of a call whose context ended first.
+func canceled(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// obtainOutcome is an Obtain's outcome: holds is the hold count reached.
+// A cancelled wait is canceled though it also matches ErrNotObtained.
+func obtainOutcome(holds int, err error) string {
+	switch {
+	case err == nil && holds > 1:
+		return OutcomeReentered
+	case err == nil:
+		return OutcomeAcquired
+	case canceled(err):
+		return OutcomeCanceled
+	case errors.Is(err, ErrNotObtained):
+		return OutcomeBusy
+	case errors.Is(err, ErrProtocol):
+		return OutcomeProtocol
+	}
+	return OutcomeError
+}
+
+// idempotencyOutcome is an Idempotent call's outcome: replay for a Claim
+// that replays a stored outcome.
+func idempotencyOutcome(replay bool, err error) string {
+	switch {
+	case err == nil && replay:
+		return IdempotencyReplayed
+	case err == nil:
+		return IdempotencyExecuted
+	case errors.Is(err, ErrMismatch):
+		return IdempotencyMismatch
+	case canceled(err):
+		return OutcomeCanceled
+	case errors.Is(err, ErrInFlight):
+		return IdempotencyConflict
+	case errors.Is(err, ErrProtocol):
+		return OutcomeProtocol
+	}
+	return OutcomeError
+}
+
+// rateOutcome is an Allow's outcome.
+func rateOutcome(err error) string {
+	switch {
+	case err == nil:
+		return OutcomeAdmitted
+	case canceled(err):
+		return OutcomeCanceled
+	case errors.Is(err, ErrRateLimited):
+		return OutcomeRateLimited
+	case errors.Is(err, ErrProtocol):
+		return OutcomeProtocol
+	}
+	return OutcomeError
 }

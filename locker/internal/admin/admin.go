@@ -1,5 +1,5 @@
 // Package admin is the operator's side of the engine: Inspect, List and
-// ForceRelease, written once over a backend's node.Admin (one
+// ForceRelease, written once over a backend's backend.Admin (one
 // deployment's node, or every Redlock master, with its quorum) and over
 // key names built by names.Layout. It parses the operator scripts'
 // replies and merges Redlock masters' views. Its View, Holder and Waiter
@@ -11,14 +11,14 @@ import "time"
 
 // The lock kinds (locker.KindMutex ...).
 const (
-	KindMutex     = "mutex"
-	KindSemaphore = "semaphore"
-	KindRW        = "read/write"
+	kindMutex     = "mutex"
+	kindSemaphore = "semaphore"
+	kindRW        = "read/write"
 )
 
-// MaxWaiters caps the waiters one Inspect returns; View.Queued says how
+// maxWaiters caps the waiters one Inspect returns; View.Queued says how
 // many there are.
-const MaxWaiters = 1000
+const maxWaiters = 1000
 
 // View is one lock's state (locker.State).
 type View struct {

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -61,7 +61,7 @@ const listCount = 1000
 // List returns one page of the names of the locks whose name starts with
 // prefix, under the key prefix keyPrefix (see locker.List): one SCAN step
 // on the master the cursor names.
-func List(ctx context.Context, ad node.Admin, bounds callctx.Bounds, keyPrefix, prefix, cursor string) (names []string, next string, err error) {
+func List(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, keyPrefix, prefix, cursor string) (names []string, next string, err error) {
 	master, scan, err := parseCursor(cursor)
 	if err != nil {
 		return nil, "", err

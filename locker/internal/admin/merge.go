@@ -5,13 +5,13 @@ import (
 	"slices"
 )
 
-// MergeViews merges the masters' views of one Redlock lock: the holder a
+// mergeViews merges the masters' views of one Redlock lock: the holder a
 // majority (need) agree on, with the largest fence, hold count and time
 // held and the shortest lease left any reports; the waiters queued on a
 // majority, earliest first, with the longest wait and the shortest wait
-// left any reports. Kind is KindMutex when the merged view has either,
+// left any reports. Kind is kindMutex when the merged view has either,
 // else "": what a minority of masters keeps is not a Redlock lock.
-func MergeViews(name string, views []*View, need int) *View {
+func mergeViews(name string, views []*View, need int) *View {
 	st := &View{Name: name}
 	type tally[T any] struct {
 		v T
@@ -65,7 +65,7 @@ func MergeViews(name string, views []*View, need int) *View {
 		}
 	}
 	if st.Holder != nil || len(st.Waiters) > 0 {
-		st.Kind = KindMutex
+		st.Kind = kindMutex
 	}
 	return st
 }

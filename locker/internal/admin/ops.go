@@ -7,21 +7,21 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // Inspect reads name's state on every node: one deployment's view, or the
 // Redlock masters' views merged.
-func Inspect(ctx context.Context, ad node.Admin, lay *names.Layout, name string, timeout time.Duration) (*View, error) {
+func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name string, timeout time.Duration) (*View, error) {
 	nodes, need := ad.Quorum()
-	res := node.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), MaxWaiters)
+	res := backend.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), maxWaiters)
 	var views []*View
 	t := tally.Count("inspect", need, res, func(_ int, v any) (bool, error) {
-		st, err := ParseState(name, v)
+		st, err := parseState(name, v)
 		if err != nil {
 			return false, err
 		}
@@ -34,7 +34,7 @@ func Inspect(ctx context.Context, ad node.Admin, lay *names.Layout, name string,
 	case len(nodes) == 1:
 		return views[0], nil
 	}
-	return MergeViews(name, views, need), nil
+	return mergeViews(name, views, need), nil
 }
 
 // inspectKeys are inspect.lua's keys for name: each kind's lock, queue
@@ -52,7 +52,7 @@ func inspectKeys(lay *names.Layout, name string) driver.Keys {
 // freed when a majority of masters held the lock; remnants on a minority
 // are freed too, but the lock was not held by Redlock's rule, and the
 // error matches ErrNotHeld.
-func Force(ctx context.Context, ad node.Admin, lay *names.Layout, kinds []string, name, channel, reason string, timeout time.Duration) ([]Freed, error) {
+func Force(ctx context.Context, ad backend.Admin, lay *names.Layout, kinds []string, name, channel, reason string, timeout time.Duration) ([]Freed, error) {
 	var all []Freed
 	for _, kind := range kinds {
 		got, err := forceKind(ctx, ad, lay, name, kind, channel, reason, timeout)
@@ -65,15 +65,15 @@ func Force(ctx context.Context, ad node.Admin, lay *names.Layout, kinds []string
 }
 
 // forceKind runs the force-release script of kind for name on every node.
-func forceKind(ctx context.Context, ad node.Admin, lay *names.Layout, name, kind, channel, reason string, timeout time.Duration) ([]Freed, error) {
+func forceKind(ctx context.Context, ad backend.Admin, lay *names.Layout, name, kind, channel, reason string, timeout time.Duration) ([]Freed, error) {
 	nodes, need := ad.Quorum()
 	var n names.Names
 	var sc *driver.Script
 	switch kind {
-	case KindMutex:
+	case kindMutex:
 		n, _ = lay.Mutex(name, nil)
 		sc = scripts.Force
-	case KindSemaphore:
+	case kindSemaphore:
 		n, _ = lay.Kind(name, ":s", scripts.Sem, nil, nil)
 		sc = scripts.SemForce
 	default:
@@ -81,7 +81,7 @@ func forceKind(ctx context.Context, ad node.Admin, lay *names.Layout, name, kind
 		sc = scripts.RWForce
 	}
 	mode, window := ad.Handoff()
-	res := node.Fanout(ctx, nodes, timeout, sc, n.Keys, channel, reason, mode, window)
+	res := backend.Fanout(ctx, nodes, timeout, sc, n.Keys, channel, reason, mode, window)
 	var all []Freed
 	t := tally.Count("force-release", need, res, func(i int, v any) (bool, error) {
 		got, g, err := parseForced(kind, v)

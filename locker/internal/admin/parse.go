@@ -10,8 +10,8 @@ import (
 	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
-// ParseState reads inspect.lua's reply.
-func ParseState(name string, v any) (*View, error) {
+// parseState reads inspect.lua's reply.
+func parseState(name string, v any) (*View, error) {
 	bad := func() (*View, error) { return nil, fmt.Errorf("locker: inspect: unexpected reply %v", v) }
 	a, _ := v.([]any)
 	if len(a) < 6 {
@@ -38,7 +38,7 @@ func ParseState(name string, v any) (*View, error) {
 		i += 4
 	}
 	for j := range st.Holders {
-		if h := &st.Holders[j]; st.Kind == KindMutex || h.Mode == "write" {
+		if h := &st.Holders[j]; st.Kind == kindMutex || h.Mode == "write" {
 			st.Holder = h
 		}
 	}
@@ -117,7 +117,7 @@ func parseForced(kind string, v any) ([]Freed, handedTo, error) {
 		return nil, g, lockerr.Unavailable(fmt.Errorf("locker: force: unexpected reply %v", v))
 	}
 	var out []Freed
-	if kind == KindMutex && len(a) > 0 {
+	if kind == kindMutex && len(a) > 0 {
 		if len(a) != 6 {
 			return bad()
 		}
@@ -130,7 +130,7 @@ func parseForced(kind string, v any) ([]Freed, handedTo, error) {
 		a = a[:2]
 	}
 	writer := ""
-	if kind != KindMutex && len(a) > 0 {
+	if kind != kindMutex && len(a) > 0 {
 		writer, a = str(a[0]), a[1:]
 	}
 	if len(a)%2 != 0 {
@@ -143,7 +143,7 @@ func parseForced(kind string, v any) ([]Freed, handedTo, error) {
 		}
 		h.Held = 0 // not measured here
 		switch {
-		case kind != KindRW:
+		case kind != kindRW:
 		case h.Owner == writer:
 			h.Mode = "write"
 		default:

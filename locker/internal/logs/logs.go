@@ -52,9 +52,9 @@ type Lock struct {
 	Since          time.Time // obtained
 }
 
-// LockName is the name records (and lockotel) use for a lock with
+// lockName is the name records (and lockotel) use for a lock with
 // Params.Name name and Params.Template template.
-func LockName(name, template string) string {
+func lockName(name, template string) string {
 	switch {
 	case name != "":
 		return name
@@ -94,7 +94,7 @@ func lossText(lk Lock, why keeper.Loss, lastErr error) string {
 }
 
 func (g *Logger) lockAttrs(lk Lock, attrs []slog.Attr) []slog.Attr {
-	attrs = append(attrs, slog.String(KeyName, LockName(lk.Name, lk.Template)))
+	attrs = append(attrs, slog.String(KeyName, lockName(lk.Name, lk.Template)))
 	if lk.Template != "" {
 		attrs = append(attrs, slog.String(KeyTemplate, lk.Template))
 	}

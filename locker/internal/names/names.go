@@ -118,7 +118,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 	if lay.LastKey && suffix == "" {
 		count = 5
 	}
-	b.Grow(n + 3*(n+2) + (tag+2)*(count-4) + TokenLen)
+	b.Grow(n + 3*(n+2) + (tag+2)*(count-4) + tokenLen)
 	var ends [6]int
 	for i, part := range parts[:count] {
 		b.WriteString(lay.Prefix)
@@ -129,7 +129,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 		ends[i+1] = b.Len()
 	}
 	var raw [16]byte
-	var enc [TokenLen]byte
+	var enc [tokenLen]byte
 	_, _ = rand.Read(raw[:]) // never fails (crypto/rand documents it)
 	base64.RawURLEncoding.Encode(enc[:], raw[:])
 	b.Write(enc[:])
@@ -159,7 +159,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 // semaphore's limit or a read/write hold's kind when it has one, n's
 // label last when it has one.
 func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) Names {
-	buf.first = [8]any{n.TokenArg, ttlArg, waitArg, scripts.ModeAcquire, sidArg, windowArg}
+	buf.first = [8]any{n.TokenArg, ttlArg, waitArg, scripts.AcquireNew.Arg(), sidArg, windowArg}
 	i := 6
 	for _, a := range [...]any{n.LimitArg, n.LabelArg} {
 		if a != nil {
@@ -187,8 +187,8 @@ func (n Names) EntryArgs(dst []any) []any {
 	return dst
 }
 
-// TokenLen is the length of an owner token: 128 bits in base64url.
-const TokenLen = 22
+// tokenLen is the length of an owner token: 128 bits in base64url.
+const tokenLen = 22
 
 // NewToken returns 128 random bits, base64url-encoded.
 func NewToken() string {

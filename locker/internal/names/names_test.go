@@ -31,8 +31,8 @@ func TestKindNames(t *testing.T) {
 			if n.Channel != base+":c" {
 				t.Errorf("prefix %q %s: channel %q, want %q", prefix, tc.suffix, n.Channel, base+":c")
 			}
-			if len(token) != TokenLen || n.TokenArg != any(token) {
-				t.Errorf("prefix %q %s: token %q (arg %v), want %d characters", prefix, tc.suffix, token, n.TokenArg, TokenLen)
+			if len(token) != tokenLen || n.TokenArg != any(token) {
+				t.Errorf("prefix %q %s: token %q (arg %v), want %d characters", prefix, tc.suffix, token, n.TokenArg, tokenLen)
 			}
 			if _, other := tc.holder(); other == token {
 				t.Errorf("prefix %q %s: two holders share token %q", prefix, tc.suffix, token)

@@ -7,26 +7,26 @@ import (
 	"sync"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Rates refuses: a bucket on each master apart admits up to N times the
 // rate, and a quorum of buckets cannot be exact.
-func (b *Backend) Rates() (*node.Node, error) {
+func (b *Backend) Rates() (*backend.Node, error) {
 	return nil, fmt.Errorf("%w: Redlock keeps no rate limits: a bucket on each master apart admits up to %d times the rate, "+
 		"and no quorum of buckets makes a limit exact; use a Locker from New", lockerr.ErrKindUnsupported, len(b.nodes))
 }
 
 // Check runs Locker.Check on every master at once.
 func (b *Backend) Check(ctx context.Context) error {
-	return node.Failed(errors.Join(b.everyMaster(ctx, (*node.Node).Check)...))
+	return backend.Failed(errors.Join(b.everyMaster(ctx, (*backend.Node).Check)...))
 }
 
 // Healthy pings every master in parallel and needs a majority.
 func (b *Backend) Healthy(ctx context.Context) error {
-	errs := b.everyMaster(ctx, (*node.Node).Ping)
+	errs := b.everyMaster(ctx, (*backend.Node).Ping)
 	down := 0
 	for _, err := range errs {
 		if err != nil {
@@ -42,7 +42,7 @@ func (b *Backend) Healthy(ctx context.Context) error {
 
 // everyMaster runs op on every master at once, under one call timeout, and
 // returns each master's error (nil where it succeeded), named by index.
-func (b *Backend) everyMaster(ctx context.Context, op func(*node.Node, context.Context) error) []error {
+func (b *Backend) everyMaster(ctx context.Context, op func(*backend.Node, context.Context) error) []error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
 	errs := make([]error, len(b.nodes))
@@ -60,7 +60,7 @@ func (b *Backend) everyMaster(ctx context.Context, op func(*node.Node, context.C
 
 // Quorum returns every master and the majority: a Redlock lock's state is
 // what a majority of masters agree on.
-func (b *Backend) Quorum() ([]*node.Node, int) { return b.nodes, b.need }
+func (b *Backend) Quorum() ([]*backend.Node, int) { return b.nodes, b.need }
 
 // Handoff is the free-notice mode: masters keep no hand-over; waiters are
 // sent a free notice.

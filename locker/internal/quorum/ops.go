@@ -17,7 +17,7 @@ import (
 
 // Reenter adds a hold on every master: held when a majority did.
 func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
-	try := b.try(ctx, n, token, ttl, 0, scripts.ModeReenter, true)
+	try := b.try(ctx, n, token, ttl, 0, scripts.AcquireReenter, true)
 	return try.holds, try.obtained, try.err
 }
 

@@ -1,7 +1,7 @@
 // Package quorum is the Redlock backend over N independent masters: every
 // call fans out to all masters in parallel, each bounded by a short
 // per-master timeout, and every decision is a tally (package tally). It
-// implements node.Backend and node.Admin; it keeps mutexes only.
+// implements backend.Backend and backend.Admin; it keeps mutexes only.
 package quorum
 
 import (
@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
@@ -28,14 +28,14 @@ import (
 // elapsed - drift. Every call fans out to all masters in parallel with a
 // short per-master timeout; every decision is a tally (package tally).
 type Backend struct {
-	*node.Shared
-	nodes []*node.Node
+	*backend.Shared
+	nodes []*backend.Node
 	need  int // len(nodes)/2 + 1
 	lines lines
 }
 
 // New returns the Redlock backend over nodes, one per master.
-func New(sh *node.Shared, nodes []*node.Node) *Backend {
+func New(sh *backend.Shared, nodes []*backend.Node) *Backend {
 	return &Backend{Shared: sh, nodes: nodes, need: len(nodes)/2 + 1}
 }
 
@@ -57,7 +57,7 @@ func (b *Backend) nodeTimeout(ttl time.Duration) time.Duration {
 
 // fanout runs s on every master in parallel, each call bounded by timeout.
 func (b *Backend) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []tally.Reply {
-	return node.Fanout(ctx, b.nodes, timeout, s, keys, args...)
+	return backend.Fanout(ctx, b.nodes, timeout, s, keys, args...)
 }
 
 // quorumTry is the outcome of one acquire round.
@@ -72,13 +72,13 @@ type quorumTry struct {
 
 // try runs acquire.lua on every master and decides by majority. A round
 // that does not win undoes what it took.
-func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode string, reentry bool) quorumTry {
+func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode scripts.AcquireMode, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
 	var res []tally.Reply
 	if n.LabelArg != nil {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg, n.LabelArg)
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg, n.LabelArg)
 	} else {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode, b.SIDArg, b.WindowArg)
+		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg)
 	}
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
@@ -169,23 +169,23 @@ func (b *Backend) undo(n names.Names, token string, took []bool) {
 // process wakes it directly. Masters have no queue (their queues could
 // hand the lock to different waiters and split the vote), so the order
 // across processes is not first-come-first-served; within a process it is.
-func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
+func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t backend.Terms) (backend.Held, error) {
 	if t.Wait <= 0 {
-		try := b.try(ctx, n, token, t.TTL, 0, scripts.ModeAcquire, false)
+		try := b.try(ctx, n, token, t.TTL, 0, scripts.AcquireNew, false)
 		switch {
 		case try.obtained:
-			return node.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
+			return backend.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
 		case ctx.Err() != nil:
-			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+			return backend.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		case try.err != nil:
-			return node.Held{}, try.err
+			return backend.Held{}, try.err
 		}
-		return node.Held{}, lockerr.ErrNotObtained
+		return backend.Held{}, lockerr.ErrNotObtained
 	}
 	waitUntil := time.Now().Add(t.Wait)
 	w := hub.NewWaiter(token)
 	tn := b.lines.enter(n.Channel, w)
-	var h node.Held
+	var h backend.Held
 	defer func() { b.lines.leave(n.Channel, tn, token, h.Granted > 0, h.At.Add(h.Granted)) }()
 	select {
 	case <-tn.lead:
@@ -197,11 +197,11 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 		select {
 		case <-tn.lead:
 		case <-timer.C:
-			return node.Held{}, lockerr.ErrNotObtained
+			return backend.Held{}, lockerr.ErrNotObtained
 		case <-ctx.Done():
-			return node.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
+			return backend.Held{}, errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		case <-t.Closing:
-			return node.Held{}, lockerr.ErrClosed
+			return backend.Held{}, lockerr.ErrClosed
 		}
 	}
 	var err error
@@ -212,7 +212,7 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 // lead is Obtain's wait as the leader of its key's line: try, and while
 // the lock is busy wait for a free notice, a local release or the shortest
 // lease's end.
-func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.Terms, waitUntil time.Time, w *hub.Waiter, tn *turn) (node.Held, error) {
+func (b *Backend) lead(ctx context.Context, n names.Names, token string, t backend.Terms, waitUntil time.Time, w *hub.Waiter, tn *turn) (backend.Held, error) {
 	subs := make([]hub.Member, len(b.nodes))
 	joined := false
 	defer func() {
@@ -264,18 +264,18 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 		join(time.Now())
 		d := time.Until(tn.until)
 		if err := wait(min(d+jitter(d), time.Until(waitUntil))); err != nil {
-			return node.Held{}, errors.Join(lockerr.ErrNotObtained, err)
+			return backend.Held{}, errors.Join(lockerr.ErrNotObtained, err)
 		}
 	}
 	for {
 		sent := time.Now()
 		// Every round passes the first's wait: it names the token's queue
 		// entries (entry in common.lua).
-		try := b.try(ctx, n, token, t.TTL, t.Wait, scripts.ModeNotify, false)
+		try := b.try(ctx, n, token, t.TTL, t.Wait, scripts.AcquireNotify, false)
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
-			return node.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
+			return backend.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
 		case ctx.Err() != nil:
 			err = errors.Join(lockerr.ErrNotObtained, ctx.Err())
 		case try.err != nil:
@@ -287,7 +287,7 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 			// Every round registers the token on the masters; it is done:
 			// withdraw it off the caller's path.
 			go b.withdraw(n, token)
-			return node.Held{}, err
+			return backend.Held{}, err
 		}
 		if !joined {
 			if !tn.waiting {
@@ -303,7 +303,7 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t node.
 		// a free notice.
 		if err := wait(min(try.pttl+jitter(try.pttl), time.Until(waitUntil))); err != nil {
 			go b.withdraw(n, token)
-			return node.Held{}, errors.Join(lockerr.ErrNotObtained, err)
+			return backend.Held{}, errors.Join(lockerr.ErrNotObtained, err)
 		}
 	}
 }
@@ -318,7 +318,7 @@ func (b *Backend) withdraw(n names.Names, token string) {
 	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
 	// Its queue entry's arguments: the ttl, wait and sid try passes.
-	args := n.EntryArgs([]any{token, scripts.ModeDrop, scripts.HandoffNotify, 0})
+	args := n.EntryArgs([]any{token, scripts.LeaveReleaseGrant.Arg(), scripts.HandoffNotify, 0})
 	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, args...)
 }
 
@@ -329,7 +329,7 @@ func (b *Backend) Semaphores() error {
 }
 
 // Records refuses: Redlock keeps no idempotency records (see the error).
-func (b *Backend) Records() (*node.Node, error) {
+func (b *Backend) Records() (*backend.Node, error) {
 	return nil, fmt.Errorf("%w: Redlock (NewRedlock) keeps no idempotency records: "+
 		"a record on one master is lost or split by that master's failover, so a key could execute twice; "+
 		"use a Locker from New on one Redis deployment for idempotency", lockerr.ErrIdempotencyUnsupported)
@@ -337,7 +337,7 @@ func (b *Backend) Records() (*node.Node, error) {
 
 // Ping checks that every master answers.
 func (b *Backend) Ping(ctx context.Context) error {
-	return node.Failed(errors.Join(b.everyMaster(ctx, (*node.Node).Ping)...))
+	return backend.Failed(errors.Join(b.everyMaster(ctx, (*backend.Node).Ping)...))
 }
 
 // Close closes every master's subscriber connection and driver.

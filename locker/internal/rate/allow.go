@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/node"
 )
 
 // maxBucket bounds how far ahead a bucket's debt may run (burst ×
@@ -53,7 +53,7 @@ type Result struct {
 // ctx's error when ctx ended first; lockerr.ErrUnavailable when Redis
 // failed. A slot within wait (and ctx's deadline) is reserved at once, and
 // Allow sleeps until it comes.
-func Allow(ctx context.Context, nd *node.Node, key string, period time.Duration, limit, burst int, wait time.Duration) (Result, error) {
+func Allow(ctx context.Context, nd *backend.Node, key string, period time.Duration, limit, burst int, wait time.Duration) (Result, error) {
 	if err := ctx.Err(); err != nil {
 		return Result{}, errors.Join(lockerr.ErrRateLimited, err)
 	}

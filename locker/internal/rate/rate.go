@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/node"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -31,7 +31,7 @@ type Decision struct {
 // Take runs rate.lua once for key: one request of limit per period with a
 // bucket of burst, reserving a slot up to maxDelay ahead. Its errors are
 // the driver's or a malformed reply's.
-func Take(ctx context.Context, nd *node.Node, key string, period time.Duration, limit, burst int, maxDelay time.Duration) (Decision, error) {
+func Take(ctx context.Context, nd *backend.Node, key string, period time.Duration, limit, burst int, maxDelay time.Duration) (Decision, error) {
 	// One request's share in microseconds, unrounded, as a plain decimal:
 	// every Lua's tonumber reads it.
 	iv := strconv.FormatFloat(float64(period)/float64(limit)/float64(time.Microsecond), 'f', -1, 64)
@@ -65,7 +65,7 @@ type State struct {
 
 // Inspect reads key's state without changing it; ok is false when the key
 // is not in Redis (never used, or idle long enough to be full again).
-func Inspect(ctx context.Context, nd *node.Node, key string) (st State, ok bool, err error) {
+func Inspect(ctx context.Context, nd *backend.Node, key string) (st State, ok bool, err error) {
 	cctx, cancel := nd.Sh.Cfg.Bounds.Call(ctx)
 	defer cancel()
 	v, err := nd.Drv.Eval(cctx, scripts.RateInspect, driver.NewKeys(key))

@@ -25,8 +25,8 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -50,11 +50,11 @@ const (
 
 // Store is the record store on one node.
 type Store struct {
-	nd *node.Node
+	nd *backend.Node
 }
 
 // New returns the store on nd.
-func New(nd *node.Node) *Store { return &Store{nd: nd} }
+func New(nd *backend.Node) *Store { return &Store{nd: nd} }
 
 // Keys are the Redis keys and the channel of one record.
 type Keys struct {

@@ -119,7 +119,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 	const ttl = 10000
 	acquire := func(s *driver.Script, extra ...any) func(t *testing.T, keys []string) any {
 		return func(t *testing.T, keys []string) any {
-			args := append([]any{"tok", ttl, 0, ModeAcquire, "sid", 250}, extra...)
+			args := append([]any{"tok", ttl, 0, AcquireNew.Arg(), "sid", 250}, extra...)
 			return eval(t, srv, s, keys, args...)
 		}
 	}
@@ -141,18 +141,18 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 	wait := func(s *driver.Script, label string) func(t *testing.T, keys []string) any {
 		return func(t *testing.T, keys []string) any {
 			if label == "" {
-				return eval(t, srv, s, keys, "tok", ttl, 5000, ModeAcquire, "sid", 250)
+				return eval(t, srv, s, keys, "tok", ttl, 5000, AcquireNew.Arg(), "sid", 250)
 			}
-			return eval(t, srv, s, keys, "tok", ttl, 5000, ModeAcquire, "sid", 250, label)
+			return eval(t, srv, s, keys, "tok", ttl, 5000, AcquireNew.Arg(), "sid", 250, label)
 		}
 	}
 	// held: other holds the lock (labelled "svc"); with waiting, a waiter
 	// "w" whose wait (9 s) outlasts tok's is queued already.
 	held := func(waiting bool) func(keys []string) {
 		return func(keys []string) {
-			eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "s0", 250, "svc")
+			eval(t, srv, Acquire, keys, "other", ttl, 0, AcquireNew.Arg(), "s0", 250, "svc")
 			if waiting {
-				eval(t, srv, Acquire, keys, "w", ttl, 9000, ModeAcquire, "s1", 250)
+				eval(t, srv, Acquire, keys, "w", ttl, 9000, AcquireNew.Arg(), "s1", 250)
 			}
 		}
 	}
@@ -179,8 +179,8 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 	// wait ended ten seconds ago.
 	queued := func(dead bool) func(keys []string) {
 		return func(keys []string) {
-			eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250)
-			eval(t, srv, Acquire, keys, "w", 3000, 5000, ModeAcquire, "s1", 250, "job 7")
+			eval(t, srv, Acquire, keys, "tok", ttl, 0, AcquireNew.Arg(), "sid", 250)
+			eval(t, srv, Acquire, keys, "w", 3000, 5000, AcquireNew.Arg(), "s1", 250, "job 7")
 			if dead {
 				now, _ := redis.Int64s(srv.Do("TIME"))
 				_, _ = srv.Do("ZADD", keys[1], (now[0]-20)*1000000, "gone 10000 3000 s2")
@@ -198,15 +198,15 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 		{name: "mutex acquire", fast: acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, mutexGuard))},
 		{name: "mutex acquire labelled", fast: acquire(Acquire, "svc"), general: acquire(generalOf(t, mutexAcquire, mutexGuard), "svc")},
 		{name: "mutex acquire, busy", busy: true,
-			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "sid", 250) },
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, AcquireNew.Arg(), "sid", 250) },
 			fast:  acquire(Acquire), general: acquire(generalOf(t, mutexAcquire, mutexGuard))},
 		{name: "mutex acquire, queued", busy: true,
-			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "sid", 250) },
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, AcquireNew.Arg(), "sid", 250) },
 			fast: func(t *testing.T, keys []string) any {
-				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeAcquire, "sid", 250)
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, AcquireNew.Arg(), "sid", 250)
 			},
 			general: func(t *testing.T, keys []string) any {
-				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeAcquire, "sid", 250)
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, AcquireNew.Arg(), "sid", 250)
 			}},
 		{name: "mutex first try queues", busy: true, setup: held(false),
 			fast: wait(Acquire, ""), general: wait(generalBusy, "")},
@@ -227,7 +227,7 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			},
 			fast: wait(Acquire, ""), general: wait(generalBusy, "")},
 		{name: "mutex first try, a retry of one that took the lock", busy: true,
-			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, AcquireNew.Arg(), "sid", 250) },
 			fast:  wait(Acquire, ""), general: wait(generalBusy, "")},
 		{name: "redlock acquire after a release", last: true,
 			setup: func(keys []string) {
@@ -239,24 +239,24 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 				_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", ttl)
 			},
 			fast: func(t *testing.T, keys []string) any {
-				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeNotify, "sid", 250, "svc")
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, AcquireNotify.Arg(), "sid", 250, "svc")
 			},
 			general: func(t *testing.T, keys []string) any {
-				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeNotify, "sid", 250, "svc")
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, AcquireNotify.Arg(), "sid", 250, "svc")
 			}},
 		{name: "redlock waiting acquire, busy", last: true, busy: true,
-			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, ModeAcquire, "sid", 250) },
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "other", ttl, 0, AcquireNew.Arg(), "sid", 250) },
 			fast: func(t *testing.T, keys []string) any {
-				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, ModeNotify, "sid", 250)
+				return eval(t, srv, Acquire, keys, "tok", ttl, 5000, AcquireNotify.Arg(), "sid", 250)
 			},
 			general: func(t *testing.T, keys []string) any {
-				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, ModeNotify, "sid", 250)
+				return eval(t, srv, generalOf(t, mutexAcquire, mutexGuard), keys, "tok", ttl, 5000, AcquireNotify.Arg(), "sid", 250)
 			}},
 		{name: "mutex release",
-			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 250) },
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, AcquireNew.Arg(), "sid", 250) },
 			fast:  release(Release, HandoffGrant), general: release(generalRelease, HandoffGrant)},
 		{name: "redlock release", last: true,
-			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, ModeAcquire, "sid", 0) },
+			setup: func(keys []string) { eval(t, srv, Acquire, keys, "tok", ttl, 0, AcquireNew.Arg(), "sid", 0) },
 			fast:  release(Release, HandoffNotify), general: release(generalRelease, HandoffNotify)},
 		{name: "mutex hand-over to another subscriber's waiter", setup: queued(false),
 			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
@@ -376,7 +376,7 @@ func TestMultiAcquireMatchesAcquire(t *testing.T) {
 	}
 	c, d := lockKeys("c", "", false), lockKeys("d", "", false)
 	for _, keys := range [][]string{c, d} {
-		eval(t, srv, Acquire, keys, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
+		eval(t, srv, Acquire, keys, "tok", 10000, 0, AcquireNew.Arg(), "sid", 250, "svc")
 	}
 	if multi, one := state(t, srv, append(a, b...)), state(t, srv, append(c, d...)); multi != one {
 		t.Errorf("keys differ:\nmulti_acquire:\n%sacquire:\n%s", multi, one)
@@ -390,15 +390,15 @@ func TestMultiAcquireMatchesAcquire(t *testing.T) {
 func TestFastPathComparisonFails(t *testing.T) {
 	srv := redistest.Start(t)
 	a, b := lockKeys("a", "", false), lockKeys("b", "", false)
-	eval(t, srv, Acquire, a, "tok", 10000, 0, ModeAcquire, "sid", 250)
-	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"), b, "tok", 10000, 0, ModeAcquire, "sid", 250, "svc")
+	eval(t, srv, Acquire, a, "tok", 10000, 0, AcquireNew.Arg(), "sid", 250)
+	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"), b, "tok", 10000, 0, AcquireNew.Arg(), "sid", 250, "svc")
 	if state(t, srv, a) == state(t, srv, b) {
 		t.Fatal("a labelled and an unlabelled lock compare equal")
 	}
 	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then")} {
 		keys := lockKeys(fmt.Sprintf("r%d", i), "", true)
 		_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", 10000)
-		v := eval(t, srv, s, keys, "tok", 10000, 0, ModeAcquire, "sid", 0)
+		v := eval(t, srv, s, keys, "tok", 10000, 0, AcquireNew.Arg(), "sid", 0)
 		if a, ok := v.([]any); ok {
 			v = a[1]
 		}

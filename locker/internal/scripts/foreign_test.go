@@ -91,7 +91,7 @@ func TestForeignRecordsRefused(t *testing.T) {
 	rate := []string{"locktag:{x}:rate"}
 	fp := strings.Repeat("0", 64)
 	acq := func(mode string, wait int) []any { return []any{tok, 10000, wait, mode, "sid", 250} }
-	leave := []any{tok, ModeDrop, HandoffGrant, 250, 10000, 5000, "sid"}
+	leave := []any{tok, LeaveReleaseGrant.Arg(), HandoffGrant, 250, 10000, 5000, "sid"}
 	cases := []struct {
 		name string
 		kind string
@@ -99,14 +99,14 @@ func TestForeignRecordsRefused(t *testing.T) {
 		s    *driver.Script
 		args []any
 	}{
-		{"mutex acquire", "mutex", mk, Acquire, acq(ModeAcquire, 0)},
-		{"mutex acquire, waiting", "mutex", mk, Acquire, acq(ModeAcquire, 5000)},
-		{"mutex acquire, labelled", "mutex", mk, Acquire, append(acq(ModeAcquire, 5000), "a label")},
-		{"mutex re-enter", "mutex", mk, Acquire, acq(ModeReenter, 0)},
-		{"mutex re-check", "mutex", mk, Acquire, acq(ModeRecheck, 5000)},
-		{"redlock acquire", "mutex", ml, Acquire, acq(ModeNotify, 5000)},
-		{"redlock acquire, kept token", "last", ml, Acquire, acq(ModeAcquire, 0)},
-		{"redlock acquire, kept token, waiting", "last", ml, Acquire, acq(ModeAcquire, 5000)},
+		{"mutex acquire", "mutex", mk, Acquire, acq(AcquireNew.Arg(), 0)},
+		{"mutex acquire, waiting", "mutex", mk, Acquire, acq(AcquireNew.Arg(), 5000)},
+		{"mutex acquire, labelled", "mutex", mk, Acquire, append(acq(AcquireNew.Arg(), 5000), "a label")},
+		{"mutex re-enter", "mutex", mk, Acquire, acq(AcquireReenter.Arg(), 0)},
+		{"mutex re-check", "mutex", mk, Acquire, acq(AcquireRecheck.Arg(), 5000)},
+		{"redlock acquire", "mutex", ml, Acquire, acq(AcquireNotify.Arg(), 5000)},
+		{"redlock acquire, kept token", "last", ml, Acquire, acq(AcquireNew.Arg(), 0)},
+		{"redlock acquire, kept token, waiting", "last", ml, Acquire, acq(AcquireNew.Arg(), 5000)},
 		{"mutex release", "mutex", mk, Release, []any{tok, HandoffGrant, 250, "sid"}},
 		{"redlock release", "mutex", ml, Release, []any{tok, HandoffNotify, 250}},
 		{"mutex leave", "mutex", mk, Leave, leave},
@@ -115,19 +115,19 @@ func TestForeignRecordsRefused(t *testing.T) {
 		{"mutex keep", "mutex", mk, Keep, []any{tok, 1000}},
 		{"mutex force", "mutex", mk, Force, []any{"locktag:ctl", "test", HandoffGrant, 250}},
 		{"redlock raise", "mutex", mk[:1], Raise, []any{tok, 99}},
-		{"bridged acquire", "mutex", mk, MutexBridge.Acquire, acq(ModeAcquire, 5000)},
+		{"bridged acquire", "mutex", mk, MutexBridge.Acquire, acq(AcquireNew.Arg(), 5000)},
 		{"bridged release", "mutex", mk, MutexBridge.Release, []any{tok, HandoffGrant, 250, "sid"}},
 		{"bridged extend", "mutex", mk, MutexBridge.Extend, []any{tok, 10000}},
-		{"semaphore acquire", "sem", sk, Sem.Acquire, append(acq(ModeAcquire, 0), 2)},
-		{"semaphore acquire, waiting", "sem", sk, Sem.Acquire, append(acq(ModeAcquire, 5000), 2)},
-		{"semaphore re-enter", "sem", sk, Sem.Acquire, append(acq(ModeReenter, 0), 2)},
+		{"semaphore acquire", "sem", sk, Sem.Acquire, append(acq(AcquireNew.Arg(), 0), 2)},
+		{"semaphore acquire, waiting", "sem", sk, Sem.Acquire, append(acq(AcquireNew.Arg(), 5000), 2)},
+		{"semaphore re-enter", "sem", sk, Sem.Acquire, append(acq(AcquireReenter.Arg(), 0), 2)},
 		{"semaphore release", "sem", sk, Sem.Release, []any{tok, HandoffGrant, 250, "sid"}},
 		{"semaphore leave", "sem", sk, Sem.Leave, leave},
-		{"semaphore extend", "sem", sk, SemExtend, []any{tok, 10000}},
-		{"semaphore pttl", "sem", sk, SemPTTL, []any{tok}},
+		{"semaphore extend", "sem", sk, semExtend, []any{tok, 10000}},
+		{"semaphore pttl", "sem", sk, semPTTL, []any{tok}},
 		{"semaphore force", "sem", sk, SemForce, []any{"locktag:ctl", "test", HandoffGrant, 250}},
-		{"read acquire", "sem", rk, RW.Acquire, append(acq(ModeAcquire, 0), "r")},
-		{"write acquire, waiting", "sem", rk, RW.Acquire, append(acq(ModeAcquire, 5000), "w")},
+		{"read acquire", "sem", rk, RW.Acquire, append(acq(AcquireNew.Arg(), 0), "r")},
+		{"write acquire, waiting", "sem", rk, RW.Acquire, append(acq(AcquireNew.Arg(), 5000), "w")},
 		{"read/write release", "sem", rk, RW.Release, []any{tok, HandoffGrant, 250, "sid"}},
 		{"read/write leave", "sem", rk, RW.Leave, leave},
 		{"read/write force", "sem", rk, RWForce, []any{"locktag:ctl", "test", HandoffGrant, 250}},
@@ -191,7 +191,7 @@ func TestUnreadableRecordsRefused(t *testing.T) {
 		s    *driver.Script
 		args []any
 	}{
-		{"mutex acquire", mk, Acquire, []any{tok, 10000, 0, ModeAcquire, "sid", 250}},
+		{"mutex acquire", mk, Acquire, []any{tok, 10000, 0, AcquireNew.Arg(), "sid", 250}},
 		{"mutex extend", mk[:1], Extend, []any{tok, 10000}},
 		{"idempotency begin", mk[:2], IdemBegin, []any{strings.Repeat("0", 64), tok, 10000, 0}},
 		{"rate", mk[:1], Rate, []any{"100000", 10, 0}},

@@ -27,10 +27,10 @@ func TestLockKeyOutlivesQueue(t *testing.T) {
 		}
 		return n
 	}
-	if r := reply(eval(t, srv, Acquire, keys, "holder", 300, 0, ModeAcquire, "s1", 250)); r != "#" {
+	if r := reply(eval(t, srv, Acquire, keys, "holder", 300, 0, AcquireNew.Arg(), "s1", 250)); r != "#" {
 		t.Fatalf("holder: %s", r)
 	}
-	if r := reply(eval(t, srv, Acquire, keys, "waiter", 10000, 5000, ModeAcquire, "s2", 250)); !strings.HasPrefix(r, "[0 0 0 ") {
+	if r := reply(eval(t, srv, Acquire, keys, "waiter", 10000, 5000, AcquireNew.Arg(), "s2", 250)); !strings.HasPrefix(r, "[0 0 0 ") {
 		t.Fatalf("waiter: %s, want queued", r)
 	}
 	if l, q := pttl(keys[0]), pttl(keys[1]); l < q || q <= 5000 {
@@ -63,7 +63,7 @@ func TestLockKeyOutlivesQueue(t *testing.T) {
 		t.Fatalf("release after the lease: %s, want -1", r)
 	}
 	// A newcomer that does not wait: the queue's head gets the lock.
-	if r := reply(eval(t, srv, Acquire, keys, "newcomer", 10000, 0, ModeAcquire, "s3", 250)); !strings.HasPrefix(r, "[0 0 0 ") {
+	if r := reply(eval(t, srv, Acquire, keys, "newcomer", 10000, 0, AcquireNew.Arg(), "s3", 250)); !strings.HasPrefix(r, "[0 0 0 ") {
 		t.Fatalf("newcomer: %s, want busy", r)
 	}
 	v, _ := redis.String(srv.Do("GET", keys[0]))

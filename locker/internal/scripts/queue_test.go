@@ -30,8 +30,8 @@ func TestQueueEntrySameOnEveryCall(t *testing.T) {
 		}
 		return q
 	}
-	eval(t, srv, Acquire, keys, "holder", 10000, 0, ModeAcquire, "s0", 250)
-	if r := reply(eval(t, srv, Acquire, keys, "w", 3000, 5000, ModeAcquire, "s1", 250, "job 7")); !strings.HasPrefix(r, "[0 0 0 ") {
+	eval(t, srv, Acquire, keys, "holder", 10000, 0, AcquireNew.Arg(), "s0", 250)
+	if r := reply(eval(t, srv, Acquire, keys, "w", 3000, 5000, AcquireNew.Arg(), "s1", 250, "job 7")); !strings.HasPrefix(r, "[0 0 0 ") {
 		t.Fatalf("waiter: %s, want queued", r)
 	}
 	first := queue()
@@ -39,7 +39,7 @@ func TestQueueEntrySameOnEveryCall(t *testing.T) {
 		t.Fatalf("queue %q, want the one entry \"w 5000 3000 s1 job 7\"", first)
 	}
 	for range 3 {
-		eval(t, srv, Acquire, keys, "w", 3000, 5000, ModeRecheck, "s1", 250, "job 7")
+		eval(t, srv, Acquire, keys, "w", 3000, 5000, AcquireRecheck.Arg(), "s1", 250, "job 7")
 	}
 	if q := queue(); !slices.Equal(q, first) {
 		t.Fatalf("after re-checks the queue is %q, want %q (same entry, same place)", q, first)
@@ -60,11 +60,11 @@ func TestQueueEntrySameOnEveryCall(t *testing.T) {
 	}
 
 	// Leave with another wait: not this entry.
-	eval(t, srv, Leave, keys, "w", ModeDrop, HandoffGrant, 250, 3000, 4000, "s1", "job 7")
+	eval(t, srv, Leave, keys, "w", LeaveReleaseGrant.Arg(), HandoffGrant, 250, 3000, 4000, "s1", "job 7")
 	if q := queue(); !slices.Equal(q, first) {
 		t.Fatalf("a leave with another wait changed the queue: %q", q)
 	}
-	eval(t, srv, Leave, keys, "w", ModeDrop, HandoffGrant, 250, 3000, 5000, "s1", "job 7")
+	eval(t, srv, Leave, keys, "w", LeaveReleaseGrant.Arg(), HandoffGrant, 250, 3000, 5000, "s1", "job 7")
 	if q := queue(); len(q) != 0 {
 		t.Fatalf("queue %q after the leave, want empty", q)
 	}
@@ -78,9 +78,9 @@ func TestCutOffDropsEarlierEntries(t *testing.T) {
 	srv := redistest.Start(t)
 	keys := lockKeys("c", "", false)
 	msgs := srv.Messages(t, keys[0]+":c")
-	eval(t, srv, Acquire, keys, "holder", 10000, 0, ModeAcquire, "s0", 50)
+	eval(t, srv, Acquire, keys, "holder", 10000, 0, AcquireNew.Arg(), "s0", 50)
 	for _, w := range []struct{ token, sid string }{{"a", "s1"}, {"b", "s1"}, {"c", "s2"}, {"d", "s1"}} {
-		eval(t, srv, Acquire, keys, w.token, 10000, 60000, ModeAcquire, w.sid, 50)
+		eval(t, srv, Acquire, keys, w.token, 10000, 60000, AcquireNew.Arg(), w.sid, 50)
 	}
 	// The release hands the lock to a (s1) for the 50ms window; a never
 	// confirms.
@@ -91,7 +91,7 @@ func TestCutOffDropsEarlierEntries(t *testing.T) {
 		return reply(eval(t, srv, PTTL, keys[:1], "a")) == "-1"
 	})
 	// c re-checks: the lapse cuts s1 off (b and d go), c gets the lock.
-	if r := reply(eval(t, srv, Acquire, keys, "c", 10000, 60000, ModeRecheck, "s2", 50)); !strings.HasPrefix(r, "[1 ") {
+	if r := reply(eval(t, srv, Acquire, keys, "c", 10000, 60000, AcquireRecheck.Arg(), "s2", 50)); !strings.HasPrefix(r, "[1 ") {
 		t.Fatalf("c's re-check: %s, want obtained", r)
 	}
 	if n, _ := redis.Int(srv.Do("ZCARD", keys[1])); n != 0 {
@@ -102,8 +102,8 @@ func TestCutOffDropsEarlierEntries(t *testing.T) {
 		return slices.Contains(msgs(), "!s1")
 	})
 	// b, alive, queues again: behind a newer waiter of another Locker.
-	eval(t, srv, Acquire, keys, "e", 10000, 60000, ModeAcquire, "s3", 50)
-	eval(t, srv, Acquire, keys, "b", 10000, 60000, ModeRecheck, "s1", 50)
+	eval(t, srv, Acquire, keys, "e", 10000, 60000, AcquireNew.Arg(), "s3", 50)
+	eval(t, srv, Acquire, keys, "b", 10000, 60000, AcquireRecheck.Arg(), "s1", 50)
 	if q, _ := redis.Strings(srv.Do("ZRANGE", keys[1], 0, -1)); !slices.Equal(q, []string{"e 60000 10000 s3", "b 60000 10000 s1"}) {
 		t.Fatalf("queue %q, want e then b", q)
 	}

@@ -5,15 +5,35 @@ import (
 	"time"
 )
 
-// Script modes (see the scripts' headers).
+// AcquireMode is acquire.lua's mode argument: what the call asks of the
+// lock. Its values are the wire protocol's (docs/protocol.md); a call
+// passes it as a plain string (Arg).
+type AcquireMode string
+
+// acquire.lua's modes.
 const (
-	ModeAcquire = "a" // acquire.lua: take or queue with a new token (a retried call is idempotent)
-	ModeReenter = "e" // acquire.lua: add a hold with a held lock's token
-	ModeRecheck = "r" // acquire.lua: a queued waiter asks whether it holds the lock
-	ModeNotify  = "n" // acquire.lua: try without queueing; a busy lock publishes a free notice on release
-	ModeKeep    = "k" // leave.lua: keep the lock if it was handed over
-	ModeDrop    = "r" // leave.lua: release the lock if it was handed over
+	AcquireNew     AcquireMode = "a" // take or queue with a new token (a retried call is idempotent)
+	AcquireReenter AcquireMode = "e" // add a hold with a held lock's token
+	AcquireRecheck AcquireMode = "r" // a queued waiter asks whether it holds the lock
+	AcquireNotify  AcquireMode = "n" // try without queueing; a busy lock publishes a free notice on release
 )
+
+// Arg is m as a script argument: the plain string every driver sends.
+func (m AcquireMode) Arg() string { return string(m) }
+
+// LeaveMode is leave.lua's mode argument: what becomes of a lock handed
+// to the leaving waiter meanwhile. Its values are the wire protocol's
+// (docs/protocol.md); a call passes it as a plain string (Arg).
+type LeaveMode string
+
+// leave.lua's modes.
+const (
+	LeaveKeepGrant    LeaveMode = "k" // keep the lock if it was handed over
+	LeaveReleaseGrant LeaveMode = "r" // release the lock if it was handed over
+)
+
+// Arg is m as a script argument: the plain string every driver sends.
+func (m LeaveMode) Arg() string { return string(m) }
 
 // Hand-over on release (see free in common.lua).
 const (

@@ -22,8 +22,8 @@ var mutexLib = luaValue + luaCommon + luaMutex
 
 // The semaphore's (and the read/write lock's) renewal and lease reads.
 var (
-	SemExtend = driver.NewScript(luaValue + luaCommon + luaSemExtend)
-	SemPTTL   = driver.NewScript(luaValue + luaCommon + luaSemPTTL)
+	semExtend = driver.NewScript(luaValue + luaCommon + luaSemExtend)
+	semPTTL   = driver.NewScript(luaValue + luaCommon + luaSemPTTL)
 )
 
 // The operator's scripts: force-release of each kind, one lock's state,
@@ -95,8 +95,8 @@ var (
 		Acquire:    driver.NewScript(luaSemAcquireIdle + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemAcquire),
 		Release:    driver.NewScript(luaSemIdle + luaSemRelease + luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemReleaseQueued),
 		Leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaSemKind + luaSemLeave),
-		Extend:     SemExtend,
-		PTTL:       SemPTTL,
+		Extend:     semExtend,
+		PTTL:       semPTTL,
 		ExtendKeys: 3,
 		Family:     FamilySemaphore,
 	}
@@ -107,8 +107,8 @@ var (
 		Acquire:    driver.NewScript(luaRWAcquireIdle + luaValue + luaCommon + luaSemCommon + luaRWKind + luaRWAcquire),
 		Release:    driver.NewScript(luaRWIdle + luaSemRelease + luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemReleaseQueued),
 		Leave:      driver.NewScript(luaValue + luaCommon + luaSemCommon + luaRWKind + luaSemLeave),
-		Extend:     SemExtend,
-		PTTL:       SemPTTL,
+		Extend:     semExtend,
+		PTTL:       semPTTL,
 		ExtendKeys: 3,
 		Family:     FamilyRW,
 	}

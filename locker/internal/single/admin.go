@@ -4,14 +4,14 @@ import (
 	"context"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Quorum returns the one node and a quorum of 1: a lock lives there, and
 // that node alone makes its state.
-func (b *Backend) Quorum() ([]*node.Node, int) { return []*node.Node{b.nd}, 1 }
+func (b *Backend) Quorum() ([]*backend.Node, int) { return []*backend.Node{b.nd}, 1 }
 
 // Handoff is the grant mode: a force-release hands the lock to the
 // queue's head.

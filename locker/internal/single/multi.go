@@ -11,13 +11,13 @@ import (
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
-// ObtainMany's one-script path (node.MultiFast): on a deployment whose
+// ObtainMany's one-script path (backend.MultiFast): on a deployment whose
 // keys all live on one node and whose scripts may name keys of several
 // slots, one round trip takes every lock when all are free. It is turned
 // off for good on the first CROSSSLOT error (a driver that reaches a
 // Cluster without saying so).
 
-// TakeAll runs multi_acquire.lua over ns (see node.MultiFast).
+// TakeAll runs multi_acquire.lua over ns (see backend.MultiFast).
 func (b *Backend) TakeAll(ctx context.Context, ns []names.Names, tokens []string, ttl time.Duration) ([]int64, bool, error) {
 	if !b.multi.Load() {
 		return nil, false, nil

@@ -1,8 +1,8 @@
 // Package single is the backend on one Redis deployment (a server, a
 // Sentinel set-up or a Cluster behind its driver): a busy lock is waited
 // for in a first-come-first-served queue in Redis, and a release hands
-// the lock straight to the queue's head. It implements node.Backend,
-// node.Admin and node.MultiFast.
+// the lock straight to the queue's head. It implements backend.Backend,
+// backend.Admin and backend.MultiFast.
 package single
 
 import (
@@ -12,11 +12,11 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/node"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -25,8 +25,8 @@ import (
 // queue in Redis: release hands the lock straight to the queue's head and
 // publishes the grant (see wait).
 type Backend struct {
-	*node.Shared
-	nd    *node.Node
+	*backend.Shared
+	nd    *backend.Node
 	multi atomic.Bool // ObtainMany's one-script path is on (see multi.go)
 }
 
@@ -34,7 +34,7 @@ type Backend struct {
 // on: for a driver that does not spread keys over masters (no
 // driver.Masters) and no WithReplicaAck, where each key's acquisition is
 // acknowledged on its own.
-func New(sh *node.Shared, nd *node.Node, multi bool) *Backend {
+func New(sh *backend.Shared, nd *backend.Node, multi bool) *Backend {
 	b := &Backend{Shared: sh, nd: nd}
 	b.multi.Store(multi)
 	return b
@@ -42,7 +42,7 @@ func New(sh *node.Shared, nd *node.Node, multi bool) *Backend {
 
 // Obtain takes the lock, or queues in Redis and waits for the hand-over
 // (see wait.go).
-func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t node.Terms) (node.Held, error) {
+func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t backend.Terms) (backend.Held, error) {
 	var w *hub.Waiter
 	if t.Wait > 0 {
 		// Registered before the first try so that a hand-over published
@@ -51,12 +51,12 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 		defer b.nd.Hub.Unregister(w)
 	}
 	sent := time.Now()
-	r, err := b.acquire(ctx, n, t.TTL, t.Wait, scripts.ModeAcquire, t.Call)
+	r, err := b.acquire(ctx, n, t.TTL, t.Wait, scripts.AcquireNew, t.Call)
 	switch {
 	case err == nil:
 	case !errors.Is(err, lockerr.ErrNotReplicated):
 		b.abandon(n, token, err)
-		return node.Held{}, lockerr.ObtainFailed(ctx, err)
+		return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 	case r.Status == scripts.StatusObtained:
 		return b.unreplicated(n, token, err)
 	}
@@ -71,19 +71,19 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 		return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 	}
 	if t.Wait <= 0 {
-		return node.Held{}, lockerr.ErrNotObtained
+		return backend.Held{}, lockerr.ErrNotObtained
 	}
 	return b.wait(ctx, n, token, t, w, sent, r)
 }
 
 // acquire runs acquire.lua for n's holder (n.TokenArg), with its call
 // context in dc (nil: allocated). Under WithReplicaAck a first try
-// (scripts.ModeAcquire) is acknowledged: a shortfall is an error matching
+// (scripts.AcquireNew) is acknowledged: a shortfall is an error matching
 // lockerr.ErrNotReplicated, returned with the reply.
-func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Duration, mode string, dc *callctx.Deadline) (scripts.Reply, error) {
+func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Duration, mode scripts.AcquireMode, dc *callctx.Deadline) (scripts.Reply, error) {
 	cctx := b.Cfg.Bounds.CallIn(ctx, dc)
-	ack := mode == scripts.ModeAcquire && b.Cfg.AckReplicas > 0
-	if mode == scripts.ModeAcquire && n.FirstArgs != nil {
+	ack := mode == scripts.AcquireNew && b.Cfg.AckReplicas > 0
+	if mode == scripts.AcquireNew && n.FirstArgs != nil {
 		// The first try's arguments, made with the holder (Names.FirstArgs).
 		v, err := b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.FirstArgs...)
 		return parseAcked(v, err, ttl)
@@ -91,7 +91,7 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	// A re-check passes the first try's wait (its queue entry names it: see
 	// entry in common.lua), the first try's argument where there is one.
 	var waitArg any
-	if mode == scripts.ModeRecheck && len(n.FirstArgs) > 2 {
+	if mode == scripts.AcquireRecheck && len(n.FirstArgs) > 2 {
 		waitArg = n.FirstArgs[2]
 	} else {
 		waitArg = b.MSArg(wait)
@@ -100,13 +100,13 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	var err error
 	switch {
 	case n.LimitArg != nil && n.LabelArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LimitArg, n.LabelArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LimitArg, n.LabelArg)
 	case n.LimitArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LimitArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LimitArg)
 	case n.LabelArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg, n.LabelArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LabelArg)
 	default:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode, b.SIDArg, b.WindowArg)
+		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg)
 	}
 	return parseAcked(v, err, ttl)
 }
@@ -146,9 +146,9 @@ func parseAcked(v any, err error, ttl time.Duration) (scripts.Reply, error) {
 // acknowledgement (WithReplicaAck) and returns err, which matches
 // lockerr.ErrNotReplicated and lockerr.ErrUnavailable. The release is a cleanup on a
 // fresh context: the lock must not stay held by a caller told it failed.
-func (b *Backend) unreplicated(n names.Names, token string, err error) (node.Held, error) {
-	_, _ = b.leave(context.Background(), n, token, scripts.ModeDrop)
-	return node.Held{}, err
+func (b *Backend) unreplicated(n names.Names, token string, err error) (backend.Held, error) {
+	_, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant)
+	return backend.Held{}, err
 }
 
 // granted confirms, under WithReplicaAck, a grant that no acknowledged
@@ -157,27 +157,27 @@ func (b *Backend) unreplicated(n names.Names, token string, err error) (node.Hel
 // call — with an acknowledged renewal (confirm): its write follows the
 // grant's in the replication stream, so a replica that acknowledged it
 // has the grant too. A grant that lapsed meanwhile fails with lockerr.ErrLate.
-func (b *Backend) granted(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t node.Terms) (node.Held, error) {
+func (b *Backend) granted(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, error) {
 	h, ok, err := b.confirm(ctx, n, token, fence, at, t)
 	switch {
 	case errors.Is(err, lockerr.ErrNotReplicated):
 		return b.unreplicated(n, token, err)
 	case err != nil:
 		b.abandon(n, token, nil)
-		return node.Held{}, lockerr.ObtainFailed(ctx, err)
+		return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 	case !ok:
-		return node.Held{}, lockerr.Late
+		return backend.Held{}, lockerr.Late
 	}
 	return h, nil
 }
 
 // leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
 // fresh context: it is clean-up that must happen even when ctx ended.
-func (b *Backend) leave(ctx context.Context, n names.Names, token, mode string) (scripts.Reply, error) {
+func (b *Backend) leave(ctx context.Context, n names.Names, token string, mode scripts.LeaveMode) (scripts.Reply, error) {
 	cctx, cancel := b.Cfg.Bounds.Cleanup(ctx)
 	defer cancel()
 	var buf [8]any
-	args := n.EntryArgs(append(buf[:0], token, mode, scripts.HandoffGrant, b.WindowArg))
+	args := n.EntryArgs(append(buf[:0], token, mode.Arg(), scripts.HandoffGrant, b.WindowArg))
 	v, err := b.nd.Drv.Eval(cctx, n.Scripts.Leave, n.Keys, args...)
 	if err != nil {
 		return scripts.Reply{}, err
@@ -200,27 +200,27 @@ func (b *Backend) abandon(n names.Names, token string, err error) {
 	if errors.Is(err, lockerr.ErrNotSent) {
 		return
 	}
-	go func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) }()
+	go func() { _, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant) }()
 	// The lost call may still be on its way on its dead connection and run
 	// after this clean-up; a second one a call timeout later catches that.
 	// Anything later still is bounded by the lease and the wait.
-	time.AfterFunc(b.Cfg.Bounds.Timeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.ModeDrop) })
+	time.AfterFunc(b.Cfg.Bounds.Timeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant) })
 }
 
 // lease turns a grant of pttl, asked for at sent, into a held lock, or —
 // when that lease has ended already — releases it by token and reports
 // lockerr.ErrLate.
-func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence int64, sent time.Time, pttl time.Duration) (node.Held, error) {
+func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence int64, sent time.Time, pttl time.Duration) (backend.Held, error) {
 	if time.Until(sent.Add(pttl)) > 0 {
-		return node.Held{Fence: fence, At: sent, Granted: pttl}, nil
+		return backend.Held{Fence: fence, At: sent, Granted: pttl}, nil
 	}
-	_, _ = b.leave(ctx, n, token, scripts.ModeDrop)
-	return node.Held{}, lockerr.Late
+	_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
+	return backend.Held{}, lockerr.Late
 }
 
 // Reenter adds a hold to the lock token holds (acquire.lua, mode 'e').
 func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
-	r, err := b.acquire(ctx, n, ttl, 0, scripts.ModeReenter, nil)
+	r, err := b.acquire(ctx, n, ttl, 0, scripts.AcquireReenter, nil)
 	if err != nil {
 		return 0, false, err
 	}
@@ -313,7 +313,7 @@ func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.D
 func (b *Backend) ValidUntil(sent time.Time, ttl time.Duration) time.Time { return sent.Add(ttl) }
 
 // Records returns the node: one deployment keeps idempotency records there.
-func (b *Backend) Records() (*node.Node, error) { return b.nd, nil }
+func (b *Backend) Records() (*backend.Node, error) { return b.nd, nil }
 
 // Semaphores returns nil: one deployment keeps every lock kind.
 func (b *Backend) Semaphores() error { return nil }
@@ -322,20 +322,20 @@ func (b *Backend) Semaphores() error { return nil }
 func (b *Backend) Ping(ctx context.Context) error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	return node.Failed(b.nd.Ping(cctx))
+	return backend.Failed(b.nd.Ping(cctx))
 }
 
 // Close closes the node's subscriber connection and driver.
 func (b *Backend) Close() error { return b.nd.Close() }
 
 // Rates returns the node: one deployment keeps rate keys there.
-func (b *Backend) Rates() (*node.Node, error) { return b.nd, nil }
+func (b *Backend) Rates() (*backend.Node, error) { return b.nd, nil }
 
 // Check runs Locker.Check on the node.
 func (b *Backend) Check(ctx context.Context) error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	return node.Failed(b.nd.Check(cctx))
+	return backend.Failed(b.nd.Check(cctx))
 }
 
 // Healthy pings the node: one deployment is usable exactly when it answers.

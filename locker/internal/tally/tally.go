@@ -1,38 +1,24 @@
 // Package tally decides every Redlock operation: the masters' answers to
 // one fanned-out call are counted once (Count), and the count says whether
-// the operation won, was refused, or cannot be decided (a *QuorumError).
+// the operation won, was refused, or cannot be decided (Err: package
+// locker's *QuorumError).
 package tally
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
-// QuorumError reports a Redlock operation that failed on too many masters.
-type QuorumError struct {
-	Op   string  // "obtain", "release", "extend", "ttl"
-	Need int     // the quorum: N/2+1
-	OK   int     // masters that answered as hoped
-	Errs []error // per master, in the order given; nil where it answered
+// NewError makes the error of a tally that cannot decide (Tally.Err) from
+// the operation, the quorum, the masters that answered as hoped and each
+// master's error (nil where it answered). Package locker sets it, while
+// initialising, to make its *QuorumError, the type users match with
+// errors.As; the default (this package's own tests) makes an error that
+// matches ErrQuorum and ErrUnavailable.
+var NewError = func(op string, need, ok int, errs []error) error {
+	return fmt.Errorf("%w: %w: %s: %d of %d masters (need %d)", lockerr.ErrQuorum, lockerr.ErrUnavailable, op, ok, len(errs), need)
 }
-
-// Error lists the operation, the count of masters that answered as hoped
-// and each failing master's error.
-func (e *QuorumError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "locker: quorum not reached: %s: %d of %d masters (need %d)", e.Op, e.OK, len(e.Errs), e.Need)
-	for i, err := range e.Errs {
-		if err != nil {
-			fmt.Fprintf(&b, "; master %d: %v", i, err)
-		}
-	}
-	return b.String()
-}
-
-// Unwrap makes a QuorumError match ErrQuorum and ErrUnavailable.
-func (e *QuorumError) Unwrap() []error { return []error{lockerr.ErrQuorum, lockerr.ErrUnavailable} }
 
 // Reply is one master's answer to a fanned-out call.
 type Reply struct {
@@ -85,5 +71,6 @@ func (t Tally) Refused() bool { return t.No > len(t.Errs)-t.Need }
 // decide: the operation's outcome is unknown.
 func (t Tally) Broken() bool { return t.Failed > len(t.Errs)-t.Need }
 
-// Err is the tally as a *QuorumError.
-func (t Tally) Err() error { return &QuorumError{Op: t.Op, Need: t.Need, OK: t.Yes, Errs: t.Errs} }
+// Err is the error of a tally that cannot decide (NewError's: package
+// locker's *QuorumError).
+func (t Tally) Err() error { return NewError(t.Op, t.Need, t.Yes, t.Errs) }
