@@ -70,11 +70,11 @@ var (
 // *QuorumError values and also match ErrUnavailable.
 var ErrQuorum = lockerr.ErrQuorum
 
-// ErrLate is wrapped by the error of an Obtain whose grant's reply came
+// ErrGrantExpired is wrapped by the error of an Obtain whose grant's reply came
 // after its lease had ended (a slow reply, a paused process): the grant is
 // released by token and the error also matches ErrNotObtained (try again),
 // not ErrUnavailable. A queued waiter granted late queues again instead.
-var ErrLate = lockerr.ErrLate
+var ErrGrantExpired = lockerr.ErrGrantExpired
 
 // ErrProtocol means that Redis holds a record this release cannot read:
 // one written by a release of another protocol (docs/protocol.md), or by

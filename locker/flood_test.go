@@ -45,7 +45,7 @@ func TestFloodLeavesNothing(t *testing.T) {
 	// more way for a lock to end, which the flood only counts.
 	var ranOut atomic.Int64
 	ended := func(err error) error {
-		if errors.Is(err, locker.ErrLate) || errors.Is(err, locker.ErrNotHeld) {
+		if errors.Is(err, locker.ErrGrantExpired) || errors.Is(err, locker.ErrNotHeld) {
 			ranOut.Add(1)
 			return nil
 		}

@@ -44,7 +44,7 @@ func granted(v any) bool {
 // before its wait: the late grant is handed back and the waiter queues
 // again, and obtains the lock within its wait. For every kind. (Found by
 // the kinds' burst in internal/reliability: under a flash-sale burst on a
-// loaded machine, waiters with minutes of wait left failed with ErrLate
+// loaded machine, waiters with minutes of wait left failed with ErrGrantExpired
 // after about a second.)
 func TestLateRecheckKeepsWaiting(t *testing.T) {
 	srv := redistest.Start(t)

@@ -137,7 +137,7 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 		return nil, true, ErrNotObtained // busy: nothing was taken
 	case time.Until(sent.Add(t.ttl)) <= 0:
 		mf.DropAll(ns, tokens, nil)
-		return nil, true, lockerr.Late
+		return nil, true, lockerr.GrantExpired
 	}
 	parts := make([]*Lease, len(keys))
 	for i, key := range keys {

@@ -182,7 +182,7 @@ func TestGrantConfirmed(t *testing.T) {
 
 // TestLateGrantIsNotObtained: a lock granted for a lease that ended before
 // the reply arrived (Redis paused longer than the TTL) fails with an error
-// that reads as busy (ErrNotObtained, ErrLate), not as Redis being down.
+// that reads as busy (ErrNotObtained, ErrGrantExpired), not as Redis being down.
 func TestLateGrantIsNotObtained(t *testing.T) {
 	srv := redistest.Start(t)
 	lk := newLocker(t, srv)
@@ -191,8 +191,8 @@ func TestLateGrantIsNotObtained(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err := lk.Obtain(context.Background(), "late", locker.Params{TTL: 20 * time.Millisecond})
-	if !errors.Is(err, locker.ErrLate) || !errors.Is(err, locker.ErrNotObtained) {
-		t.Fatalf("err = %v, want ErrLate and ErrNotObtained", err)
+	if !errors.Is(err, locker.ErrGrantExpired) || !errors.Is(err, locker.ErrNotObtained) {
+		t.Fatalf("err = %v, want ErrGrantExpired and ErrNotObtained", err)
 	}
 	if errors.Is(err, locker.ErrUnavailable) {
 		t.Fatalf("err = %v matches ErrUnavailable: Redis was healthy", err)

@@ -263,7 +263,7 @@ func TestFixedLeaseRunsOutUnwatched(t *testing.T) {
 	lk := newLocker(t, srv)
 	ctx := context.Background()
 	// A 50ms lease can end before the reply arrives on a loaded machine
-	// (ErrLate): try again, bounded.
+	// (ErrGrantExpired): try again, bounded.
 	var le *locker.Lease
 	for attempt := 0; ; attempt++ {
 		var err error
@@ -271,7 +271,7 @@ func TestFixedLeaseRunsOutUnwatched(t *testing.T) {
 		if err == nil {
 			break
 		}
-		if !errors.Is(err, locker.ErrLate) || attempt == 20 {
+		if !errors.Is(err, locker.ErrGrantExpired) || attempt == 20 {
 			t.Fatalf("Obtain(\"unwatched\"): %v", err)
 		}
 	}

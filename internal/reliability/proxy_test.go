@@ -60,7 +60,7 @@ func TestLatencyLongerThanTTL(t *testing.T) {
 }
 
 // TestLatencyLongerThanTTLNotObtained: an acquire whose reply arrives after
-// the TTL it asked for is "not acquired" with a clear error (locker.ErrLate,
+// the TTL it asked for is "not acquired" with a clear error (locker.ErrGrantExpired,
 // which also matches ErrNotObtained and not ErrUnavailable: Redis answered,
 // the lock was just not usable any more, so the adapters answer as for a
 // busy lock), not a Lease that is already expired, and the lock it took is
@@ -74,8 +74,8 @@ func TestLatencyLongerThanTTLNotObtained(t *testing.T) {
 	if err == nil {
 		t.Fatalf("Obtain returned a lease (lost=%t) for a reply that arrived after its TTL; want an error", le.Lost())
 	}
-	if !errors.Is(err, locker.ErrLate) || !errors.Is(err, locker.ErrNotObtained) || errors.Is(err, locker.ErrUnavailable) {
-		t.Fatalf("err = %v, want ErrLate and ErrNotObtained, not ErrUnavailable", err)
+	if !errors.Is(err, locker.ErrGrantExpired) || !errors.Is(err, locker.ErrNotObtained) || errors.Is(err, locker.ErrUnavailable) {
+		t.Fatalf("err = %v, want ErrGrantExpired and ErrNotObtained, not ErrUnavailable", err)
 	}
 	if n := exists(t, srv, lockKeys("slow3")[0]); n != 0 {
 		t.Fatal("the late lock was not released")

@@ -65,7 +65,7 @@ func TestClassify(t *testing.T) {
 		{te(ErrTagMistake), TagMistake},
 		{te(fmt.Errorf("body: %w", ErrTooLarge)), TooLarge},
 		{locker.ErrNotObtained, Busy},
-		{locker.ErrLate, Busy},
+		{locker.ErrGrantExpired, Busy},
 		{fmt.Errorf("%w: dial", locker.ErrUnavailable), Unavailable},
 		{locker.ErrPoolExhausted, Unavailable},
 		{errors.Join(locker.ErrNotObtained, context.DeadlineExceeded), Deadline},

@@ -39,7 +39,7 @@ const (
 	// logs it with the tag and the guard's name.
 	TagMistake
 	// Busy: the lock stayed held by another request for the whole wait
-	// (including a grant that arrived too late, locker.ErrLate).
+	// (including a grant that arrived too late, locker.ErrGrantExpired).
 	Busy
 	// Unavailable: Redis could not be reached, failed, or the pool was
 	// exhausted; nothing is known to be held. Also a record of another
@@ -175,7 +175,7 @@ func classify(err error) Kind {
 		return Canceled
 	case errors.Is(err, locker.ErrLockLost):
 		return Lost // a nested lock whose outer hold was lost
-	case errors.Is(err, locker.ErrNotObtained), errors.Is(err, locker.ErrLate):
+	case errors.Is(err, locker.ErrNotObtained), errors.Is(err, locker.ErrGrantExpired):
 		return Busy
 	case errors.Is(err, locker.ErrRateLimited):
 		return RateLimited

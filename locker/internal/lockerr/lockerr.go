@@ -33,7 +33,7 @@ var (
 	ErrNotReplicated          = errors.New("locker: not acknowledged by replicas")
 	ErrForceReleased          = errors.New("locker: force-released")
 	ErrQuorum                 = errors.New("locker: quorum not reached")
-	ErrLate                   = errors.New("locker: lease ended before the reply arrived")
+	ErrGrantExpired           = errors.New("locker: granted, but the lease ended before the reply arrived")
 	ErrUnsupported            = errors.New("locker: server lacks what the locker needs")
 	ErrInFlight               = errors.New("locker: idempotency key in flight")
 	ErrMismatch               = errors.New("locker: idempotency key reused with a different request")
@@ -86,8 +86,8 @@ func AsProtocol(err error) *Protocol {
 	return &Protocol{Found: f[0], Supported: f[1]}
 }
 
-// Late is the error of a late grant: it matches ErrLate and ErrNotObtained.
-var Late error = &Multi{Msg: ErrLate.Error(), Errs: []error{ErrLate, ErrNotObtained}}
+// GrantExpired is the error of a late grant: it matches ErrGrantExpired and ErrNotObtained.
+var GrantExpired error = &Multi{Msg: ErrGrantExpired.Error(), Errs: []error{ErrGrantExpired, ErrNotObtained}}
 
 // Forced is the cause a force-released lease ends with: it matches
 // ErrLockLost and ErrForceReleased, and names the reason.

@@ -156,7 +156,7 @@ func (b *Backend) unreplicated(n names.Names, token string, err error) (backend.
 // release, a re-check that found the lock already handed over, a retried
 // call — with an acknowledged renewal (confirm): its write follows the
 // grant's in the replication stream, so a replica that acknowledged it
-// has the grant too. A grant that lapsed meanwhile fails with lockerr.ErrLate.
+// has the grant too. A grant that lapsed meanwhile fails with lockerr.ErrGrantExpired.
 func (b *Backend) granted(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, error) {
 	h, ok, err := b.confirm(ctx, n, token, fence, at, t)
 	switch {
@@ -166,7 +166,7 @@ func (b *Backend) granted(ctx context.Context, n names.Names, token string, fenc
 		b.abandon(n, token, nil)
 		return backend.Held{}, lockerr.ObtainFailed(ctx, err)
 	case !ok:
-		return backend.Held{}, lockerr.Late
+		return backend.Held{}, lockerr.GrantExpired
 	}
 	return h, nil
 }
@@ -209,13 +209,13 @@ func (b *Backend) abandon(n names.Names, token string, err error) {
 
 // lease turns a grant of pttl, asked for at sent, into a held lock, or —
 // when that lease has ended already — releases it by token and reports
-// lockerr.ErrLate.
+// lockerr.ErrGrantExpired.
 func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence int64, sent time.Time, pttl time.Duration) (backend.Held, error) {
 	if time.Until(sent.Add(pttl)) > 0 {
 		return backend.Held{Fence: fence, At: sent, Granted: pttl}, nil
 	}
 	_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
-	return backend.Held{}, lockerr.Late
+	return backend.Held{}, lockerr.GrantExpired
 }
 
 // Reenter adds a hold to the lock token holds (acquire.lua, mode 'e').

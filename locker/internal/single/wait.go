@@ -123,7 +123,7 @@ func (q *queued) recheck() (h backend.Held, done bool, err error) {
 	}
 	if q.r.Status == scripts.StatusObtained {
 		h, err = q.hold(q.r, q.sent)
-		if !errors.Is(err, lockerr.ErrLate) || !time.Now().Before(q.until) {
+		if !errors.Is(err, lockerr.ErrGrantExpired) || !time.Now().Before(q.until) {
 			return h, true, err
 		}
 		q.dropped, q.requeued = q.r.Fence, 0
@@ -144,7 +144,7 @@ func (q *queued) recheck() (h backend.Held, done bool, err error) {
 
 // hold turns a reply that says the waiter holds the lock, asked for at
 // sent, into the held lock: confirmed under WithReplicaAck (granted), else
-// as Redis granted it (lease; ErrLate when it ended before the reply).
+// as Redis granted it (lease; ErrGrantExpired when it ended before the reply).
 func (q *queued) hold(r scripts.Reply, sent time.Time) (backend.Held, error) {
 	if q.b.Cfg.AckReplicas > 0 {
 		return q.b.granted(q.ctx, q.n, q.token, r.Fence, sent, q.t)
