@@ -37,7 +37,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/locktagv1 v0.12.0 // indirect
+	github.com/locktag/locktag/interceptor/locktagv1 v1.0.0 // indirect
 	github.com/mattn/go-isatty v0.0.22 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
@@ -58,14 +58,14 @@ require (
 )
 
 require (
-	github.com/locktag/locktag v0.12.0
-	github.com/locktag/locktag/example-app v0.12.0
-	github.com/locktag/locktag/interceptor v0.12.0
-	github.com/locktag/locktag/interceptor/connectrpc v0.12.0
-	github.com/locktag/locktag/locker/goredis v0.12.0
-	github.com/locktag/locktag/locker/rueidis v0.12.0
-	github.com/locktag/locktag/middleware v0.12.0
-	github.com/locktag/locktag/middleware/stdhttp v0.12.0
+	github.com/locktag/locktag v1.0.0
+	github.com/locktag/locktag/example-app v1.0.0
+	github.com/locktag/locktag/interceptor v1.0.0
+	github.com/locktag/locktag/interceptor/connectrpc v1.0.0
+	github.com/locktag/locktag/locker/goredis v1.0.0
+	github.com/locktag/locktag/locker/rueidis v1.0.0
+	github.com/locktag/locktag/middleware v1.0.0
+	github.com/locktag/locktag/middleware/stdhttp v1.0.0
 	github.com/redis/rueidis v1.0.79
 )
 

@@ -9,17 +9,17 @@ require (
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/gomodule/redigo v1.9.3
 	github.com/labstack/echo/v4 v4.16.0
-	github.com/locktag/locktag v0.12.0
-	github.com/locktag/locktag/interceptor v0.12.0
-	github.com/locktag/locktag/interceptor/connectrpc v0.12.0
-	github.com/locktag/locktag/interceptor/locktagv1 v0.12.0
-	github.com/locktag/locktag/locker/goredis v0.12.0
-	github.com/locktag/locktag/locker/lockotel v0.12.0
-	github.com/locktag/locktag/locker/locktest v0.12.0
-	github.com/locktag/locktag/middleware v0.12.0
-	github.com/locktag/locktag/middleware/lockecho v0.12.0
-	github.com/locktag/locktag/middleware/lockfiber v0.12.0
-	github.com/locktag/locktag/middleware/stdhttp v0.12.0
+	github.com/locktag/locktag v1.0.0
+	github.com/locktag/locktag/interceptor v1.0.0
+	github.com/locktag/locktag/interceptor/connectrpc v1.0.0
+	github.com/locktag/locktag/interceptor/locktagv1 v1.0.0
+	github.com/locktag/locktag/locker/goredis v1.0.0
+	github.com/locktag/locktag/locker/lockotel v1.0.0
+	github.com/locktag/locktag/locker/locktest v1.0.0
+	github.com/locktag/locktag/middleware v1.0.0
+	github.com/locktag/locktag/middleware/lockecho v1.0.0
+	github.com/locktag/locktag/middleware/lockfiber v1.0.0
+	github.com/locktag/locktag/middleware/stdhttp v1.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.opentelemetry.io/otel/exporters/stdout/stdoutmetric v1.47.0
 	go.opentelemetry.io/otel/exporters/stdout/stdouttrace v1.47.0

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/gin-gonic/gin v1.11.0
 	github.com/gomodule/redigo v1.9.2
-	github.com/locktag/locktag v0.12.0
+	github.com/locktag/locktag v1.0.0
 )
 
 require (

@@ -4,8 +4,8 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.19.0
-	github.com/locktag/locktag v0.12.0
-	github.com/locktag/locktag/interceptor/locktagv1 v0.12.0
+	github.com/locktag/locktag v1.0.0
+	github.com/locktag/locktag/interceptor/locktagv1 v1.0.0
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20250528174236-200df99c418a
 	google.golang.org/protobuf v1.36.9
 )

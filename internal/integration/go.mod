@@ -9,10 +9,10 @@ require (
 	github.com/go-chi/chi/v5 v5.5.0
 	github.com/go-redsync/redsync/v4 v4.18.1
 	github.com/gomodule/redigo v1.9.3
-	github.com/locktag/locktag v0.12.0
-	github.com/locktag/locktag/locker/lockotel v0.12.0
-	github.com/locktag/locktag/middleware v0.12.0
-	github.com/locktag/locktag/middleware/stdhttp v0.12.0
+	github.com/locktag/locktag v1.0.0
+	github.com/locktag/locktag/locker/lockotel v1.0.0
+	github.com/locktag/locktag/middleware v1.0.0
+	github.com/locktag/locktag/middleware/stdhttp v1.0.0
 	github.com/redis/go-redis/v9 v9.23.0
 	go.opentelemetry.io/otel v1.47.0
 	go.opentelemetry.io/otel/sdk v1.47.0

@@ -40,7 +40,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/locktagv1 v0.12.0 // indirect
+	github.com/locktag/locktag/interceptor/locktagv1 v1.0.0 // indirect
 	github.com/mattn/go-colorable v0.1.13 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -72,11 +72,11 @@ require (
 )
 
 require (
-	github.com/locktag/locktag v0.12.0
-	github.com/locktag/locktag/interceptor v0.12.0
-	github.com/locktag/locktag/locker/goredis v0.12.0
-	github.com/locktag/locktag/locker/lockotel v0.12.0
-	github.com/locktag/locktag/middleware v0.12.0
+	github.com/locktag/locktag v1.0.0
+	github.com/locktag/locktag/interceptor v1.0.0
+	github.com/locktag/locktag/locker/goredis v1.0.0
+	github.com/locktag/locktag/locker/lockotel v1.0.0
+	github.com/locktag/locktag/middleware v1.0.0
 	github.com/redis/go-redis/v9 v9.9.0
 )
 

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gomodule/redigo v1.9.2
-	github.com/locktag/locktag v0.12.0
+	github.com/locktag/locktag v1.0.0
 	github.com/redis/go-redis/v9 v9.9.0
 )
 

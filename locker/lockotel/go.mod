@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/gomodule/redigo v1.9.2
-	github.com/locktag/locktag v0.12.0
+	github.com/locktag/locktag v1.0.0
 	go.opentelemetry.io/otel v1.20.0
 	go.opentelemetry.io/otel/metric v1.20.0
 	go.opentelemetry.io/otel/trace v1.20.0

@@ -6,7 +6,7 @@ replace github.com/locktag/locktag => ../..
 
 require (
 	github.com/gomodule/redigo v1.9.2
-	github.com/locktag/locktag v0.12.0
+	github.com/locktag/locktag v1.0.0
 	github.com/redis/rueidis v1.0.79
 )
 

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/gomodule/redigo v1.9.2
 	github.com/labstack/echo/v5 v5.4.4
-	github.com/locktag/locktag v0.12.0
+	github.com/locktag/locktag v1.0.0
 )
 
 require (

@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/gomodule/redigo v1.9.2
-	github.com/locktag/locktag v0.12.0
+	github.com/locktag/locktag v1.0.0
 	github.com/valyala/fasthttp v1.69.0
 )
 

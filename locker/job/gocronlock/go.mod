@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-co-op/gocron/v2 v2.2.6
-	github.com/locktag/locktag v0.12.0
+	github.com/locktag/locktag v1.0.0
 )
 
 require (

@@ -15,12 +15,12 @@ replace (
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/gin-gonic/gin v1.12.0
-	github.com/locktag/locktag v0.12.0
-	github.com/locktag/locktag/interceptor v0.12.0
-	github.com/locktag/locktag/interceptor/connectrpc v0.12.0
-	github.com/locktag/locktag/locker/locktest v0.12.0
-	github.com/locktag/locktag/middleware v0.12.0
-	github.com/locktag/locktag/middleware/stdhttp v0.12.0
+	github.com/locktag/locktag v1.0.0
+	github.com/locktag/locktag/interceptor v1.0.0
+	github.com/locktag/locktag/interceptor/connectrpc v1.0.0
+	github.com/locktag/locktag/locker/locktest v1.0.0
+	github.com/locktag/locktag/middleware v1.0.0
+	github.com/locktag/locktag/middleware/stdhttp v1.0.0
 	google.golang.org/grpc v1.85.0
 )
 
@@ -42,7 +42,7 @@ require (
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/cpuid/v2 v2.3.0 // indirect
 	github.com/leodido/go-urn v1.4.0 // indirect
-	github.com/locktag/locktag/interceptor/locktagv1 v0.12.0 // indirect
+	github.com/locktag/locktag/interceptor/locktagv1 v1.0.0 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
