@@ -1,7 +1,9 @@
 package driver
 
 import (
+	"crypto/fips140"
 	"crypto/sha1"
+	"crypto/sha256"
 	"encoding/hex"
 )
 
@@ -9,6 +11,11 @@ import (
 // (EVALSHA) and fall back to EVAL when the server answers NOSCRIPT, so a
 // SCRIPT FLUSH or a restarted server costs one extra round trip, never an
 // error. A Script is immutable and safe for concurrent use.
+//
+// The SHA1 is only the name Redis gives a script; it protects nothing.
+// The core's own scripts ship theirs (see NewScript), so a program in
+// FIPS 140-only mode (GODEBUG=fips140=only), where crypto/sha1 refuses to
+// run, computes no SHA-1 for them.
 type Script struct {
 	src  string
 	hash string
@@ -18,16 +25,37 @@ type Script struct {
 }
 
 // NewScript returns the Script for the Lua source src.
+//
+// The hash of each script the core runs is shipped with the module and
+// looked up by the source's SHA-256; any other source's SHA1 is computed.
+// In FIPS 140-only mode a source without a shipped hash gets none: Hash
+// is empty, which Redis answers with NOSCRIPT, so every call runs by EVAL
+// (two round trips, the second carrying the source).
 func NewScript(src string) *Script {
-	sum := sha1.Sum([]byte(src))
-	h := hex.EncodeToString(sum[:])
+	h := scriptSHA1(src)
 	return &Script{src: src, hash: h, hashArg: h, srcArg: src}
+}
+
+// scriptSHA1 is src's hex SHA1: shipped, computed, or, where FIPS 140-only
+// mode forbids SHA-1, empty.
+func scriptSHA1(src string) string {
+	sum := sha256.Sum256([]byte(src))
+	if h, ok := shippedSHA1[hex.EncodeToString(sum[:])]; ok {
+		return h
+	}
+	if fips140.Enforced() {
+		return ""
+	}
+	s1 := sha1.Sum([]byte(src))
+	return hex.EncodeToString(s1[:])
 }
 
 // Source is the script's Lua text.
 func (s *Script) Source() string { return s.src }
 
-// Hash is the hex SHA1 of the source, as EVALSHA wants it.
+// Hash is the hex SHA1 of the source, as EVALSHA wants it; empty for a
+// script made in FIPS 140-only mode whose hash is not shipped (see
+// NewScript).
 func (s *Script) Hash() string { return s.hash }
 
 // HashArg is Hash as an interface value made once, for drivers that pass

@@ -12,7 +12,13 @@
 //
 //	go generate ./locker/internal/scripts
 //
+// go generate also rewrites locker/driver/shipped.go, the SHA1 of every
+// registered script, which driver.NewScript looks up so that no SHA-1 is
+// computed in the process (FIPS 140-only mode refuses SHA-1);
+// TestShippedHashes fails when it is stale.
+//
 // The package is a leaf: it imports only the driver seam.
 package scripts
 
 //go:generate go test -run TestProtocolDoc -args -update
+//go:generate go test -run TestShippedHashes -args -update
