@@ -52,7 +52,7 @@ func TestAuthorizer(t *testing.T) {
 		}
 		return ops.ErrForbidden
 	}
-	ts := serve(t, lk, ops.WithAuthorizer(authz), ops.WithRedaction(ops.HashNames([]byte("k"))))
+	ts := serve(t, lk, ops.WithAuthorizer(authz), ops.WithRedaction(ops.HashNames([]byte("a test redaction secret"))))
 	base := ts.URL + "/debug/locktag/"
 	le := obtain(t, lk, "user:alice@example.com")
 
@@ -97,7 +97,7 @@ func TestAuthorizer(t *testing.T) {
 // only on a handler with the same key.
 func TestRedaction(t *testing.T) {
 	lk, _ := newLocker(t)
-	secret := []byte("page secret")
+	secret := []byte("the ops page secret")
 	opts := []ops.Option{ops.WithRedaction(ops.HashNames(secret)), ops.WithHandleKey([]byte("handle key"))}
 	ts := serve(t, lk, opts...)
 	other := serve(t, lk, append(opts, ops.WithHandleKey([]byte("another key")))...)
@@ -107,7 +107,7 @@ func TestRedaction(t *testing.T) {
 	const raw = "alice@example.com"
 	want := ops.HashNames(secret)("user:alice@example.com")
 	if !strings.HasPrefix(want, "user:#") || strings.Contains(want, "alice") || want != ops.HashNames(secret)("user:alice@example.com") ||
-		want == ops.HashNames([]byte("other"))("user:alice@example.com") {
+		want == ops.HashNames([]byte("another page secret"))("user:alice@example.com") {
 		t.Fatalf("HashNames: %q", want)
 	}
 

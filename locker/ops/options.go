@@ -1,6 +1,7 @@
 package ops
 
 import (
+	"crypto/fips140"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -165,7 +166,14 @@ func WithRefresh(d time.Duration) Option {
 // and matched with a name the operator hashes himself; without the
 // secret, a small id space cannot be searched for a match. A name without
 // ':' is hashed whole.
+//
+// Give it a secret of at least 14 bytes (112 bits): FIPS 140-only mode
+// (GODEBUG=fips140=only) refuses shorter HMAC keys, and there HashNames
+// panics at once rather than on the page's first request.
 func HashNames(secret []byte) func(name string) string {
+	if len(secret) < minHMACKey && fips140.Enforced() {
+		panic(fmt.Sprintf("ops: HashNames: a secret of %d bytes; FIPS 140-only mode needs at least %d", len(secret), minHMACKey))
+	}
 	key := append([]byte(nil), secret...)
 	return func(name string) string {
 		m := hmac.New(sha256.New, key)
@@ -177,3 +185,6 @@ func HashNames(secret []byte) func(name string) string {
 		return "#" + sum
 	}
 }
+
+// minHMACKey is the shortest HMAC key FIPS 140-only mode accepts (112 bits).
+const minHMACKey = 14

@@ -35,7 +35,7 @@ func TestOptions(t *testing.T) {
 		{"all valid", []ops.Option{
 			ops.WithAuthorizer(allow), ops.WithLogger(slog.Default()),
 			ops.WithIdentity(func(*http.Request) string { return "me" }),
-			ops.WithRedaction(ops.HashNames([]byte("k"))), ops.WithHandleKey([]byte("k")),
+			ops.WithRedaction(ops.HashNames([]byte("a test redaction secret"))), ops.WithHandleKey([]byte("k")),
 			ops.WithPageSize(1), ops.WithRefresh(time.Millisecond),
 		}, nil},
 		{"nil authorizer", []ops.Option{ops.WithAuthorizer(nil)}, []string{"ops.WithAuthorizer(nil)"}},

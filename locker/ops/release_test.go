@@ -88,7 +88,7 @@ func TestForceRelease(t *testing.T) {
 func TestForceReleaseRedacted(t *testing.T) {
 	lk, _ := newLocker(t)
 	var logs logtest.Buffer
-	ts := serve(t, lk, ops.WithAuthorizer(allowAll), ops.WithRedaction(ops.HashNames([]byte("s"))),
+	ts := serve(t, lk, ops.WithAuthorizer(allowAll), ops.WithRedaction(ops.HashNames([]byte("a test redaction secret"))),
 		ops.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 	held := obtain(t, lk, "user:bob@example.com")
 	heldCtx := held.Context()

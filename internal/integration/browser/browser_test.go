@@ -58,7 +58,7 @@ func TestBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	mux.Handle("/debug/locktag/", opsPage)
-	redact := ops.HashNames([]byte("browser test"))
+	redact := ops.HashNames([]byte("the browser test secret"))
 	readOnly, err := ops.NewHandler(lk, ops.WithRedaction(redact))
 	if err != nil {
 		t.Fatal(err)
