@@ -55,7 +55,7 @@ type seedLock struct {
 	n    atomic.Int64
 }
 
-var seedUnlock = redis.NewScript(1, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
+var seedUnlock = luaScript(1, `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`)
 
 func (s *seedLock) lock(ctx context.Context, key string) (unlocker, error) {
 	token := fmt.Sprint(s.n.Add(1))

@@ -156,15 +156,14 @@ func ExampleFence_redisScript() {
 
 	c := examplePool().Get()
 	defer c.Close()
-	sell := redis.NewScript(1, sellScript)
 	const key = "shop:stock:{sku:8}"
 	if _, err := c.Do("HSET", key, "qty", 5, "fence", 0); err != nil {
 		fmt.Println(err)
 		return
 	}
-	left, err := redis.Int64(sell.Do(c, key, b.Token(), 1))
+	left, err := redis.Int64(c.Do("EVAL", sellScript, 1, key, b.Token(), 1))
 	fmt.Println("B sells:", left, err)
-	_, err = redis.Int64(sell.Do(c, key, a.Token(), 1)) // A resumes
+	_, err = redis.Int64(c.Do("EVAL", sellScript, 1, key, a.Token(), 1)) // A resumes
 	fmt.Println("A sells:", err)
 	// Output:
 	// B sells: 4 <nil>

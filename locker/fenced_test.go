@@ -106,7 +106,7 @@ func TestFencedConcurrentNoLostUpdate(t *testing.T) {
 // hash at once. Some are refused as stale; every acknowledged sale is
 // counted in the stock.
 func TestRedisRecipesNoLostUpdate(t *testing.T) {
-	script := redis.NewScript(1, sellScript)
+	script := luaScript(1, sellScript)
 	recipes := []struct {
 		name string
 		sell func(c redis.Conn, key string, token int64) error
@@ -183,7 +183,7 @@ return 1
 // fencing admits both writes and loses a sale; WATCH/MULTI (sellWatch)
 // makes B read again and loses nothing.
 func TestRedisRecipesPausedHolder(t *testing.T) {
-	writeOnly := redis.NewScript(1, writeOnlyScript)
+	writeOnly := luaScript(1, writeOnlyScript)
 	sellWriteOnly := func(c redis.Conn, key string, token int64, between func()) (int64, error) {
 		qty, err := redis.Int64(c.Do("HGET", key, "qty"))
 		if err != nil {
