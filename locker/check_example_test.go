@@ -46,3 +46,19 @@ func ExampleLocker_ACLRules() {
 	fmt.Println("ACL SETUSER shop on >PASSWORD " + strings.Join(rules[:6], " ") + " ...")
 	// Output: ACL SETUSER shop on >PASSWORD resetkeys ~shop:* resetchannels &shop:* &locktag:listener* -@all ...
 }
+
+// A Redis shared with a cache that evicts: Check refuses it with
+// ErrEvictionPolicy unless the risk is accepted, and then Risks names it
+// (the ops page shows it too).
+func ExampleWithEvictionAllowed() {
+	lk, err := locker.New(redigo.New(examplePool()), locker.WithEvictionAllowed())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	if err := lk.Check(context.Background()); errors.Is(err, locker.ErrEvictionPolicy) {
+		fmt.Println("refused:", err) // not with WithEvictionAllowed
+	}
+	fmt.Println(len(lk.Risks()), "risks accepted") // the example server has no maxmemory
+	// Output: 0 risks accepted
+}

@@ -89,3 +89,10 @@ var ErrProtocol = lockerr.ErrProtocol
 // lacks scripting, pub/sub or a command the scripts call; Check (and the
 // first Ping or Healthy) says what to allow. See docs/servers.md.
 var ErrUnsupported = lockerr.ErrUnsupported
+
+// ErrEvictionPolicy means that Check found a Redis with a maxmemory whose
+// maxmemory-policy is not noeviction: it may evict a held lock's key, and
+// the lock would be granted again while its holder runs. It matches
+// ErrUnsupported too; the error names the policy and what to set.
+// WithEvictionAllowed accepts the risk instead.
+var ErrEvictionPolicy = lockerr.ErrEvictionPolicy

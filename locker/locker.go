@@ -45,6 +45,8 @@ type Locker struct {
 	shutErr  error
 	// protocolLogged: a record of another protocol was logged (protocolMet).
 	protocolLogged atomic.Bool
+	// risks are what Check found and accepted, each logged once (risks.go).
+	risks riskSet
 }
 
 // New returns a Locker on one Redis deployment reached through d: a single
@@ -142,15 +144,16 @@ func newLocker(o options, lastKey bool) *Locker {
 	l.tel = newTelemetry(l.o)
 	l.log = logs.Logger{L: o.logger, Keys: o.keyAttribute}
 	l.sh = backend.NewShared(backend.Config{
-		Prefix:      o.prefix,
-		Bounds:      o.bounds(),
-		Linger:      o.linger,
-		MaxCalls:    o.maxCalls,
-		AckReplicas: o.ackReplicas,
-		AckTimeout:  o.ackTimeout,
-		Drift:       o.drift,
-		NodeTimeout: o.nodeTimeout,
-	}, o.grantWindow, lastKey, backend.Hooks{Waiting: l.waiting})
+		Prefix:        o.prefix,
+		Bounds:        o.bounds(),
+		Linger:        o.linger,
+		MaxCalls:      o.maxCalls,
+		AckReplicas:   o.ackReplicas,
+		AckTimeout:    o.ackTimeout,
+		Drift:         o.drift,
+		NodeTimeout:   o.nodeTimeout,
+		AllowEviction: o.allowEvict,
+	}, o.grantWindow, lastKey, backend.Hooks{Waiting: l.waiting, Risk: l.risk})
 	l.log.SID = l.sh.SID
 	l.sh.Layout.Bridge = o.bridge
 	if l.o.label != "" {

@@ -32,6 +32,7 @@ type options struct {
 	logger       *slog.Logger            // nil: slog.Default() when a record is logged
 	label        string                  // WithLabel; "": none
 	bridge       func(key string) string // WithPlainLockBridge; nil: none
+	allowEvict   bool                    // WithEvictionAllowed
 
 	errs        []error  // invalid values, one per option
 	redlockOnly []string // Redlock-only options given
@@ -290,4 +291,17 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 		}
 		o.ackReplicas, o.ackTimeout = replicas, timeout
 	}
+}
+
+// WithEvictionAllowed accepts a Redis whose maxmemory-policy may evict keys
+// (any policy but noeviction, with a maxmemory set). By default Check, and
+// so Ping and Healthy, refuse such a server with an error matching
+// ErrEvictionPolicy: a held lock's key can be evicted under memory
+// pressure and the lock granted again while its holder still runs, which
+// the holder learns only at its next renewal. With this option Check
+// passes and logs the risk once, at Warn, and Risks reports it. Use it
+// only where a lock is an optimisation and every write it protects checks
+// the fencing token. See docs/production.md#redis-configuration.
+func WithEvictionAllowed() Option {
+	return func(o *options) { o.allowEvict = true }
 }

@@ -45,6 +45,10 @@ type Page struct {
 	// CanRelease says the caller may force-release at all (some rows
 	// may still refuse; see Lock.CanRelease).
 	CanRelease bool `json:"canRelease"`
+	// Risks are what the Locker's start-up check found on the server and
+	// accepted (Locker.Risks), e.g. an eviction policy allowed by
+	// locker.WithEvictionAllowed.
+	Risks []string `json:"risks,omitempty"`
 }
 
 // Lock is one lock's state, as the API and the page show it.
@@ -177,7 +181,7 @@ func (h *handler) page(ctx context.Context, prefix, cursor string, waiters int) 
 	if len(prefix) > maxNameBytes {
 		return nil, errPrefixTooLong
 	}
-	p := &Page{Prefix: prefix, Locks: []Lock{}, Redacted: h.o.redact != nil, Locker: h.lk.ID()}
+	p := &Page{Prefix: prefix, Locks: []Lock{}, Redacted: h.o.redact != nil, Locker: h.lk.ID(), Risks: h.lk.Risks()}
 	var names []string
 	seen := map[string]bool{}
 	next := cursor

@@ -38,7 +38,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		// The status and message the API would answer, on the page.
 		status, d.Error = lockerStatus(err)
-		p = &Page{Prefix: q.Get("prefix"), Locks: []Lock{}, Redacted: h.o.redact != nil, Locker: h.lk.ID()}
+		p = &Page{Prefix: q.Get("prefix"), Locks: []Lock{}, Redacted: h.o.redact != nil, Locker: h.lk.ID(), Risks: h.lk.Risks()}
 	}
 	h.markReleasable(r, p)
 	d.Page = p

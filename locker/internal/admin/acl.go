@@ -7,8 +7,9 @@ import (
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
-// clientCommands are what the drivers send besides the scripts' own.
-var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PING"}
+// clientCommands are what the drivers send besides the scripts' own, and
+// INFO, which the start-up check's script reads maxmemory-policy with.
+var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PING", "INFO"}
 
 // ACLRules are the Redis ACL rules that allow a Locker with key prefix p
 // everything it does and nothing else (locker.Locker.ACLRules).

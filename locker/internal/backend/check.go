@@ -51,6 +51,7 @@ func (nd *Node) Check(ctx context.Context) error {
 		return err
 	}
 	var missing []string
+	var evicting string // a policy that may evict a held lock, refused
 	key := nd.Sh.Cfg.Prefix + "{check}"
 	args := append([]any{key, "", ""}, nd.Sh.CheckCommands...)
 	scripting, publish := true, true
@@ -65,24 +66,36 @@ func (nd *Node) Check(ctx context.Context) error {
 			scripting = false
 			break
 		}
-		denied, unknown, old, err := checkReply(v)
+		f, err := checkReply(v)
 		if err != nil {
 			return err
 		}
-		if old != "" {
-			missing = append(missing, "the server is Redis "+old+": the scripts need Redis 7.0 or later (SET … NX GET, GETDEL, PXAT) or Valkey 7.2 or later")
+		if f.old != "" {
+			missing = append(missing, "the server is Redis "+f.old+": the scripts need Redis 7.0 or later (SET … NX GET, GETDEL, PXAT) or Valkey 7.2 or later")
 			break
 		}
-		if len(denied) > 0 {
-			publish = publish && !slices.Contains(denied, "PUBLISH")
+		if p := f.evicting; p != "" && evicting == "" {
+			if nd.Sh.Cfg.AllowEviction {
+				nd.Sh.risk("maxmemory-policy " + p + " with a maxmemory: Redis may evict a held lock's key and grant the lock again while its holder runs; accepted by locker.WithEvictionAllowed")
+			} else {
+				evicting = p
+				missing = append(missing, "maxmemory-policy "+p+" with a maxmemory: Redis may evict a held lock's key and grant the lock again while its holder runs: "+
+					"set maxmemory-policy noeviction (or no maxmemory) on every master, or accept the risk with locker.WithEvictionAllowed")
+			}
+		}
+		if f.infoDenied {
+			nd.Sh.risk("INFO is refused to this user, so Check cannot read maxmemory-policy: allow +info, and keep the policy noeviction (an evicted lock key is granted again)")
+		}
+		if len(f.denied) > 0 {
+			publish = publish && !slices.Contains(f.denied, "PUBLISH")
 			missing = append(missing, fmt.Sprintf("commands the scripts call, denied to this user on keys %[1]s*: %[2]s: allow +%[3]s on ~%[1]s* &%[1]s*",
-				nd.Sh.Cfg.Prefix, strings.Join(denied, " "), strings.ToLower(strings.Join(denied, " +"))))
+				nd.Sh.Cfg.Prefix, strings.Join(f.denied, " "), strings.ToLower(strings.Join(f.denied, " +"))))
 		}
-		if len(unknown) > 0 {
-			publish = publish && !slices.Contains(unknown, "PUBLISH")
-			missing = append(missing, "commands the scripts call, unknown to the server: "+strings.Join(unknown, " "))
+		if len(f.unknown) > 0 {
+			publish = publish && !slices.Contains(f.unknown, "PUBLISH")
+			missing = append(missing, "commands the scripts call, unknown to the server: "+strings.Join(f.unknown, " "))
 		}
-		if len(denied) > 0 || len(unknown) > 0 {
+		if len(f.denied) > 0 || len(f.unknown) > 0 {
 			break // the same user on every master
 		}
 	}
@@ -99,7 +112,11 @@ func (nd *Node) Check(ctx context.Context) error {
 		}
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("%w: %s (see docs/servers.md)", lockerr.ErrUnsupported, strings.Join(missing, "; "))
+		why := lockerr.ErrUnsupported
+		if evicting != "" {
+			why = lockerr.ErrEvictionPolicy
+		}
+		return fmt.Errorf("%w: %s (see docs/servers.md)", why, strings.Join(missing, "; "))
 	}
 	nd.capable.Store(true)
 	return nil
@@ -170,25 +187,38 @@ func (nd *Node) checkPubSub(ctx context.Context, ms []driver.Driver, publish boo
 	return nil
 }
 
-// checkReply reads check.lua's reply: the commands denied to the user,
-// those the server does not know, and the version of a server too old
-// for the scripts ("" when it is not).
-func checkReply(v any) (denied, unknown []string, old string, err error) {
+// checkFindings is what check.lua found on one master.
+type checkFindings struct {
+	denied, unknown []string // commands denied to the user, unknown to the server
+	old             string   // the version of a server too old for the scripts, or ""
+	evicting        string   // a maxmemory-policy that may evict a held lock, or ""
+	infoDenied      bool     // INFO refused to the user: the policy is unknown
+}
+
+// checkReply reads check.lua's reply.
+func checkReply(v any) (checkFindings, error) {
+	var f checkFindings
 	a, ok := v.([]any)
 	if !ok || len(a) == 0 {
-		return nil, nil, "", fmt.Errorf("locker: unexpected check reply %v", v)
+		return f, fmt.Errorf("locker: unexpected check reply %v", v)
 	}
 	for _, p := range a[1:] {
 		s, _ := p.(string)
 		if version, ok := strings.CutPrefix(s, "!"); ok {
-			old = version
+			f.old = version
+		} else if policy, ok := strings.CutPrefix(s, "~"); ok {
+			if policy == "?" {
+				f.infoDenied = true
+			} else {
+				f.evicting = policy
+			}
 		} else if c, ok := strings.CutSuffix(s, "?"); ok {
-			unknown = append(unknown, c)
+			f.unknown = append(f.unknown, c)
 		} else {
-			denied = append(denied, s)
+			f.denied = append(f.denied, s)
 		}
 	}
-	return denied, unknown, old, nil
+	return f, nil
 }
 
 // refusal returns the server's message when err is its refusal of a

@@ -27,11 +27,11 @@ func TestCheckFindsOldServer(t *testing.T) {
 		if err != nil {
 			t.Fatalf("EVAL: %v", err)
 		}
-		denied, unknown, old, err = checkReply(toStrings(v))
+		f, err := checkReply(toStrings(v))
 		if err != nil {
 			t.Fatal(err)
 		}
-		return denied, unknown, old
+		return f.denied, f.unknown, f.old
 	}
 	if denied, unknown, old := run(scripts.CheckSource); old != "" || len(denied) != 0 || !slices.Equal(unknown, []string{"NOSUCHCOMMAND"}) {
 		t.Errorf("this server: denied %q, unknown %q, old %q", denied, unknown, old)

@@ -22,6 +22,9 @@ type Config struct {
 	AckTimeout  time.Duration  // WithReplicaAck
 	Drift       float64        // WithDriftFactor (Redlock)
 	NodeTimeout time.Duration  // WithNodeTimeout (Redlock); 0: derived from the lease
+	// AllowEviction (WithEvictionAllowed): Check accepts a maxmemory-policy
+	// that may evict a held lock, and reports it through Hooks.Risk.
+	AllowEviction bool
 }
 
 // Hooks are how the engine tells its Locker what happens below it
@@ -31,6 +34,10 @@ type Hooks struct {
 	// with its Terms.Ref; the function it returns is called when the wait
 	// ends.
 	Waiting func(ref any) (done func())
+	// Risk is called by Check with what it found that may break a lock's
+	// guarantees but does not refuse (an accepted eviction policy, a
+	// policy it cannot read); the same text comes again on every Check.
+	Risk func(what string)
 }
 
 // Shared is what a Locker's backend and nodes share with it.
@@ -65,6 +72,13 @@ func NewShared(cfg Config, grantWindow time.Duration, lastKey bool, hooks Hooks)
 		sh.CheckCommands = append(sh.CheckCommands, c)
 	}
 	return sh
+}
+
+// risk reports what Check found and accepted (see Hooks.Risk).
+func (sh *Shared) risk(what string) {
+	if sh.Hooks.Risk != nil {
+		sh.Hooks.Risk(what)
+	}
 }
 
 // Waiting reports the start of a wait for the Obtain with Terms t; call

@@ -43,6 +43,7 @@ var (
 	ErrStaleToken             = errors.New("locker: stale fencing token")
 	ErrNotClaimed             = errors.New("locker: resource not claimed by this fencing token")
 	ErrProtocol               = errors.New("locker: record of another protocol")
+	ErrEvictionPolicy         = fmt.Errorf("%w: its maxmemory-policy may evict a held lock", ErrUnsupported)
 )
 
 // Protocol is the error of a script that met a record it cannot read: one

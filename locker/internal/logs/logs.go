@@ -23,6 +23,8 @@ const (
 	MsgClaimLost = "locktag: idempotency claim lost"
 	MsgClaimEnd  = "locktag: idempotency release failed"
 	MsgProtocol  = "locktag: redis holds records of another protocol; calls that meet them are refused (docs/versioning.md)"
+	MsgRisk      = "locktag: redis may break a lock's guarantees"
+	keyRisk      = "risk"
 	keyCause     = "cause"
 	keyError     = "error"
 	keyHeld      = "held_for"
@@ -145,6 +147,17 @@ func (g *Logger) Protocol(ctx context.Context, err error) {
 		attrs = append(attrs, slog.String(KeyLocker, g.SID))
 	}
 	g.logger().LogAttrs(ctx, slog.LevelError, MsgProtocol, attrs...)
+}
+
+// Risk logs, at Warn, what Check found on the server and accepted (an
+// eviction policy allowed by option, a policy it cannot read). The Locker
+// logs each once.
+func (g *Logger) Risk(what string) {
+	attrs := []slog.Attr{slog.String(keyRisk, what)}
+	if g.SID != "" {
+		attrs = append(attrs, slog.String(KeyLocker, g.SID))
+	}
+	g.logger().LogAttrs(context.Background(), slog.LevelWarn, MsgRisk, attrs...)
 }
 
 // Claim is what a record says of an idempotency claim.

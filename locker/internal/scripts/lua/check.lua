@@ -6,10 +6,13 @@
 -- Reply: {server_seconds, problem...}: each problem is "name" (this user
 -- may not run it on key; PUBLISH: on key..':c'), "name?" (the server
 -- does not know it), or "!version" (a Redis older than 7.0: the scripts
--- need SET ... NX GET, GETDEL and PXAT). redis.acl_check_cmd and
--- redis.REDIS_VERSION exist from Redis 7.0 (Valkey has both); before, only
--- TIME is tried, and the version is read from INFO where the user may run
--- it (a server that answers neither, as an in-memory fake, is not judged).
+-- need SET ... NX GET, GETDEL and PXAT), "~policy" (a maxmemory is set
+-- and its policy is not noeviction: the server may evict a held lock's
+-- key), "~?" (INFO is refused to this user: the policy cannot be read).
+-- redis.acl_check_cmd and redis.REDIS_VERSION exist from Redis 7.0 (Valkey
+-- has both); before, only TIME is tried, and the version is read from INFO
+-- where the user may run it (a server that answers neither, as an
+-- in-memory fake, is not judged).
 local key, channel, payload = ARGV[1], ARGV[2], ARGV[3]
 local problems = {}
 local version = redis.REDIS_VERSION
@@ -19,6 +22,16 @@ if not version then
 end
 if version and tonumber(string.match(version, '^(%d+)') or '7') < 7 then
   problems[#problems + 1] = '!' .. version
+end
+local ok, memory = pcall(redis.call, 'INFO', 'memory')
+if ok and type(memory) == 'string' then
+  local maxmemory = tonumber(string.match(memory, '\nmaxmemory:(%d+)') or '0')
+  local policy = string.match(memory, 'maxmemory_policy:([%w-]+)')
+  if maxmemory > 0 and policy and policy ~= 'noeviction' then
+    problems[#problems + 1] = '~' .. policy
+  end
+elseif redis.acl_check_cmd then
+  problems[#problems + 1] = '~?'
 end
 local time_ok = true
 if redis.acl_check_cmd then

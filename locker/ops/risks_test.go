@@ -1,0 +1,71 @@
+package ops_test
+
+import (
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/ops"
+	"github.com/locktag/locktag/locker/redigo"
+)
+
+// TestRisks: what the start-up check accepted (an evicting policy under
+// locker.WithEvictionAllowed) is in the list's JSON and on the page; a
+// Locker with nothing accepted shows none.
+func TestRisks(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithArgs("--maxmemory", "1gb", "--maxmemory-policy", "allkeys-lru"))
+	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithEvictionAllowed(), locker.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lk.Close()
+	if err := lk.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	ts := serve(t, lk)
+	get := func(path string) string {
+		t.Helper()
+		res, err := http.Get(ts.URL + "/debug/locktag/" + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return string(b)
+	}
+	var p ops.Page
+	if err := json.Unmarshal([]byte(get("api/locks")), &p); err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Risks) != 1 || !strings.Contains(p.Risks[0], "maxmemory-policy allkeys-lru") {
+		t.Fatalf("risks in the list: %q", p.Risks)
+	}
+	if page := get(""); !strings.Contains(page, `class="risk"`) || !strings.Contains(page, "maxmemory-policy allkeys-lru") {
+		t.Fatalf("the page does not show the risk:\n%s", page)
+	}
+
+	plain, _ := newLocker(t)
+	if err := plain.Check(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(serveGet(t, plain), `class="risk"`) {
+		t.Fatal("a Locker with nothing accepted shows a risk")
+	}
+}
+
+// serveGet returns lk's ops page.
+func serveGet(t *testing.T, lk *locker.Locker) string {
+	t.Helper()
+	res, err := http.Get(serve(t, lk).URL + "/debug/locktag/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return string(b)
+}
