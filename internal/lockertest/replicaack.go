@@ -15,6 +15,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/driver"
 )
 
 // Topology is how a driver's tests make Lockers on the local Sentinel and
@@ -28,6 +29,9 @@ type Topology struct {
 	// Cluster returns a Locker through the driver's Cluster client of c,
 	// closed at the test's end.
 	Cluster func(t testing.TB, c *redistest.Cluster, opts ...locker.Option) *locker.Locker
+	// ClusterDriver returns the driver on the driver's Cluster client of
+	// c alone, without a Locker, closed at the test's end.
+	ClusterDriver func(t testing.TB, c *redistest.Cluster) driver.Driver
 }
 
 // KeysOnEveryMaster returns a lock name for each master of c's 3: one

@@ -374,3 +374,127 @@ func (c *Cluster) byAddr(addr string) *Server {
 	}
 	return nil
 }
+
+// MoveSlot moves slot from the master from to the master to as redis-cli
+// --cluster reshard does: to imports it, from migrates it, its keys go
+// across in batches of batch with MIGRATE, and every master is told the
+// new owner. While it runs, calls on the slot's keys meet ASK, TRYAGAIN
+// (a script's keys split between the two) and, after it, MOVED.
+func (c *Cluster) MoveSlot(slot int, from, to *Server, batch int) error {
+	fromID, err := redis.String(from.Do("CLUSTER", "MYID"))
+	if err != nil {
+		return fmt.Errorf("CLUSTER MYID: %w", err)
+	}
+	toID, err := redis.String(to.Do("CLUSTER", "MYID"))
+	if err != nil {
+		return fmt.Errorf("CLUSTER MYID: %w", err)
+	}
+	if _, err := to.Do("CLUSTER", "SETSLOT", slot, "IMPORTING", fromID); err != nil {
+		return fmt.Errorf("SETSLOT IMPORTING: %w", err)
+	}
+	if _, err := from.Do("CLUSTER", "SETSLOT", slot, "MIGRATING", toID); err != nil {
+		return fmt.Errorf("SETSLOT MIGRATING: %w", err)
+	}
+	host, port, _ := strings.Cut(to.Addr(), ":")
+	for range 10000 {
+		keys, err := redis.Strings(from.Do("CLUSTER", "GETKEYSINSLOT", slot, batch))
+		if err != nil {
+			return fmt.Errorf("GETKEYSINSLOT: %w", err)
+		}
+		if len(keys) == 0 {
+			break
+		}
+		args := []any{host, port, "", 0, 5000, "KEYS"}
+		for _, k := range keys {
+			args = append(args, k)
+		}
+		if _, err := from.Do("MIGRATE", args...); err != nil {
+			return fmt.Errorf("MIGRATE: %w", err)
+		}
+	}
+	// The importing master first, then the one that gave the slot up, then
+	// the others, as redis-cli does.
+	order := []*Server{to, from}
+	for _, s := range c.Nodes {
+		if s != to && s != from && s.Running() {
+			order = append(order, s)
+		}
+	}
+	for _, s := range order {
+		if _, err := s.Do("CLUSTER", "SETSLOT", slot, "NODE", toID); err != nil {
+			return fmt.Errorf("SETSLOT NODE on %s: %w", s.Addr(), err)
+		}
+	}
+	// The new owner claims the slot with a new config epoch, which the
+	// other nodes learn by the cluster bus; a move started before they all
+	// have would be undone by the older claim. Wait until every node sees
+	// to as the owner and they agree on the current epoch.
+	return c.settled(slot, toID, order, 10*time.Second)
+}
+
+// settled polls until every node of nodes sees owner serving slot, with
+// no migration open, and all report the same cluster_current_epoch.
+func (c *Cluster) settled(slot int, owner string, nodes []*Server, within time.Duration) error {
+	var last string
+	for deadline := time.Now().Add(within); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) { // poll: the cluster bus has no event to wait on
+		ok := true
+		epoch := ""
+		for _, s := range nodes {
+			out, err := redis.String(s.Do("CLUSTER", "NODES"))
+			if err != nil {
+				return fmt.Errorf("CLUSTER NODES: %w", err)
+			}
+			if !servesSlot(out, owner, slot) || strings.Contains(out, "["+strconv.Itoa(slot)+"-") {
+				ok, last = false, s.Addr()+" sees:\n"+out
+				break
+			}
+			info, err := redis.String(s.Do("CLUSTER", "INFO"))
+			if err != nil {
+				return fmt.Errorf("CLUSTER INFO: %w", err)
+			}
+			e := infoValue(info, "cluster_current_epoch")
+			if epoch != "" && e != epoch {
+				ok, last = false, "epochs differ: "+epoch+" and "+e
+				break
+			}
+			epoch = e
+		}
+		if ok {
+			return nil
+		}
+	}
+	return fmt.Errorf("slot %d not settled on %s after %v: %s", slot, owner, within, last)
+}
+
+// servesSlot reports whether CLUSTER NODES output out shows the node id
+// serving slot.
+func servesSlot(out, id string, slot int) bool {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 8 || f[0] != id {
+			continue
+		}
+		for _, r := range f[8:] {
+			lo, hi, ok := strings.Cut(r, "-")
+			if !ok {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 == nil && err2 == nil && slot >= a && slot <= b {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// infoValue is the value of name in INFO-style output.
+func infoValue(info, name string) string {
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}

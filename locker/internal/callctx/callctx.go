@@ -1,7 +1,8 @@
 // Package callctx bounds every Redis call the locker makes: a deadline
 // without a timer for a call (Call), a clean-up that outlives its caller's
 // cancellation (Cleanup), a priority upkeep call (Upkeep), and a cap on
-// the calls in flight per node (Limit). Contexts a hot path reuses are
+// the calls in flight per node that also tries a call again while a
+// Cluster moves its slot (Limit). Contexts a hot path reuses are
 // values a caller can embed (Deadline, UpkeepContext), so a lock+unlock
 // allocates none.
 package callctx
