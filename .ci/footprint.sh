@@ -133,4 +133,15 @@ if [ -n "$extra" ]; then
 else
 	echo "footprint: core + locktest consumer: $n modules, $(($n - $(mods core | wc -l) - 1)) more than the core's (locktest and miniredis's graph only)"
 fi
+# Nor may the kit raise a version the core's consumer builds with: adding
+# it to a service's tests must not change what the service itself links.
+vers() { (cd "$tmp/$1" && go list -m -f '{{.Path}} {{.Version}}' all | tail -n +2 | grep -v '^github.com/locktag/' | sort); }
+raised=$(join <(vers core) <(vers core-locktest) | awk '$2 != $3 {print $1 ": " $2 " -> " $3}')
+if [ -n "$raised" ]; then
+	echo "footprint: locktest raises versions the core's consumer builds with:" >&2
+	echo "$raised" >&2
+	fail=1
+else
+	echo "footprint: core + locktest consumer: no version of the core's graph raised"
+fi
 exit $fail

@@ -260,8 +260,8 @@ func WithLogger(l *slog.Logger) Option {
 //
 // The bridged mutexes run their general script paths (the uncontended
 // ones do not know the plain lock); a waiter for a name a plain locker
-// holds looks again when the plain lock's expiry comes (the plain lockers
-// publish no release), and ObtainMany takes its keys one by one. Locks of
+// holds looks again every 10ms at most (the plain lockers publish no
+// release), and ObtainMany takes its keys one by one. Locks of
 // other kinds are not bridged. On Redis Cluster the plain key must share
 // the lock's slot: the key itself does when it has no '{'. New only.
 // See docs/migration.md.

@@ -6,7 +6,7 @@ replace github.com/locktag/locktag => ../..
 
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
-	github.com/gomodule/redigo v1.9.3
+	github.com/gomodule/redigo v1.9.2
 	github.com/locktag/locktag v1.0.0
 )
 
