@@ -8,6 +8,7 @@ import (
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/job"
 	"google.golang.org/grpc"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
@@ -19,6 +20,7 @@ type HealthOption func(*healthOptions)
 
 type healthOptions struct {
 	timeout, every time.Duration
+	leaders        map[string]*job.Elector // service name → its Elector
 	errs           []error
 }
 
@@ -52,23 +54,56 @@ func WithWatchInterval(d time.Duration) HealthOption {
 	}
 }
 
+// WithLeader adds the service name service to the HealthServer, answered
+// from el instead of Redis: SERVING only while el leads
+// (job.Elector.IsLeader), NOT_SERVING otherwise, so that a readiness probe
+// on that name (Kubernetes' grpc probe, its service field) routes to the
+// leader only. Check asks el at each call and makes no Redis call: the
+// answer turns NOT_SERVING the instant el considers leadership lost (its
+// lease ran out because Redis could not be reached, a force-release,
+// Locker.Close), never later. Watch on service sends the status at once
+// and then at each change of leadership as it happens (job.Elector.Changed),
+// not every WithWatchInterval; List includes it. The other names keep
+// following Redis.
+//
+// service must not be empty ("" is the server as a whole) and may be given
+// once; el must not be nil. By default no name follows an Elector.
+func WithLeader(service string, el *job.Elector) HealthOption {
+	return func(o *healthOptions) {
+		switch _, dup := o.leaders[service]; {
+		case service == "":
+			o.errs = append(o.errs, fmt.Errorf("%w: interceptor.WithLeader(%q): empty service name", locker.ErrBadOption, service))
+		case el == nil:
+			o.errs = append(o.errs, fmt.Errorf("%w: interceptor.WithLeader(%q): nil Elector", locker.ErrBadOption, service))
+		case dup:
+			o.errs = append(o.errs, fmt.Errorf("%w: interceptor.WithLeader(%q): service given twice", locker.ErrBadOption, service))
+		default:
+			if o.leaders == nil {
+				o.leaders = make(map[string]*job.Elector)
+			}
+			o.leaders[service] = el
+		}
+	}
+}
+
 // HealthServer is a grpc.health.v1 Health service whose status follows
 // Redis reachability through (*locker.Locker).Healthy: SERVING when every
 // node of a Locker from locker.New answers (a majority of masters for
 // locker.NewRedlock), NOT_SERVING otherwise. Redis is what every locked
 // method needs, so it answers the same for every service name (including
-// "", the server as a whole). Each time the status changes it is logged
-// with its reason and the Redis error (guard.Health; a Redis user without
-// the rights locktag needs says so). Register it in place of grpc/health's
-// server:
+// "", the server as a whole) but those given WithLeader, which follow an
+// Elector. Each time the status changes it is logged with its reason and
+// the Redis error (guard.Health; a Redis user without the rights locktag
+// needs says so). Register it in place of grpc/health's server:
 //
 //	hs, err := interceptor.NewHealthServer(lk)
 //	...
 //	healthpb.RegisterHealthServer(srv, hs)
 type HealthServer struct {
 	healthpb.UnimplementedHealthServer
-	check *guard.Health
-	every time.Duration
+	check   *guard.Health
+	every   time.Duration
+	leaders map[string]*job.Elector // WithLeader's; read-only
 }
 
 // NewHealthServer returns a HealthServer on lk. The error wraps
@@ -81,7 +116,7 @@ func NewHealthServer(lk *locker.Locker, opts ...HealthOption) (*HealthServer, er
 	if err := errors.Join(o.errs...); err != nil {
 		return nil, err
 	}
-	return &HealthServer{check: guard.NewHealth(lk, o.timeout, nil), every: o.every}, nil
+	return &HealthServer{check: guard.NewHealth(lk, o.timeout, nil), every: o.every, leaders: o.leaders}, nil
 }
 
 // status runs one check.
@@ -92,22 +127,40 @@ func (s *HealthServer) status(ctx context.Context) healthpb.HealthCheckResponse_
 	return healthpb.HealthCheckResponse_SERVING
 }
 
+// leaderStatus is the status of a WithLeader name.
+func leaderStatus(el *job.Elector) healthpb.HealthCheckResponse_ServingStatus {
+	if el.IsLeader() {
+		return healthpb.HealthCheckResponse_SERVING
+	}
+	return healthpb.HealthCheckResponse_NOT_SERVING
+}
+
 // Check runs one check, bounded by the call's deadline and
-// WithHealthTimeout.
-func (s *HealthServer) Check(ctx context.Context, _ *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+// WithHealthTimeout; for a WithLeader name it asks the Elector.
+func (s *HealthServer) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
+	if el, ok := s.leaders[req.GetService()]; ok {
+		return &healthpb.HealthCheckResponse{Status: leaderStatus(el)}, nil
+	}
 	return &healthpb.HealthCheckResponse{Status: s.status(ctx)}, nil
 }
 
-// List reports the one status under the name "" (the server as a whole).
+// List reports the status under the name "" (the server as a whole), and
+// each WithLeader name's.
 func (s *HealthServer) List(ctx context.Context, _ *healthpb.HealthListRequest) (*healthpb.HealthListResponse, error) {
-	return &healthpb.HealthListResponse{Statuses: map[string]*healthpb.HealthCheckResponse{
-		"": {Status: s.status(ctx)},
-	}}, nil
+	out := map[string]*healthpb.HealthCheckResponse{"": {Status: s.status(ctx)}}
+	for name, el := range s.leaders {
+		out[name] = &healthpb.HealthCheckResponse{Status: leaderStatus(el)}
+	}
+	return &healthpb.HealthListResponse{Statuses: out}, nil
 }
 
 // Watch sends the status at once, then re-checks every WithWatchInterval
-// and sends it again whenever it changed, until the client goes away.
-func (s *HealthServer) Watch(_ *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+// and sends it again whenever it changed, until the client goes away. On
+// a WithLeader name it sends each change of leadership as it happens.
+func (s *HealthServer) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+	if el, ok := s.leaders[req.GetService()]; ok {
+		return watchLeader(el, stream)
+	}
 	ctx := stream.Context()
 	t := time.NewTicker(s.every)
 	defer t.Stop()
@@ -123,6 +176,27 @@ func (s *HealthServer) Watch(_ *healthpb.HealthCheckRequest, stream grpc.ServerS
 		case <-ctx.Done():
 			return nil
 		case <-t.C:
+		}
+	}
+}
+
+// watchLeader is Watch on a WithLeader name: the channel is taken before
+// the status is read, so that no change between the two is missed.
+func watchLeader(el *job.Elector, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
+	ctx := stream.Context()
+	last := healthpb.HealthCheckResponse_SERVICE_UNKNOWN
+	for {
+		changed := el.Changed()
+		if st := leaderStatus(el); st != last {
+			if err := stream.Send(&healthpb.HealthCheckResponse{Status: st}); err != nil {
+				return err
+			}
+			last = st
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
 		}
 	}
 }

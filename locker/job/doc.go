@@ -42,7 +42,9 @@
 //	})
 //
 // IsLeader answers "do I lead now?" for code that runs elsewhere, e.g. a
-// scheduler asking before each run.
+// scheduler asking before each run, and Changed signals each change of
+// leadership. ReadyHandler is a readiness endpoint that is ready on the
+// leader only, for a load balancer that must route to it.
 //
 // # What a lock cannot do
 //

@@ -33,9 +33,11 @@ type Elector struct {
 	params locker.Params
 	o      electorOptions
 
-	busy atomic.Bool // a Run, or a Campaign and its term, is in progress
-	mu   sync.Mutex
-	cur  *term // the current term; nil when not leading
+	busy    atomic.Bool // a Run, or a Campaign and its term, is in progress
+	mu      sync.Mutex
+	cur     *term         // the current term; nil when not leading
+	last    *term         // the latest term, live or ended; nil before the first
+	changed chan struct{} // closed at the next change (Changed); nil until asked for
 }
 
 // NewElector returns a candidate for leadership of name on lk. Every
@@ -84,6 +86,45 @@ func (e *Elector) Term() (Term, bool) {
 		return Term{}, false
 	}
 	return Term{t}, true
+}
+
+// Changed returns a channel that is closed at the next change of this
+// process's leadership: when it is elected, and when its term ends (lost,
+// resigned, or its campaign's context ended), the moment the term's
+// context is cancelled. A term lost in a pause past its lease is reported
+// at the first IsLeader or Term after the process resumes, or when its
+// timers run, whichever is first. To follow leadership without missing a
+// change, take the channel first, then read IsLeader or Term, then wait:
+//
+//	for {
+//		changed := el.Changed()
+//		publish(el.IsLeader())
+//		select {
+//		case <-changed:
+//		case <-ctx.Done():
+//			return
+//		}
+//	}
+//
+// The channel may be closed without a change a reader can see (a term
+// that began and ended in between); read again then.
+func (e *Elector) Changed() <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.changed == nil {
+		e.changed = make(chan struct{})
+	}
+	return e.changed
+}
+
+// notify closes the channel Changed handed out, if any.
+func (e *Elector) notify() {
+	e.mu.Lock()
+	if e.changed != nil {
+		close(e.changed)
+		e.changed = nil
+	}
+	e.mu.Unlock()
 }
 
 // Run campaigns for leadership until ctx ends. Each time this process is
@@ -189,8 +230,12 @@ func (e *Elector) begin(le *locker.Lease) *term {
 	ctx, cancel := context.WithCancelCause(le.Context())
 	t := &term{e: e, lease: le, ctx: &termContext{ctx, le}, cancel: cancel, since: time.Now()}
 	e.mu.Lock()
-	e.cur = t
+	e.cur, e.last = t, t
 	e.mu.Unlock()
+	e.notify()
+	// However the term ends, its context is cancelled: that is the loss's
+	// signal to Changed's readers, as prompt as the term context's own.
+	context.AfterFunc(ctx, e.notify)
 	return t
 }
 

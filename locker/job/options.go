@@ -161,3 +161,45 @@ func WithRetryDelay(d time.Duration) ElectorOption {
 		o.retry = d
 	}
 }
+
+// ReadyOption configures a ReadyHandler. Options are checked once, by
+// ReadyHandler: an invalid value is an error wrapping locker.ErrBadOption
+// that names the option.
+type ReadyOption func(*readyOptions)
+
+type readyOptions struct {
+	lookup time.Duration // 0: none
+	errs   []error
+}
+
+func evaluateReadyOptions(opts []ReadyOption) (readyOptions, []error) {
+	o := readyOptions{lookup: 250 * time.Millisecond}
+	for _, opt := range opts {
+		if opt == nil {
+			o.errs = append(o.errs, fmt.Errorf("%w: job: nil ReadyOption", locker.ErrBadOption))
+			continue
+		}
+		opt(&o)
+	}
+	errs := o.errs
+	o.errs = nil
+	return o, errs
+}
+
+// WithReadyLookup bounds the look-up by which a ReadyHandler that does not
+// lead names the leader and its term in its 503 body: one read-only
+// script per answer (Locker.Inspect), given up after d, and then the body
+// says "redis unreachable". The status code never depends on it: it is
+// decided from this process's own term before the look-up, and a leader
+// makes none. 0 turns the look-up off: no leader is named, and "lost"
+// lasts until this process leads again. The default is 250ms, well inside
+// a Kubernetes probe's default timeout of 1s; d must not be negative.
+func WithReadyLookup(d time.Duration) ReadyOption {
+	return func(o *readyOptions) {
+		if d < 0 {
+			o.errs = append(o.errs, fmt.Errorf("%w: job.WithReadyLookup(%v): must not be negative", locker.ErrBadOption, d))
+			return
+		}
+		o.lookup = d
+	}
+}
