@@ -144,4 +144,34 @@ if [ -n "$raised" ]; then
 else
 	echo "footprint: core + locktest consumer: no version of the core's graph raised"
 fi
+# The operator command, as a user installs it: go install from a module of
+# its own (replaces to this checkout: the proxy does not have it), without
+# go.work. It must build and run, and its graph may hold beyond go-redis's
+# own only our three modules (the command, the core, locker/goredis),
+# redigo (the core's default driver) and google/uuid.
+pins[github.com/redis/go-redis/v9]=$(version locker/cmd/locktag github.com/redis/go-redis/v9)
+consumer goredis-alone github.com/redis/go-redis/v9 >/dev/null
+cmd="$tmp/cmd-locktag"
+mkdir -p "$cmd"
+{
+	printf 'module example.com/cmd-locktag\n\ngo 1.26.0\n\n'
+	echo "replace ("
+	for m in "${modules[@]}"; do echo "	$(modpath "$m") => $root/$m"; done
+	echo ")"
+} >"$cmd/go.mod"
+if (cd "$cmd" && go mod edit -require=github.com/locktag/locktag/locker/cmd/locktag@v0.0.0-00010101000000-000000000000 &&
+	GOBIN="$tmp/bin" go install github.com/locktag/locktag/locker/cmd/locktag && "$tmp/bin/locktag" version >/dev/null); then
+	extra=$(comm -23 <(mods cmd-locktag) <(mods goredis-alone) |
+		grep -vxE 'github.com/locktag/locktag(/locker/cmd/locktag|/locker/goredis)?|github.com/gomodule/redigo|github.com/google/uuid' || true)
+	if [ -n "$extra" ]; then
+		echo "footprint: the locktag command adds modules beyond go-redis's graph, ours, redigo and uuid:" >&2
+		echo "$extra" >&2
+		fail=1
+	else
+		echo "footprint: locktag command: go install builds it; $(mods cmd-locktag | wc -l) modules beside its own"
+	fi
+else
+	echo "footprint: go install github.com/locktag/locktag/locker/cmd/locktag failed in a fresh module" >&2
+	fail=1
+fi
 exit $fail

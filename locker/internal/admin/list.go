@@ -62,7 +62,32 @@ const listCount = 1000
 // prefix, under the key prefix keyPrefix (see locker.List): one SCAN step
 // on the master the cursor names.
 func List(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, keyPrefix, prefix, cursor string) (names []string, next string, err error) {
-	master, scan, err := parseCursor(cursor)
+	// Lock keys end in "}" (a mutex), "}:s" (a semaphore's permits) or
+	// "}:rw" (a read/write lock's holders); the last byte's class keeps
+	// Redlock's last tokens (":f"), queues (":q") and channels out of the
+	// reply, and nameOf drops a semaphore's or read/write lock's records
+	// hash (":s:w", ":rw:w").
+	pattern := globEscape(keyPrefix) + "{" + globEscape(prefix) + "*[}sw]"
+	keys, next, err := scan(ctx, ad, bounds, pattern, cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	seen := make(map[string]bool, len(keys))
+	for _, k := range keys {
+		if name, ok := nameOf(k, len(keyPrefix)); ok && !seen[name] {
+			// A name held as two kinds at once is listed once a page.
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	return names, next, nil
+}
+
+// scan runs one SCAN step for the keys matching pattern on the master the
+// cursor ("" or "master:scan") names, and returns them with the cursor of
+// the next step ("" when every master is done).
+func scan(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, pattern, cursor string) (keys []string, next string, err error) {
+	master, step, err := parseCursor(cursor)
 	if err != nil {
 		return nil, "", err
 	}
@@ -75,13 +100,7 @@ func List(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, keyPrefi
 	if master >= len(masters) {
 		return nil, "", nil // the cluster shrank: nothing left to visit
 	}
-	// Lock keys end in "}" (a mutex), "}:s" (a semaphore's permits) or
-	// "}:rw" (a read/write lock's holders); the last byte's class keeps
-	// Redlock's last tokens (":f"), queues (":q") and channels out of the
-	// reply, and nameOf drops a semaphore's or read/write lock's records
-	// hash (":s:w", ":rw:w").
-	pattern := globEscape(keyPrefix) + "{" + globEscape(prefix) + "*[}sw]"
-	v, err := masters[master].Eval(cctx, scripts.List, driver.Keys{}, scan, pattern, listCount)
+	v, err := masters[master].Eval(cctx, scripts.List, driver.Keys{}, step, pattern, listCount)
 	if err != nil {
 		return nil, "", lockerr.Unavailable(err)
 	}
@@ -89,13 +108,9 @@ func List(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, keyPrefi
 	if len(a) == 0 {
 		return nil, "", lockerr.Unavailable(fmt.Errorf("locker: list: unexpected reply %v", v))
 	}
-	seen := make(map[string]bool, len(a)-1)
+	keys = make([]string, 0, len(a)-1)
 	for _, k := range a[1:] {
-		if name, ok := nameOf(str(k), len(keyPrefix)); ok && !seen[name] {
-			// A name held as two kinds at once is listed once a page.
-			seen[name] = true
-			names = append(names, name)
-		}
+		keys = append(keys, str(k))
 	}
 	switch {
 	case str(a[0]) != "0":
@@ -103,5 +118,5 @@ func List(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, keyPrefi
 	case master+1 < len(masters):
 		next = strconv.Itoa(master+1) + ":0"
 	}
-	return names, next, nil
+	return keys, next, nil
 }
