@@ -6,9 +6,12 @@ ALL := github.com/locktag/locktag/...
 # staticcheck's release, pinned so that a new check cannot fail CI unasked.
 # Beside its default checks, lint asks that exported identifiers' comments
 # begin with their name (ST1020 functions, ST1021 types, ST1022 variables).
+# .ci/staticcheck.sh installs it, then runs it: when the module proxy will
+# not serve this version, staticcheck is skipped with a warning; a finding
+# fails.
 STATICCHECK := v0.8.2
 
-.PHONY: test deps vet fmt lint footprint unit reliability versions apicheck mixed bench fuzz soak
+.PHONY: test deps vet fmt lint footprint unit reliability valkey fips versions apicheck mixed bench fuzz soak
 
 ## test: install what the tests need and run the whole suite: vet, staticcheck, gofmt,
 ## the footprint check (one fresh consumer per transport), every module's
@@ -16,13 +19,16 @@ STATICCHECK := v0.8.2
 ## tests on Valkey, the library modules on their minimum dependency
 ## versions (Go 1.26) and on the latest (Go 1.27), and the
 ## API-compatibility check against the last release, and the
-## mixed-version stage.
-test: deps lint footprint unit reliability valkey versions apicheck mixed
+## mixed-version stage; every library module's tests again in FIPS
+## 140-only mode.
+test: deps lint footprint unit reliability valkey fips versions apicheck mixed
 
 ## deps: install redis-server and redis-cli (the Cluster tests need the
-## CLI), chromium (for the ops page's browser test) and protoc (for the
-## documented code generation test), when missing (Debian/Ubuntu, needs
-## root or sudo).
+## CLI), chromium (for the ops page's browser test), protoc (for the
+## documented code generation test) and prometheus with promtool (for the
+## dashboard and alert tests, internal/integration/monitoring, which start
+## their own prometheus process), when missing (Debian/Ubuntu, needs root
+## or sudo).
 deps:
 	@command -v protoc >/dev/null 2>&1 || { \
 		echo "installing protobuf-compiler"; \
@@ -41,19 +47,29 @@ deps:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null \
 			|| echo "chromium could not be installed: the ops page's browser test will skip and say so"; \
 	}
+	@{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || { \
+		echo "installing prometheus (with promtool)"; \
+		SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends prometheus >/dev/null \
+			|| echo "prometheus could not be installed: the dashboard and alert tests will skip and say so"; \
+	}
 	@redis-server --version && redis-cli --version
 	@chromium --version 2>/dev/null || true
+	@prometheus --version 2>/dev/null | head -1 || true
 
 ## lint: go vet and staticcheck over every module, gofmt, the go.work
-## consumer check, the shared code's copies (.ci/copies.sh) and the rule
-## that no module imports another module's internal package.
+## consumer check, the shared code's copies (.ci/copies.sh), the rule
+## that no module imports another module's internal package, and the
+## offline test of the CI's own handling of refused module versions
+## (.ci/upgrade_test.sh).
 lint:
 	$(GO) vet $(ALL)
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK) -checks 'inherit,ST1020,ST1021,ST1022' $(ALL)
+	bash .ci/staticcheck.sh $(STATICCHECK) -checks 'inherit,ST1020,ST1021,ST1022' $(ALL)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	bash .ci/consumer-check.sh
 	bash .ci/copies.sh check
 	bash .ci/internal-imports.sh
+	bash .ci/upgrade_test.sh
 
 vet: lint
 
@@ -77,10 +93,18 @@ reliability:
 valkey:
 	bash .ci/valkey.sh
 
+## fips: the library modules' tests and the example app's with
+## GODEBUG=fips140=only (.ci/fips.sh).
+fips:
+	bash .ci/fips.sh
+
 ## versions: the library modules alone (no go.work) on the minimum versions
 ## their go.mod files require (with this machine's Go, 1.26), and on the
-## latest versions (go get -u in a scratch copy) with the next Go release
-## (GO_NEXT, default go1.27.3, fetched as a toolchain).
+## latest versions that resolve on the module proxy (in a scratch copy;
+## a refused version is skipped for the next one down, and the output
+## says which and why) with the next Go release (GO_NEXT, default
+## go1.27.3, fetched as a toolchain; the newest go1.27.x that can be
+## fetched when it cannot, this machine's Go with a warning when none can).
 versions:
 	bash .ci/versions.sh min
 	bash .ci/versions.sh latest
