@@ -89,7 +89,7 @@ func writeChecked(c *cli, out checked) {
 		fmt.Fprintf(w, "watch: refused (%s): allow %s\n", out.Watch, strings.Join(out.CommandRules, " "))
 	}
 	fmt.Fprintf(w, "\nThe ACL rules a service's user needs under this prefix (Locker.ACLRules):\n  %s\n", out.SetUser)
-	fmt.Fprintf(w, "This command also needs %s for watch. A go-redis Cluster client also needs +cluster|slots and +command (docs/servers.md).\n",
+	fmt.Fprintf(w, "This command also needs %s for watch. A go-redis Cluster client also needs +cluster|slots +cluster|shards and +command (docs/servers.md).\n",
 		strings.Join(out.CommandRules, " "))
 }
 
