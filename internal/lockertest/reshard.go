@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/locktag/locktag/internal/logtest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
@@ -47,13 +48,8 @@ func Reshard(t *testing.T, top Topology, moves int) {
 			t.Fatal(err)
 		}
 	}
-	var logs strings.Builder
-	var logMu sync.Mutex
-	logger := slog.New(slog.NewTextHandler(writerFunc(func(p []byte) (int, error) {
-		logMu.Lock()
-		defer logMu.Unlock()
-		return logs.Write(p)
-	}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	var logs logtest.Buffer
+	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	// A move holds a call back for as long as the lock's keys are split,
 	// a few hundred milliseconds here; a hand-over's grant window longer
 	// than that keeps a grant whose holder's release is held back from
@@ -146,8 +142,3 @@ func Reshard(t *testing.T, top Topology, moves int) {
 		t.Error("control: no call through the driver alone met the migration: the test shows nothing")
 	}
 }
-
-// writerFunc is an io.Writer of a function.
-type writerFunc func([]byte) (int, error)
-
-func (f writerFunc) Write(p []byte) (int, error) { return f(p) }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/gomodule/redigo/redis"
 
+	"github.com/locktag/locktag/internal/logtest"
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
@@ -368,7 +369,7 @@ func startReadyChildren(t *testing.T, srv *redistest.Server, n int, mode string)
 		if err != nil {
 			t.Fatal(err)
 		}
-		logs := new(lockedBuffer) // the child's stderr, and its stdout but the address
+		logs := new(logtest.Buffer) // the child's stderr, and its stdout but the address
 		c.cmd.Stderr = logs
 		if err := c.cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -395,24 +396,6 @@ func startReadyChildren(t *testing.T, srv *redistest.Server, n int, mode string)
 		out[i] = c
 	}
 	return out
-}
-
-// lockedBuffer is a buffer two goroutines may write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // TestReadyChild is a candidate process of TestReadyAcrossProcesses: it
