@@ -21,6 +21,8 @@ import (
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/ops"
 	"github.com/locktag/locktag/middleware/stdhttp"
+
+	"github.com/locktag/locktag/internal/integration/internal/apt"
 )
 
 // screenshotEnv, set to 1, makes TestBrowser save the page it drove to
@@ -290,35 +292,8 @@ func lookBrowser() string {
 	return ""
 }
 
-// installChromium runs apt-get, through sudo when not root.
-func installChromium() error {
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		return errors.New("no apt-get on this machine")
-	}
-	var prefix []string
-	if os.Geteuid() != 0 {
-		if _, err := exec.LookPath("sudo"); err != nil {
-			return errors.New("not root and no sudo")
-		}
-		prefix = []string{"sudo", "-n"}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	for _, args := range [][]string{{"apt-get", "update", "-qq"}, {"apt-get", "install", "-y", "-qq", "chromium"}} {
-		argv := append(append([]string(nil), prefix...), args...)
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, lastLine(out))
-		}
-	}
-	return nil
-}
-
-func lastLine(b []byte) string {
-	s := strings.TrimSpace(string(b))
-	return s[strings.LastIndexByte(s, '\n')+1:]
-}
+// installChromium installs Debian's chromium.
+func installChromium() error { return apt.Install("chromium") }
 
 // newBrowser starts a headless Chromium with a fresh profile that reaches
 // nothing but the test's servers; it is stopped when the test ends.

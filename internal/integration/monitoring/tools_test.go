@@ -1,15 +1,12 @@
 package monitoring_test
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"sync"
 	"testing"
-	"time"
+
+	"github.com/locktag/locktag/internal/integration/internal/apt"
 )
 
 // The shipped files, from this package's directory.
@@ -48,33 +45,10 @@ var (
 	installErr  error
 )
 
-// installPrometheus runs apt-get, through sudo when not root. The
+// installPrometheus installs Debian's prometheus (with promtool). The
 // package's own service, where an init system starts it, is not used:
 // the test starts its own process on a free port.
-func installPrometheus() error {
-	if _, err := exec.LookPath("apt-get"); err != nil {
-		return errors.New("no apt-get on this machine")
-	}
-	var prefix []string
-	if os.Geteuid() != 0 {
-		if _, err := exec.LookPath("sudo"); err != nil {
-			return errors.New("not root and no sudo")
-		}
-		prefix = []string{"sudo", "-n"}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	for _, args := range [][]string{{"apt-get", "update", "-qq"}, {"apt-get", "install", "-y", "-qq", "--no-install-recommends", "prometheus"}} {
-		argv := append(append([]string(nil), prefix...), args...)
-		cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			s := strings.TrimSpace(string(out))
-			return fmt.Errorf("%s: %w: %s", strings.Join(argv, " "), err, s[strings.LastIndexByte(s, '\n')+1:])
-		}
-	}
-	return nil
-}
+func installPrometheus() error { return apt.Install("--no-install-recommends", "prometheus") }
 
 // version is the first line of `bin --version`.
 func version(bin string) string {
