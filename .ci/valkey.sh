@@ -49,7 +49,7 @@ pkgs=("$@")
 if [ ${#pkgs[@]} -eq 0 ]; then
 	pkgs=(locker locker/guard locker/redigo locker/goredis locker/rueidis locker/ops
 		middleware middleware/stdhttp middleware/lockecho middleware/lockecho5 middleware/lockfiber interceptor interceptor/connectrpc
-		locker/locktest locker/cmd/locktag)
+		locker/locktest locker/cmd/locktag locker/job internal/integration/monitoring)
 fi
 
 echo "=== valkey.sh: Redis-backed tests on Valkey $version ($(command -v valkey-server), $(valkey-cli --version))"
