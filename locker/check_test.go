@@ -113,8 +113,9 @@ func TestCheckRedlock(t *testing.T) {
 // TestCheckMinimalACL: a user with exactly the rules ACLRules gives (and
 // docs/servers.md prints) passes Check and runs every operation of the
 // locker: lock, re-entry, renewal, waiting by notification, semaphores,
-// read/write and multi-key locks, idempotency records, Inspect, List and
-// ForceRelease — through the pipelined and the pooled redigo driver.
+// read/write and multi-key locks, idempotency records and
+// InspectIdempotency, Inspect, List and ForceRelease — through the
+// pipelined and the pooled redigo driver.
 func TestCheckMinimalACL(t *testing.T) {
 	srv := redistest.Start(t)
 	probe := newLocker(t, srv)
@@ -248,6 +249,9 @@ func aclWorkload(t *testing.T, srv *redistest.Server, a, b *locker.Locker, tag s
 	}
 	if out, ok := again.Replay(); !ok || string(out) != "done" {
 		t.Fatalf("replay: %q %v", out, ok)
+	}
+	if st, ok, err := b.InspectIdempotency(ctx, name); !ok || err != nil || st.State != locker.IdempotencyDone {
+		t.Fatalf("InspectIdempotency: %+v %v %v", st, ok, err)
 	}
 
 	// Operations: Inspect, List, ForceRelease (its notice cancels the

@@ -2,6 +2,8 @@ package locker_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"log"
 
@@ -41,4 +43,45 @@ func ExampleLocker_Idempotent() {
 	// charged 10 EUR
 	// replayed: charged 10 EUR
 	// locker: idempotency key reused with a different request
+}
+
+// An operator reads a record without claiming it: in flight while the
+// first call executes, then done with its outcome stored. The fingerprint
+// is the SHA-256 of the one Idempotent was given; the outcome is not
+// shown.
+func ExampleLocker_InspectIdempotency() {
+	lk, err := locker.New(redigo.New(examplePool()), locker.WithKeyPrefix("example-idem-inspect:"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	ctx := context.Background()
+	name := locker.IdempotencyName("POST /payments", "customer:42", "8e03978e-40d5-43e8-bc93")
+	show := func() {
+		st, ok, err := lk.InspectIdempotency(ctx, name)
+		if err != nil {
+			log.Fatal(err) // ErrUnavailable, ErrProtocol
+		}
+		if !ok {
+			fmt.Println("no record")
+			return
+		}
+		sum := sha256.Sum256([]byte("10 EUR"))
+		fmt.Printf("%s, fingerprint %v, owner %v, expires %v, %d waiting\n", st.State,
+			st.Fingerprint == hex.EncodeToString(sum[:]), st.Owner != "", st.ExpiresIn > 0, st.Waiting)
+	}
+	show()
+	claim, err := lk.Idempotent(ctx, name, "10 EUR", locker.IdempotencyParams{})
+	if err != nil {
+		log.Fatal(err)
+	}
+	show()
+	if err := claim.Complete(ctx, []byte("charged 10 EUR")); err != nil {
+		log.Fatal(err)
+	}
+	show()
+	// Output:
+	// no record
+	// in flight, fingerprint true, owner true, expires true, 0 waiting
+	// done, fingerprint true, owner false, expires true, 0 waiting
 }

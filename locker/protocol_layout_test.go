@@ -91,6 +91,8 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 	c, err := lk.Idempotent(ctx, "idem", "0000000000000000000000000000000000000000000000000000000000000000", locker.IdempotencyParams{})
 	run("claim", err)
 	run("complete", c.Complete(ctx, []byte("done")))
+	_, _, err = lk.InspectIdempotency(ctx, "idem")
+	run("inspect idempotency", err)
 	_, err = lk.Allow(ctx, "r", locker.RateParams{Limit: 10, Period: time.Second})
 	run("allow", err)
 	_, _, err = lk.InspectRate(ctx, "r")
@@ -122,7 +124,7 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 	}
 	for _, want := range []string{"mutex_acquire", "mutex_release", "mutex_leave", "mutex_extend", "mutex_pttl", "mutex_keep", "mutex_force",
 		"sem_acquire", "sem_release", "sem_extend", "sem_pttl", "sem_force", "rw_acquire", "rw_release", "rw_force",
-		"multi_acquire", "idem_begin", "idem_end", "rate", "rate_inspect", "inspect", "list"} {
+		"multi_acquire", "idem_begin", "idem_end", "idem_inspect", "rate", "rate_inspect", "inspect", "list"} {
 		if len(rec.calls[want]) == 0 {
 			t.Errorf("no call of %s was checked", want)
 		}

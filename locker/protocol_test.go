@@ -124,6 +124,8 @@ func TestProtocolRefusedEverywhere(t *testing.T) {
 	same = futureRecord(t, srv, "idem", "locktag:{"+name+"}:r")
 	_, err = lk.Idempotent(ctx, name, strings.Repeat("0", 64), locker.IdempotencyParams{})
 	wantProtocol(t, "idempotent", err)
+	_, _, err = lk.InspectIdempotency(ctx, name)
+	wantProtocol(t, "inspect idempotency", err)
 	same()
 
 	same = futureRecord(t, srv, "rate", "locktag:{api}:rate")

@@ -8,7 +8,8 @@ import (
 
 // The kinds of what is stored beside locks (Stored.Kind).
 const (
-	// KindIdempotency is an idempotency record (Idempotent).
+	// KindIdempotency is an idempotency record (Idempotent; read it with
+	// InspectIdempotency).
 	KindIdempotency = "idempotency"
 	// KindRate is a rate key's state (Allow; read it with InspectRate).
 	KindRate = "rate"
@@ -20,8 +21,8 @@ type Stored struct {
 	// idempotency record's is IdempotencyName's).
 	Name string
 	// Kind is KindMutex, KindSemaphore or KindRW (a lock: Inspect it),
-	// KindIdempotency or KindRate (InspectRate). A name used as several
-	// kinds is found once per kind.
+	// KindIdempotency (InspectIdempotency) or KindRate (InspectRate). A
+	// name used as several kinds is found once per kind.
 	Kind string
 }
 

@@ -73,12 +73,12 @@ type listing struct {
 }
 
 // gather lists what matches p (at most limit names; 0: no limit) and
-// reads each lock and rate key. It fails only when Redis does: a record
-// of another protocol is listed as refused.
+// reads each lock, rate key and idempotency record. It fails only when
+// Redis does: a record of another protocol is listed as refused.
 func gather(ctx context.Context, lk *locker.Locker, p pattern, limit int) (*listing, error) {
 	out := &listing{Locks: []lockOut{}, Rates: []rateOut{}, Idempotency: []recordOut{}, Refused: []refusedOut{}}
 	kinds := map[string][]string{} // lock names and the kinds listed for each
-	var names, rates []string
+	var names, rates, records []string
 	seen := map[locker.Stored]bool{}
 	for cursor := ""; ; {
 		page, next, err := lk.ListStored(ctx, p.prefix, cursor)
@@ -96,7 +96,7 @@ func gather(ctx context.Context, lk *locker.Locker, p pattern, limit int) (*list
 			seen[s] = true
 			switch s.Kind {
 			case locker.KindIdempotency:
-				out.Idempotency = append(out.Idempotency, recordOut{Name: s.Name})
+				records = append(records, s.Name)
 			case locker.KindRate:
 				rates = append(rates, s.Name)
 			default:
@@ -142,7 +142,18 @@ func gather(ctx context.Context, lk *locker.Locker, p pattern, limit int) (*list
 			out.Rates = append(out.Rates, rateOf(st))
 		}
 	}
-	slices.SortFunc(out.Idempotency, func(a, b recordOut) int { return strings.Compare(a.Name, b.Name) })
+	slices.Sort(records)
+	for _, name := range records {
+		st, ok, err := lk.InspectIdempotency(ctx, name)
+		switch {
+		case errors.Is(err, locker.ErrProtocol):
+			out.Refused = append(out.Refused, refusedOut{Name: name, Kind: locker.KindIdempotency, Error: err.Error()})
+		case err != nil:
+			return nil, err
+		case ok:
+			out.Idempotency = append(out.Idempotency, recordOf(st))
+		}
+	}
 	return out, nil
 }
 
@@ -217,10 +228,12 @@ func writeListing(w io.Writer, l *listing, limit int) {
 	}
 	if len(l.Idempotency) > 0 {
 		fmt.Fprint(w, sep)
-		fmt.Fprintln(w, "IDEMPOTENCY RECORD")
+		tw := table(w)
+		fmt.Fprint(tw, recordHeader)
 		for _, r := range l.Idempotency {
-			fmt.Fprintln(w, r.Name)
+			writeRecordRow(tw, r, false)
 		}
+		tw.Flush()
 		sep = "\n"
 	}
 	if len(l.Refused) > 0 {
@@ -239,9 +252,10 @@ func writeListing(w io.Writer, l *listing, limit int) {
 
 // inspected is what inspect found for one name.
 type inspected struct {
-	Name string   `json:"name"`
-	Lock *lockOut `json:"lock"`
-	Rate *rateOut `json:"rate"`
+	Name   string     `json:"name"`
+	Lock   *lockOut   `json:"lock"`
+	Rate   *rateOut   `json:"rate"`
+	Record *recordOut `json:"record"`
 }
 
 func inspectCommand() *command {
@@ -252,13 +266,15 @@ func inspectCommand() *command {
 		run: func(ctx context.Context, c *cli, s *session, args []string) int {
 			name := args[0]
 			out := inspected{Name: name}
-			st, err := s.lk.Inspect(ctx, name)
-			if err != nil {
-				return c.fail("inspect", name, err)
-			}
-			if st.Kind != "" {
-				l := lockOf(st)
-				out.Lock = &l
+			if !recordName(name) {
+				st, err := s.lk.Inspect(ctx, name)
+				if err != nil {
+					return c.fail("inspect", name, err)
+				}
+				if st.Kind != "" {
+					l := lockOf(st)
+					out.Lock = &l
+				}
 			}
 			rs, ok, err := s.lk.InspectRate(ctx, name)
 			switch {
@@ -269,13 +285,23 @@ func inspectCommand() *command {
 				r := rateOf(rs)
 				out.Rate = &r
 			}
+			is, ok, err := s.lk.InspectIdempotency(ctx, name)
+			switch {
+			case errors.Is(err, locker.ErrIdempotencyUnsupported):
+			case err != nil:
+				return c.fail("inspect", name, err)
+			case ok:
+				r := recordOf(is)
+				out.Record = &r
+			}
+			found := out.Lock != nil || out.Rate != nil || out.Record != nil
 			if c.opts.output == "json" {
 				writeJSON(c.stdout, out)
-			} else if out.Lock != nil || out.Rate != nil {
+			} else if found {
 				writeInspected(c.stdout, out)
 			}
-			if out.Lock == nil && out.Rate == nil {
-				fmt.Fprintf(c.stderr, "locktag inspect %s: nothing held or waited for, and no rate key, under the prefix %q\n", quoteName(name), c.opts.prefix)
+			if !found {
+				fmt.Fprintf(c.stderr, "locktag inspect %s: nothing held or waited for, no rate key and no idempotency record, under the prefix %q\n", quoteName(name), c.opts.prefix)
 				return exitNotFound
 			}
 			return exitOK
@@ -283,8 +309,24 @@ func inspectCommand() *command {
 	}
 }
 
+// recordName reports whether name has the shape of IdempotencyName's
+// names: "idem:" and 43 characters of base64url. Such a name is a
+// record's, not a lock's: its ":rw" key holds the record's waiters, which
+// Inspect would read as a read/write lock's holders (ListStored tells the
+// two apart by the same shape).
+func recordName(name string) bool {
+	const head, body = "idem:", 43
+	if len(name) != len(head)+body || !strings.HasPrefix(name, head) {
+		return false
+	}
+	return !strings.ContainsFunc(name[len(head):], func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_')
+	})
+}
+
 // writeInspected writes one lock in full: a summary line, then its rows
-// of the locks table; then its rate key, if any.
+// of the locks table; then its rate key and its idempotency record (the
+// whole fingerprint), if any.
 func writeInspected(w io.Writer, in inspected) {
 	if l := in.Lock; l != nil {
 		state := "free"
@@ -307,6 +349,15 @@ func writeInspected(w io.Writer, in inspected) {
 		tw := table(w)
 		fmt.Fprint(tw, rateHeader)
 		writeRateRow(tw, *r)
+		tw.Flush()
+	}
+	if r := in.Record; r != nil {
+		if in.Lock != nil || in.Rate != nil {
+			fmt.Fprintln(w)
+		}
+		tw := table(w)
+		fmt.Fprint(tw, recordHeader)
+		writeRecordRow(tw, *r, true)
 		tw.Flush()
 	}
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"slices"
 	"strings"
 	"sync"
@@ -13,15 +15,26 @@ import (
 	"github.com/locktag/locktag/locker"
 )
 
-// shop is a set of locks of every kind, a rate key and an idempotency
-// record, held by two in-process Lockers as two services would.
+// shop is a set of locks of every kind, a rate key and two idempotency
+// records (one in flight with a caller waiting, one done), held by two
+// in-process Lockers as two services would.
 type shop struct {
-	args   []string
-	a, b   *session
-	record string
+	args []string
+	a, b *session
+	// record is in flight, owned by recordOwner, claimed with the
+	// fingerprint whose SHA-256 is recordFP; done is completed, with
+	// doneFP.
+	record, recordOwner, recordFP string
+	done, doneFP                  string
 	// owners of the holders and waiters, by role.
 	orderHolder, orderWaiter, filesReader, filesWriter string
 	exports                                            []string
+}
+
+// sha256Hex is the SHA-256 of s in hex: a record's stored fingerprint.
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
 }
 
 func newShop(t *testing.T) *shop {
@@ -52,17 +65,31 @@ func newShop(t *testing.T) *shop {
 	if _, err := sh.a.lk.Allow(ctx, "api:alice", locker.RateParams{Limit: 10, Period: time.Second, Burst: 5}); err != nil {
 		t.Fatal(err)
 	}
-	sh.record = locker.IdempotencyName("POST /payments", "alice", "k1")
+	sh.record, sh.recordFP = locker.IdempotencyName("POST /payments", "alice", "k1"), sha256Hex("10 EUR")
 	if _, err := sh.a.lk.Idempotent(ctx, sh.record, "10 EUR", locker.IdempotencyParams{}); err != nil {
 		t.Fatal(err)
 	}
+	wg.Go(func() {
+		_, _ = sh.b.lk.Idempotent(wait, sh.record, "10 EUR", locker.IdempotencyParams{Wait: time.Minute})
+	})
+	sh.done, sh.doneFP = locker.IdempotencyName("POST /payments", "bob", "k9"), sha256Hex("5 EUR")
+	c, err := sh.b.lk.Idempotent(ctx, sh.done, "5 EUR", locker.IdempotencyParams{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Complete(ctx, []byte("receipt")); err != nil {
+		t.Fatal(err)
+	}
 	var order, files *locker.State
+	var record locker.IdempotencyState
 	testwait.Eventually(t, "the waiters queued", func() bool {
-		var err1, err2 error
+		var err1, err2, err3 error
 		order, err1 = sh.a.lk.Inspect(ctx, "order:42")
 		files, err2 = sh.a.lk.Inspect(ctx, "files")
-		return err1 == nil && err2 == nil && order.Queued == 1 && files.Queued == 1
+		record, _, err3 = sh.a.lk.InspectIdempotency(ctx, sh.record)
+		return err1 == nil && err2 == nil && err3 == nil && order.Queued == 1 && files.Queued == 1 && record.Waiting == 1
 	})
+	sh.recordOwner = record.Owner
 	sh.orderHolder, sh.orderWaiter = order.Holders[0].Owner, order.Waiters[0].Owner
 	sh.filesReader, sh.filesWriter = files.Holders[0].Owner, files.Waiters[0].Owner
 	exports, err := sh.a.lk.Inspect(ctx, "exports")
@@ -94,7 +121,7 @@ func TestLs(t *testing.T) {
 	for _, want := range []string{
 		"NAME      KIND          ROLE            OWNER                   FENCE             HOLDS  LEFT   FOR",
 		"RATE KEY   REMAINING  BURST  INTERVAL  FULL IN",
-		"IDEMPOTENCY RECORD\n" + sh.record + "\n",
+		"IDEMPOTENCY RECORD                                STATE      FINGERPRINT   OWNER                   EXPIRES IN  WAITING",
 	} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("ls lacks %q:\n%s", want, r.stdout)
@@ -116,6 +143,16 @@ func TestLs(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "checkout pid 1") || !strings.Contains(r.stdout, "checkout pid 2") {
 		t.Errorf("ls lacks the labels:\n%s", r.stdout)
+	}
+	// Records: state, the fingerprint's first 12 digits, owner, expiry,
+	// waiters.
+	if got := rows(r.stdout, sh.record, 7); len(got) != 1 ||
+		!strings.HasPrefix(got[0], sh.record+" in flight "+sh.recordFP[:12]+" "+sh.recordOwner+" ") || !strings.HasSuffix(got[0], " 1") {
+		t.Errorf("ls's in-flight record row %q", got)
+	}
+	if got := rows(r.stdout, sh.done, 6); len(got) != 1 ||
+		!strings.HasPrefix(got[0], sh.done+" done "+sh.doneFP[:12]+" - ") || !strings.HasSuffix(got[0], " 0") {
+		t.Errorf("ls's done record row %q", got)
 	}
 
 	var l listing
@@ -150,8 +187,20 @@ func TestLs(t *testing.T) {
 	if len(l.Rates) != 1 || l.Rates[0] != (rateOut{Name: "api:alice", Remaining: 4, Burst: 5, IntervalUs: 100_000, ResetMs: l.Rates[0].ResetMs}) || l.Rates[0].ResetMs <= 0 {
 		t.Errorf("rates %+v", l.Rates)
 	}
-	if len(l.Idempotency) != 1 || l.Idempotency[0].Name != sh.record {
-		t.Errorf("idempotency %+v", l.Idempotency)
+	records := map[string]recordOut{}
+	for _, x := range l.Idempotency {
+		records[x.Name] = x
+	}
+	if x := records[sh.record]; len(l.Idempotency) != 2 || x.State != locker.IdempotencyInFlight || x.Fingerprint != sh.recordFP ||
+		x.Owner != sh.recordOwner || x.ExpiresInMs <= 0 || x.ExpiresInMs > 30_000 || x.Waiting != 1 {
+		t.Errorf("the in-flight record %+v (of %+v)", x, l.Idempotency)
+	}
+	if x := records[sh.done]; x.State != locker.IdempotencyDone || x.Fingerprint != sh.doneFP || x.Owner != "" ||
+		x.ExpiresInMs <= 3_500_000 || x.ExpiresInMs > 3_600_000 || x.Waiting != 0 {
+		t.Errorf("the done record %+v", x)
+	}
+	if !slices.IsSortedFunc(l.Idempotency, func(a, b recordOut) int { return strings.Compare(a.Name, b.Name) }) {
+		t.Errorf("the records are not sorted by name: %+v", l.Idempotency)
 	}
 	if l.Prefix != "locktag:" || l.Truncated || len(l.Refused) != 0 {
 		t.Errorf("listing %+v", l)
@@ -165,7 +214,8 @@ func TestLs(t *testing.T) {
 		{"*:42", []string{"order:42"}},
 		{"?iles", []string{"files"}},
 		{"api:*", []string{"api:alice"}},
-		{"idem:", []string{sh.record}},
+		{"idem:", sorted(sh.record, sh.done)},
+		{sh.record, []string{sh.record}},
 		{"nothing", nil},
 	} {
 		var l listing
@@ -225,14 +275,49 @@ func TestInspect(t *testing.T) {
 	if got := rows(r.stdout, "api:alice", 3); !strings.HasPrefix(r.stdout, "RATE KEY") || len(got) != 1 {
 		t.Errorf("inspect api:alice:\n%s", r.stdout)
 	}
+	// A record in full: the whole fingerprint.
+	r = locktag(t, append(sh.args, "inspect", sh.record)...).want(t, exitOK)
+	if got := rows(r.stdout, sh.record, 7); !strings.HasPrefix(r.stdout, "IDEMPOTENCY RECORD") || len(got) != 1 ||
+		!strings.HasPrefix(got[0], sh.record+" in flight "+sh.recordFP+" "+sh.recordOwner+" ") || !strings.HasSuffix(got[0], " 1") {
+		t.Errorf("inspect %s:\n%s", sh.record, r.stdout)
+	}
+	in = inspected{}
+	locktag(t, append(sh.args, "inspect", "-o", "json", sh.done)...).want(t, exitOK).decode(t, &in)
+	if x := in.Record; in.Lock != nil || in.Rate != nil || x == nil || x.Name != sh.done || x.State != locker.IdempotencyDone ||
+		x.Fingerprint != sh.doneFP || x.Owner != "" || x.ExpiresInMs <= 0 || x.Waiting != 0 {
+		t.Errorf("inspect -o json %s: %+v %+v", sh.done, in, in.Record)
+	}
 	r = locktag(t, append(sh.args, "inspect", "order:43")...).want(t, exitNotFound)
-	if r.stdout != "" || r.stderr != "locktag inspect order:43: nothing held or waited for, and no rate key, under the prefix \"locktag:\"\n" {
+	if r.stdout != "" || r.stderr != "locktag inspect order:43: nothing held or waited for, no rate key and no idempotency record, under the prefix \"locktag:\"\n" {
 		t.Errorf("inspect of nothing: %q %q", r.stdout, r.stderr)
 	}
+	in = inspected{}
 	locktag(t, append(sh.args, "inspect", "order:43", "-o", "json")...).want(t, exitNotFound).decode(t, &in)
-	if in.Name != "order:43" || in.Lock != nil || in.Rate != nil {
+	if in.Name != "order:43" || in.Lock != nil || in.Rate != nil || in.Record != nil {
 		t.Errorf("inspect -o json of nothing: %+v", in)
 	}
+}
+
+// recordName knows IdempotencyName's names and nothing else.
+func TestRecordName(t *testing.T) {
+	name := locker.IdempotencyName("POST /payments", "alice", "k1")
+	for _, tc := range []struct {
+		name string
+		want bool
+	}{
+		{name, true}, {locker.IdempotencyName("", "", ""), true}, {"order:42", false}, {"idem:", false},
+		{name[:len(name)-1], false}, {name + "x", false}, {name[:len(name)-1] + "=", false}, {"xdem:" + name[5:], false},
+	} {
+		if got := recordName(tc.name); got != tc.want {
+			t.Errorf("recordName(%q) = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// sorted is names in order.
+func sorted(names ...string) []string {
+	slices.Sort(names)
+	return names
 }
 
 // globMatch is a whole-name glob: '*' any run, '?' one character.

@@ -60,9 +60,16 @@ type rateOut struct {
 	ResetMs    int64  `json:"resetMs"`
 }
 
-// recordOut is one idempotency record: its name only (see ls's help).
+// recordOut is one idempotency record: InspectIdempotency's
+// IdempotencyState. A record stores no time, so it has no age.
 type recordOut struct {
-	Name string `json:"name"`
+	Name  string `json:"name"`
+	State string `json:"state"` // "in flight" or "done"
+	// Fingerprint is the SHA-256, in hex, of the request's fingerprint.
+	Fingerprint string `json:"fingerprint"`
+	Owner       string `json:"owner"` // the in-flight claim's token; "" when done
+	ExpiresInMs int64  `json:"expiresInMs"`
+	Waiting     int    `json:"waiting"`
 }
 
 // refusedOut is a name whose record the command refused to read.
@@ -93,6 +100,11 @@ func holderOf(h locker.Holder) holderOut {
 func rateOf(st locker.RateState) rateOut {
 	return rateOut{Name: st.Name, Remaining: st.Remaining, Burst: st.Burst,
 		IntervalUs: st.Interval.Microseconds(), ResetMs: st.Reset.Milliseconds()}
+}
+
+func recordOf(st locker.IdempotencyState) recordOut {
+	return recordOut{Name: st.Name, State: st.State, Fingerprint: st.Fingerprint, Owner: st.Owner,
+		ExpiresInMs: st.ExpiresIn.Milliseconds(), Waiting: st.Waiting}
 }
 
 // writeJSON writes v as indented JSON.
@@ -153,6 +165,26 @@ const rateHeader = "RATE KEY\tREMAINING\tBURST\tINTERVAL\tFULL IN\n"
 func writeRateRow(tw io.Writer, r rateOut) {
 	fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", clean(r.Name), r.Remaining, r.Burst,
 		duration(time.Duration(r.IntervalUs)*time.Microsecond), duration(ms(r.ResetMs)))
+}
+
+// recordHeader is the header of the idempotency records table.
+const recordHeader = "IDEMPOTENCY RECORD\tSTATE\tFINGERPRINT\tOWNER\tEXPIRES IN\tWAITING\n"
+
+// shortFingerprint is how many hex digits of a fingerprint ls shows.
+const shortFingerprint = 12
+
+// writeRecordRow writes r's row of the records table: its fingerprint
+// cut to shortFingerprint digits unless full; OWNER "-" when done.
+func writeRecordRow(tw io.Writer, r recordOut, full bool) {
+	fp := r.Fingerprint
+	if !full && len(fp) > shortFingerprint {
+		fp = fp[:shortFingerprint]
+	}
+	owner := r.Owner
+	if owner == "" {
+		owner = "-"
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\n", clean(r.Name), r.State, fp, owner, duration(ms(r.ExpiresInMs)), r.Waiting)
 }
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }

@@ -154,7 +154,7 @@ func TestForeignProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	const value = "@2 0 written by a later release"
-	for _, k := range []string{"locktag:{a:foreign}", "locktag:{a:rate}:rate"} {
+	for _, k := range []string{"locktag:{a:foreign}", "locktag:{a:rate}:rate", "locktag:{a:idem}:r"} {
 		if _, err := srv.Do("SET", k, value); err != nil {
 			t.Fatal(err)
 		}
@@ -172,19 +172,32 @@ func TestForeignProtocol(t *testing.T) {
 	if v, err := redis.String(srv.Do("GET", "locktag:{a:foreign}")); v != value || err != nil {
 		t.Errorf("the foreign record after the refused release: %q %v", v, err)
 	}
+	r = locktag(t, append(args, "inspect", "a:idem")...).want(t, exitRefused)
+	if !strings.HasPrefix(r.stderr, "locktag inspect a:idem: refused: "+refusal) {
+		t.Errorf("inspect of a foreign idempotency record: %s", r.stderr)
+	}
 	r = locktag(t, append(args, "ls", "a:")...).want(t, exitRefused)
-	if got := rows(r.stdout, "a:", 3); len(got) != 3 || got[0] != "a:ok mutex holder" ||
-		!strings.HasPrefix(got[1], "a:foreign mutex locker:") || !strings.HasPrefix(got[2], "a:rate rate locker:") {
+	if got := rows(r.stdout, "a:", 3); len(got) != 4 || got[0] != "a:ok mutex holder" ||
+		!strings.HasPrefix(got[1], "a:foreign mutex locker:") || !strings.HasPrefix(got[2], "a:rate rate locker:") ||
+		!strings.HasPrefix(got[3], "a:idem idempotency locker:") {
 		t.Errorf("ls with foreign records:\n%s", r.stdout)
 	}
-	if !strings.Contains(r.stderr, "locktag ls: a:foreign: refused: "+refusal) || !strings.Contains(r.stderr, "locktag ls: a:rate: refused: ") {
+	if !strings.Contains(r.stderr, "locktag ls: a:foreign: refused: "+refusal) || !strings.Contains(r.stderr, "locktag ls: a:rate: refused: ") ||
+		!strings.Contains(r.stderr, "locktag ls: a:idem: refused: "+refusal) {
 		t.Errorf("ls's stderr: %s", r.stderr)
 	}
 	var l listing
 	locktag(t, append(args, "ls", "a:", "-o", "json")...).want(t, exitRefused).decode(t, &l)
-	if len(l.Locks) != 1 || len(l.Refused) != 2 || l.Refused[0] != (refusedOut{Name: "a:foreign", Kind: "mutex", Error: l.Refused[0].Error}) ||
-		!strings.HasPrefix(l.Refused[0].Error, refusal) || l.Refused[1].Kind != "rate" {
+	if len(l.Locks) != 1 || len(l.Refused) != 3 || l.Refused[0] != (refusedOut{Name: "a:foreign", Kind: "mutex", Error: l.Refused[0].Error}) ||
+		!strings.HasPrefix(l.Refused[0].Error, refusal) || l.Refused[1].Kind != "rate" ||
+		l.Refused[2] != (refusedOut{Name: "a:idem", Kind: "idempotency", Error: l.Refused[2].Error}) || !strings.HasPrefix(l.Refused[2].Error, refusal) ||
+		len(l.Idempotency) != 0 {
 		t.Errorf("ls -o json with foreign records: %+v", l)
+	}
+	for _, k := range []string{"locktag:{a:foreign}", "locktag:{a:rate}:rate", "locktag:{a:idem}:r"} {
+		if v, err := redis.String(srv.Do("GET", k)); v != value || err != nil {
+			t.Errorf("%s after the refusals: %q %v", k, v, err)
+		}
 	}
 	_, errs := watching(t, append(args, "watch", "a:")...)
 	waitFor(t, errs, "locktag watch: a:foreign: refused: "+refusal)

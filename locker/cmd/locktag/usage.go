@@ -75,12 +75,15 @@ pattern: a name prefix (order:), or a glob matched against the whole name
                of mutex, semaphore, read/write, and names the others.
   rate keys    admissions left now, burst, interval (period/limit), and the
                time until the whole burst is back.
-  idempotency  the records' names (IdempotencyName's hash). Their state,
-               age and fingerprint are not shown: protocol 1 has no script
-               that reads a record without claiming it.
+  idempotency  each record (IdempotencyName's hash): in flight or done,
+               the first 12 hex digits of its fingerprint (-o json: all
+               64), the owner token while in flight, the time until it
+               expires, and the callers waiting for it. A record stores no
+               time, so its age is not shown.
 
-Each lock and rate key is read by the library's read-only script, one call
-per name; listing is SCAN in steps on every master.
+Each lock, rate key and idempotency record is read by the library's
+read-only script, one call per name; listing is SCAN in steps on every
+master.
 
 Options:
   --limit N    at most N names (default 1000; 0: no limit)
@@ -99,14 +102,19 @@ const inspectUsage = `Usage: locktag inspect [options] NAME
 
 Shows one lock in full: its kind, every holder (owner token, fencing
 token, holds, lease left, held for, label, mode) and every waiter in queue
-order, and the rate key of the same name if there is one.
+order; and the rate key and the idempotency record of the same name if
+there are any (a record with its whole fingerprint). A name of
+IdempotencyName's shape (idem: and 43 characters) is not read as a lock:
+its :rw key holds the record's waiters.
 
-Exit status 1 when nothing is held, waited for or rate-limited under NAME;
-4 for a record of another protocol (nothing is read or changed).
+Exit status 1 when nothing is held, waited for, rate-limited or recorded
+under NAME; 4 for a record of another protocol (nothing is read or
+changed).
 
 Examples:
   locktag inspect order:42
   locktag -o json inspect order:42 | jq '.lock.holders[0].fence'
+  locktag -o json inspect idem:YdcK4gJqUU8Vy9ei207dNOkMSu_rS5m7f2CnIyps4C8 | jq '.record.state'
 `
 
 const releaseUsage = `Usage: locktag release [options] NAME --reason TEXT [--token T]

@@ -1,7 +1,8 @@
 // Package records keeps idempotency records on one Redis node: the record
-// layout, the begin/end/renew scripts' calls and replies, and the wait for
-// an in-flight record. locker.Idempotent and locker.Claim are built on it;
-// the record's lease is kept by package keeper like a lock's.
+// layout, the begin/end/renew scripts' calls and replies, the operator's
+// read of a record (Inspect), and the wait for an in-flight record.
+// locker.Idempotent, locker.Claim and locker.InspectIdempotency are built
+// on it; the record's lease is kept by package keeper like a lock's.
 //
 // A record named N lives in one string at prefix+"{N}:r": its state (in
 // flight or done), a waiters flag, the SHA-256 of the request's
@@ -142,6 +143,44 @@ func (s *Store) Renew(ctx context.Context, k Keys, token string, ttl time.Durati
 	}
 	n, _ := v.(int64)
 	return n == 1, nil
+}
+
+// View is idem_inspect.lua's reply: a record read without claiming it
+// (locker.IdempotencyState).
+type View struct {
+	InFlight    bool   // in flight; else done
+	Fingerprint string // the stored fingerprint (Fingerprint's form)
+	Owner       string // the in-flight owner's token; "" when done
+	// PTTL is the key's time to live; 0 for a key without an expiry.
+	PTTL    time.Duration
+	Waiting int // tokens registered as waiting, while in flight
+}
+
+// Inspect reads record k and its waiters without claiming or changing
+// anything; ok is false when there is no record. Its errors are the
+// driver's (a record of another protocol among them) or a malformed
+// reply's.
+func (s *Store) Inspect(ctx context.Context, k Keys) (v View, ok bool, err error) {
+	cctx, cancel := s.nd.Sh.Cfg.Bounds.Call(ctx)
+	defer cancel()
+	r, err := s.nd.Drv.Eval(cctx, scripts.IdemInspect, k.keys)
+	if err != nil || r == nil {
+		return View{}, false, err
+	}
+	a, _ := r.([]any)
+	if len(a) != 5 {
+		return View{}, false, fmt.Errorf("locker: unexpected idempotency script reply %v", r)
+	}
+	state, _ := a[0].(string)
+	fp, _ := a[1].(string)
+	pttl, okP := a[2].(int64)
+	waiting, okW := a[3].(int64)
+	owner, _ := a[4].(string)
+	if (state != "p" && state != "d") || len(fp) != 64 || !okP || !okW {
+		return View{}, false, fmt.Errorf("locker: unexpected idempotency script reply %v", r)
+	}
+	return View{InFlight: state == "p", Fingerprint: fp, Owner: owner,
+		PTTL: time.Duration(max(pttl, 0)) * time.Millisecond, Waiting: int(waiting)}, true, nil
 }
 
 // cleanup abandons a claim that a failed call may have made, now and once

@@ -77,6 +77,8 @@ var (
 	luaIdemEnd string
 	//go:embed lua/idem_renew.lua
 	luaIdemRenew string
+	//go:embed lua/idem_inspect.lua
+	luaIdemInspect string
 	//go:embed lua/inspect.lua
 	luaInspect string
 	//go:embed lua/list.lua

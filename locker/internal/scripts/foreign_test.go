@@ -134,6 +134,7 @@ func TestForeignRecordsRefused(t *testing.T) {
 		{"idempotency begin", "idem", ik, IdemBegin, []any{fp, tok, 10000, 5000}},
 		{"idempotency end", "idem", ik, IdemEnd, []any{tok, "c", "outcome", 10000, "locktag:{idem:x}:rc"}},
 		{"idempotency renew", "idem", ik[:1], IdemRenew, []any{tok, 10000}},
+		{"idempotency inspect", "idem", ik, IdemInspect, nil},
 		{"multi acquire", "multi", []string{"t:{a}", "t:{a}:q", mk[0], mk[1]}, MultiAcquire, []any{10000, tok, tok}},
 		{"rate", "rate", rate, Rate, []any{"100000", 10, 0}},
 		{"rate inspect", "rate", rate, RateInspect, nil},
@@ -194,6 +195,7 @@ func TestUnreadableRecordsRefused(t *testing.T) {
 		{"mutex acquire", mk, Acquire, []any{tok, 10000, 0, AcquireNew.Arg(), "sid", 250}},
 		{"mutex extend", mk[:1], Extend, []any{tok, 10000}},
 		{"idempotency begin", mk[:2], IdemBegin, []any{strings.Repeat("0", 64), tok, 10000, 0}},
+		{"idempotency inspect", mk[:2], IdemInspect, nil},
 		{"rate", mk[:1], Rate, []any{"100000", 10, 0}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

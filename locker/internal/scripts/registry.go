@@ -42,6 +42,7 @@ func ByName() map[string]*driver.Script {
 		"idem_begin":     IdemBegin,
 		"idem_end":       IdemEnd,
 		"idem_renew":     IdemRenew,
+		"idem_inspect":   IdemInspect,
 		"inspect":        Inspect,
 		"list":           List,
 		"rate":           Rate,

@@ -37,13 +37,15 @@ var (
 )
 
 // The other scripts: Redlock's fence write-back, ObtainMany's one-script
-// path, the idempotency records, the rate limiter, and a health ping.
+// path, the idempotency records and the operator's read of one (with
+// value.lua's refuse), the rate limiter, and a health ping.
 var (
 	Raise        = driver.NewScript(luaValue + luaRaise)
 	MultiAcquire = driver.NewScript(luaMultiAcquire)
 	IdemBegin    = driver.NewScript(luaIdemBegin)
 	IdemEnd      = driver.NewScript(luaIdemEnd)
 	IdemRenew    = driver.NewScript(luaIdemRenew)
+	IdemInspect  = driver.NewScript(luaValue + luaIdemInspect)
 	Rate         = driver.NewScript(luaRate)
 	RateInspect  = driver.NewScript(luaRateInspect)
 	Ping         = driver.NewScript("return 1")
