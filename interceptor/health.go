@@ -101,9 +101,11 @@ func WithLeader(service string, el *job.Elector) HealthOption {
 //	healthpb.RegisterHealthServer(srv, hs)
 type HealthServer struct {
 	healthpb.UnimplementedHealthServer
-	check   *guard.Health
-	every   time.Duration
-	leaders map[string]*job.Elector // WithLeader's; read-only
+	check *guard.Health
+	every time.Duration
+	// leaders are WithLeader's, read-only; behind a pointer so that a
+	// HealthServer stays comparable, as it was before it had them.
+	leaders *map[string]*job.Elector
 }
 
 // NewHealthServer returns a HealthServer on lk. The error wraps
@@ -116,7 +118,7 @@ func NewHealthServer(lk *locker.Locker, opts ...HealthOption) (*HealthServer, er
 	if err := errors.Join(o.errs...); err != nil {
 		return nil, err
 	}
-	return &HealthServer{check: guard.NewHealth(lk, o.timeout, nil), every: o.every, leaders: o.leaders}, nil
+	return &HealthServer{check: guard.NewHealth(lk, o.timeout, nil), every: o.every, leaders: &o.leaders}, nil
 }
 
 // status runs one check.
@@ -138,7 +140,7 @@ func leaderStatus(el *job.Elector) healthpb.HealthCheckResponse_ServingStatus {
 // Check runs one check, bounded by the call's deadline and
 // WithHealthTimeout; for a WithLeader name it asks the Elector.
 func (s *HealthServer) Check(ctx context.Context, req *healthpb.HealthCheckRequest) (*healthpb.HealthCheckResponse, error) {
-	if el, ok := s.leaders[req.GetService()]; ok {
+	if el, ok := s.leader(req.GetService()); ok {
 		return &healthpb.HealthCheckResponse{Status: leaderStatus(el)}, nil
 	}
 	return &healthpb.HealthCheckResponse{Status: s.status(ctx)}, nil
@@ -148,7 +150,7 @@ func (s *HealthServer) Check(ctx context.Context, req *healthpb.HealthCheckReque
 // each WithLeader name's.
 func (s *HealthServer) List(ctx context.Context, _ *healthpb.HealthListRequest) (*healthpb.HealthListResponse, error) {
 	out := map[string]*healthpb.HealthCheckResponse{"": {Status: s.status(ctx)}}
-	for name, el := range s.leaders {
+	for name, el := range s.leaderNames() {
 		out[name] = &healthpb.HealthCheckResponse{Status: leaderStatus(el)}
 	}
 	return &healthpb.HealthListResponse{Statuses: out}, nil
@@ -158,7 +160,7 @@ func (s *HealthServer) List(ctx context.Context, _ *healthpb.HealthListRequest) 
 // and sends it again whenever it changed, until the client goes away. On
 // a WithLeader name it sends each change of leadership as it happens.
 func (s *HealthServer) Watch(req *healthpb.HealthCheckRequest, stream grpc.ServerStreamingServer[healthpb.HealthCheckResponse]) error {
-	if el, ok := s.leaders[req.GetService()]; ok {
+	if el, ok := s.leader(req.GetService()); ok {
 		return watchLeader(el, stream)
 	}
 	ctx := stream.Context()
@@ -199,4 +201,19 @@ func watchLeader(el *job.Elector, stream grpc.ServerStreamingServer[healthpb.Hea
 		case <-changed:
 		}
 	}
+}
+
+// leader returns the Elector WithLeader gave for service, if any.
+func (s *HealthServer) leader(service string) (*job.Elector, bool) {
+	el, ok := s.leaderNames()[service]
+	return el, ok
+}
+
+// leaderNames are the WithLeader names with their Electors (none for a
+// HealthServer not made by NewHealthServer).
+func (s *HealthServer) leaderNames() map[string]*job.Elector {
+	if s.leaders == nil {
+		return nil
+	}
+	return *s.leaders
 }
