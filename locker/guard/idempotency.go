@@ -69,8 +69,13 @@ type Request struct {
 	// metadata values). None: the key is missing; more than one: malformed.
 	Keys []string
 	// Parts identify the request besides its body, e.g. method, route, path
-	// and query; they and the body make the fingerprint.
+	// and query; they and the body make its Fingerprint1.
 	Parts []string
+	// Canonical identify the request besides its body in canonical form,
+	// e.g. method, route, normalised path, query and the headers that say
+	// what the body means; they and the body make its Fingerprint2. Nil:
+	// the request has only Fingerprint1.
+	Canonical []string
 	// Body returns the request body, reading at most max bytes; for a
 	// longer body it returns an error wrapping ErrTooLarge. Nil: no body.
 	Body func(max int64) ([]byte, error)
@@ -159,7 +164,16 @@ func (g *Idempotency[R]) Run(ctx context.Context, r R, q Request, call func(ctx 
 	}
 	params := g.s.params
 	params.Name = name
-	claim, err := g.l.Idempotent(ctx, locker.IdempotencyName(q.Route, scope, key), fingerprint(q.Parts, body), params)
+	rec := locker.IdempotencyName(q.Route, scope, key)
+	fp, other := q.fingerprints(g.s.fingerprint, body)
+	claim, err := g.l.Idempotent(ctx, rec, fp, params)
+	if errors.Is(err, locker.ErrMismatch) {
+		// The record may be this request's under the other fingerprint:
+		// written by a guard of the other setting or an earlier release.
+		if alt := other(); alt != "" {
+			claim, err = g.l.Idempotent(ctx, rec, alt, params)
+		}
+	}
 	if err != nil {
 		return fail(classifyIdem(err), err)
 	}

@@ -103,6 +103,7 @@ type settings struct {
 	maxRespBytes int
 	oversize     OversizePolicy
 	serverErrors ServerErrorPolicy
+	fingerprint  Fingerprint
 }
 
 // evaluate applies opts for a guard of kind u, collecting every error.
@@ -115,6 +116,7 @@ func evaluate(u Target, opts []Option) (*settings, error) {
 		maxKeyLen:    DefaultMaxKeyLen,
 		params:       locker.IdempotencyParams{TTL: locker.DefaultIdempotencyTTL},
 		maxRespBytes: DefaultMaxResponseBytes,
+		fingerprint:  Fingerprint1,
 	}
 	var errs []error
 	for _, o := range opts {
@@ -308,6 +310,26 @@ func WithReplayWait(d time.Duration) Option {
 			return fmt.Errorf("%v: negative", d)
 		}
 		s.params.Wait = d
+		return nil
+	})
+}
+
+// WithFingerprint sets the fingerprint an idempotency guard writes into a
+// new record. Whatever it writes, a guard honours a record of either
+// fingerprint (a record written under the other one is matched against
+// the request's fingerprint of that kind), so guards of both settings,
+// and of earlier releases, share records. Idempotency guards only. The
+// default is Fingerprint1, the fingerprint every release since v1.0
+// reads, so that during a rolling deploy from one of them a retry is
+// never answered 422 by an older process; set Fingerprint2 once no
+// process older than this release shares the Redis. See
+// docs/idempotency.md#fingerprints.
+func WithFingerprint(f Fingerprint) Option {
+	return option("WithFingerprint", forIdem, func(s *settings) error {
+		if f != Fingerprint1 && f != Fingerprint2 {
+			return fmt.Errorf("%d: not Fingerprint1 or Fingerprint2", f)
+		}
+		s.fingerprint = f
 		return nil
 	})
 }

@@ -49,6 +49,44 @@ func decodeRecord(format string, b []byte) (r *Record, notStored bool, err error
 	return r, false, nil
 }
 
+// Fingerprint names a way of summing up a request for its idempotency
+// record: two requests with one key are the same request when their
+// fingerprints are equal. A guard writes one kind (WithFingerprint) and
+// honours a record of either.
+type Fingerprint uint8
+
+const (
+	// Fingerprint1 covers Request.Parts and the body. For HTTP: the
+	// method, route, path as sent, query and body. Every release since
+	// v1.0 writes and reads it.
+	Fingerprint1 Fingerprint = 1
+	// Fingerprint2 covers Request.Canonical and the body. For HTTP: the
+	// method, route, the path in canonical form (equal for every adapter
+	// and every escaping of the same path), the query, and the
+	// representation headers Content-Type and Content-Encoding, so that a
+	// body sent as JSON and the same bytes sent as a form are two
+	// requests. A request without Canonical has only Fingerprint1.
+	Fingerprint2 Fingerprint = 2
+)
+
+// fp2Domain begins the parts Fingerprint2 covers, so that no request's
+// Fingerprint2 equals another's Fingerprint1.
+const fp2Domain = "\x00locktag fingerprint 2"
+
+// fingerprints returns q's fingerprint of kind f over body, and a function
+// that gives the other kind ("" where q has only one).
+func (q Request) fingerprints(f Fingerprint, body []byte) (string, func() string) {
+	if q.Canonical == nil {
+		return fingerprint(q.Parts, body), func() string { return "" }
+	}
+	one := func() string { return fingerprint(q.Parts, body) }
+	two := func() string { return fingerprint(append([]string{fp2Domain}, q.Canonical...), body) }
+	if f == Fingerprint2 {
+		return two(), one
+	}
+	return one(), two
+}
+
 // fingerprint sums up what makes two requests the same request: the parts,
 // each prefixed with its length, then the body.
 func fingerprint(parts []string, body []byte) string {
@@ -74,8 +112,8 @@ func EncodeRecord(format string, a Answer) []byte {
 // Identity returns what Run claims for q from a caller of scope: the name
 // of its record (locker.IdempotencyName over q.Route, scope and the key
 // of q.Keys, parsed by ParseIdempotencyKey without a length cap) and the
-// fingerprint of q.Parts and body. q.Body is not called: body is the
-// request's body. Errors: ErrIdempotencyKeyMissing, errors wrapping
+// Fingerprint1 of q.Parts and body (the kind a guard writes by default).
+// q.Body is not called: body is the request's body. Errors: ErrIdempotencyKeyMissing, errors wrapping
 // ErrBadIdempotencyKey.
 func (q Request) Identity(scope string, body []byte) (name, fp string, err error) {
 	switch {

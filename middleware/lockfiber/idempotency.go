@@ -8,6 +8,7 @@ import (
 
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
+	"github.com/locktag/locktag/locker/guard/httprecord"
 	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
@@ -80,23 +81,34 @@ func (m *idempotency) serve(c fiber.Ctx) error {
 
 // request describes c to the guard, in copies: the key space is the method
 // and route pattern, the key comes from the key header, the fingerprint
-// covers the method, route, path and query as sent, and the body. The
+// covers the method, route, path and query as sent, and the body
+// (Fingerprint2 also the Content-Type and Content-Encoding, and the path
+// in canonical form, as every HTTP adapter: httprecord.Canonical). The
 // body is read by the guard during Run, which only hashes it.
 func (m *idempotency) request(c fiber.Ctx) guard.Request {
 	route := c.Route().Path
 	method := strings.Clone(c.Method())
 	uri := c.Request().URI()
-	var keys []string
-	for _, v := range c.Request().Header.PeekAll(m.s.Header) {
-		keys = append(keys, string(v))
-	}
+	keys := peekAll(c, m.s.Header)
+	path, query := string(uri.PathOriginal()), string(uri.QueryString())
 	return guard.Request{
 		Route: method + " " + route,
-		Name:  route,
+		Name:  httpcore.RouteName(method, route),
 		Keys:  keys,
-		Parts: []string{method, route, string(uri.PathOriginal()), string(uri.QueryString())},
-		Body:  func(max int64) ([]byte, error) { return readBody(c, max) },
+		Parts: []string{method, route, path, query},
+		Canonical: httprecord.Canonical(method, route, path, query,
+			peekAll(c, fiber.HeaderContentType), peekAll(c, fiber.HeaderContentEncoding)),
+		Body: func(max int64) ([]byte, error) { return readBody(c, max) },
 	}
+}
+
+// peekAll returns copies of the request's values of header name.
+func peekAll(c fiber.Ctx, name string) []string {
+	var out []string
+	for _, v := range c.Request().Header.PeekAll(name) {
+		out = append(out, string(v))
+	}
+	return out
 }
 
 // answerError lets the app's ErrorHandler answer a handler's error now, as

@@ -3,6 +3,7 @@ package httprecord
 import (
 	"encoding/binary"
 	"net/http"
+	"strings"
 
 	"github.com/locktag/locktag/locker/guard"
 )
@@ -42,14 +43,35 @@ func EncodeResponse(h http.Header, names []string, body []byte) []byte {
 // Request describes r to an idempotency guard as the HTTP adapters do:
 // the key space is the method and route (the route pattern, or the path
 // where there is none), the key comes from the header named header, and
-// the fingerprint covers the method, route, path, query and body (which
-// body reads, up to a cap).
+// the fingerprints cover the method, route, path, query and body (which
+// body reads, up to a cap), and Fingerprint2 the Content-Type and
+// Content-Encoding too (Canonical). The name for spans, metrics and logs
+// is RouteName's.
 func Request(r *http.Request, route, header string, body func(max int64) ([]byte, error)) guard.Request {
+	path := r.URL.EscapedPath()
 	return guard.Request{
 		Route: r.Method + " " + route,
-		Name:  route,
+		Name:  RouteName(r.Method, route),
 		Keys:  r.Header.Values(header),
-		Parts: []string{r.Method, route, r.URL.EscapedPath(), r.URL.RawQuery},
-		Body:  body,
+		Parts: []string{r.Method, route, path, r.URL.RawQuery},
+		Canonical: Canonical(r.Method, route, path, r.URL.RawQuery,
+			r.Header.Values("Content-Type"), r.Header.Values("Content-Encoding")),
+		Body: body,
 	}
+}
+
+// RouteName returns the name a guarded HTTP route goes by in spans,
+// metrics, logs and lock holders on every adapter: "METHOD route", e.g.
+// "POST /orders/:id/pay". A route that names its method already (a
+// ServeMux pattern such as "POST /orders/{id}", which also serves HEAD
+// for GET) is returned as it is; no route at all (a handler outside any
+// router) is the method alone.
+func RouteName(method, route string) string {
+	if route == "" {
+		return method
+	}
+	if m, _, ok := strings.Cut(route, " "); ok && m != "" && strings.Trim(m, "ABCDEFGHIJKLMNOPQRSTUVWXYZ") == "" {
+		return route
+	}
+	return method + " " + route
 }

@@ -104,6 +104,10 @@ func (c *Capture) Answer(status int, names []string, sent bool) guard.Answer {
 	}
 }
 
+// RouteName returns the name a route goes by in spans, metrics, logs and
+// lock holders: "METHOD route" (httprecord.RouteName).
+func RouteName(method, route string) string { return httprecord.RouteName(method, route) }
+
 // IdemRequest describes r to an idempotency guard: the key space is the
 // method and route pattern, the key comes from header, and the
 // fingerprint covers the method, route, path, query and body
