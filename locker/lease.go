@@ -167,6 +167,9 @@ func (le *Lease) Token() int64 {
 	if le == nil {
 		return 0
 	}
+	if le.l != nil && le.l.sh.AOFOff.Load() {
+		le.l.risk(riskVolatileFence)
+	}
 	return le.fence
 }
 

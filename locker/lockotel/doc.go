@@ -24,7 +24,10 @@
 // locktag.lock.outcomes, locktag.lock.renewals, locktag.lock.waiters,
 // locktag.lock.held and locktag.idempotency.outcomes, by lock name. The
 // scope is ScopeName with the core module's version from the build
-// information.
+// information. ObserveServer adds, for one Locker, what its Redis masters
+// say about the settings a lock's guarantees depend on:
+// locktag.redis.evicted_keys, locktag.redis.eviction and
+// locktag.redis.aof.
 //
 // The resolved key (AttrKey) is recorded only when the Locker was built
 // with locker.WithKeyAttribute(true): names often hold user or order ids.

@@ -51,3 +51,24 @@ func ExampleWithTracerProvider() {
 	fmt.Println(err)
 	// Output: locker: bad option: lockotel.WithTracerProvider(nil): must not be nil
 }
+
+// ObserveServer exports what the Redis masters say about eviction and
+// persistence, read at each collection.
+func ExampleObserveServer() {
+	lk, err := locker.New(redigo.New(&redis.Pool{Dial: func() (redis.Conn, error) { return redis.Dial("tcp", exampleAddr) }}))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lk.Close()
+	reg, err := lockotel.ObserveServer(lk) // the global meter provider
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer reg.Unregister()
+	facts, err := lk.ServerFacts(context.Background()) // what each collection reads
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(facts[0].Policy, facts[0].Evicting())
+	// Output: noeviction false
+}

@@ -49,6 +49,40 @@ type Page struct {
 	// accepted (Locker.Risks), e.g. an eviction policy allowed by
 	// locker.WithEvictionAllowed.
 	Risks []string `json:"risks,omitempty"`
+	// Servers are what each Redis master said about the settings a
+	// lock's guarantees depend on (Locker.ServerFacts), read with the
+	// page; masters whose INFO is refused to the Locker's user are left
+	// out.
+	Servers []Server `json:"servers,omitempty"`
+}
+
+// Server is one Redis master's settings, as the API and the page show
+// them (locker.ServerFacts).
+type Server struct {
+	// MaxMemory is its maxmemory in bytes; 0: none.
+	MaxMemory int64 `json:"maxMemory"`
+	// Policy is its maxmemory-policy.
+	Policy string `json:"policy"`
+	// Evicting: a maxmemory with a policy but noeviction, under which a
+	// held lock's key may be evicted.
+	Evicting bool `json:"evicting"`
+	// EvictedKeys counts the keys it evicted since it started.
+	EvictedKeys int64 `json:"evictedKeys"`
+	// AOF: appendonly is on.
+	AOF bool `json:"aof"`
+}
+
+// servers reads what lk's masters say (Locker.ServerFacts); none when
+// they do not answer, which the lock list reports.
+func servers(ctx context.Context, lk *locker.Locker) []Server {
+	facts, _ := lk.ServerFacts(ctx)
+	var out []Server
+	for _, f := range facts {
+		if f.Known {
+			out = append(out, Server{MaxMemory: f.MaxMemory, Policy: f.Policy, Evicting: f.Evicting(), EvictedKeys: f.EvictedKeys, AOF: f.AOF})
+		}
+	}
+	return out
 }
 
 // Lock is one lock's state, as the API and the page show it.
@@ -181,7 +215,7 @@ func (h *handler) page(ctx context.Context, prefix, cursor string, waiters int) 
 	if len(prefix) > maxNameBytes {
 		return nil, errPrefixTooLong
 	}
-	p := &Page{Prefix: prefix, Locks: []Lock{}, Redacted: h.o.redact != nil, Locker: h.lk.ID(), Risks: h.lk.Risks()}
+	p := &Page{Prefix: prefix, Locks: []Lock{}, Redacted: h.o.redact != nil, Locker: h.lk.ID(), Risks: h.lk.Risks(), Servers: servers(ctx, h.lk)}
 	var names []string
 	seen := map[string]bool{}
 	next := cursor

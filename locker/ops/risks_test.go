@@ -15,8 +15,8 @@ import (
 )
 
 // TestRisks: what the start-up check accepted (an evicting policy under
-// locker.WithEvictionAllowed) is in the list's JSON and on the page; a
-// Locker with nothing accepted shows none.
+// locker.WithEvictionAllowed) is in the list's JSON and on the page, with
+// each master's settings; a Locker with nothing accepted shows none.
 func TestRisks(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithArgs("--maxmemory", "1gb", "--maxmemory-policy", "allkeys-lru"))
 	lk, err := locker.New(redigo.New(srv.Pool(t)), locker.WithEvictionAllowed(), locker.WithLogger(slog.New(slog.DiscardHandler)))
@@ -47,6 +47,13 @@ func TestRisks(t *testing.T) {
 	}
 	if page := get(""); !strings.Contains(page, `class="risk"`) || !strings.Contains(page, "maxmemory-policy allkeys-lru") {
 		t.Fatalf("the page does not show the risk:\n%s", page)
+	}
+	// The master's settings, read with the page.
+	if len(p.Servers) != 1 || p.Servers[0].Policy != "allkeys-lru" || !p.Servers[0].Evicting || p.Servers[0].MaxMemory != 1<<30 || p.Servers[0].AOF {
+		t.Fatalf("servers in the list: %+v", p.Servers)
+	}
+	if page := get(""); !strings.Contains(page, "Redis master 0: maxmemory-policy allkeys-lru (maxmemory 1073741824 bytes), may evict a held lock; evicted keys 0; appendonly off") {
+		t.Fatalf("the page does not show the master's settings:\n%s", page)
 	}
 
 	plain, _ := newLocker(t)

@@ -83,6 +83,9 @@ func (nd *Node) Check(ctx context.Context) error {
 					"set maxmemory-policy noeviction (or no maxmemory) on every master, or accept the risk with locker.WithEvictionAllowed")
 			}
 		}
+		if f.aofOff {
+			nd.Sh.AOFOff.Store(true)
+		}
 		if f.infoDenied {
 			nd.Sh.risk("INFO is refused to this user, so Check cannot read maxmemory-policy: allow +info, and keep the policy noeviction (an evicted lock key is granted again)")
 		}
@@ -120,6 +123,29 @@ func (nd *Node) Check(ctx context.Context) error {
 	}
 	nd.capable.Store(true)
 	return nil
+}
+
+// Facts runs the check's script on every master of the node, publishing
+// nothing, and returns what INFO said on each, in the order of Masters.
+func (nd *Node) Facts(ctx context.Context) ([]Facts, error) {
+	ms, err := nd.Masters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]any{nd.Sh.Cfg.Prefix + "{check}", "", ""}, nd.Sh.CheckCommands...)
+	out := make([]Facts, 0, len(ms))
+	for _, d := range ms {
+		v, err := d.Eval(ctx, nd.Sh.CheckScript, driver.Keys{}, args...)
+		if err != nil {
+			return nil, err
+		}
+		f, err := checkReply(v)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, f.facts)
+	}
+	return out, nil
 }
 
 // errNotDelivered: a message a script published did not reach the
@@ -193,6 +219,19 @@ type checkFindings struct {
 	old             string   // the version of a server too old for the scripts, or ""
 	evicting        string   // a maxmemory-policy that may evict a held lock, or ""
 	infoDenied      bool     // INFO refused to the user: the policy is unknown
+	aofOff          bool     // appendonly is off
+	facts           Facts    // what INFO said, where the user may read it
+}
+
+// Facts are what one master's INFO says about the settings a lock's
+// safety depends on (Locker.Server). Known is false where INFO is refused
+// to the user (or the server does not answer it): the rest is then zero.
+type Facts struct {
+	Known       bool
+	MaxMemory   int64  // maxmemory in bytes; 0: none
+	Policy      string // maxmemory-policy
+	EvictedKeys int64  // evicted_keys since the server started
+	AOF         bool   // appendonly is on
 }
 
 // checkReply reads check.lua's reply.
@@ -204,7 +243,23 @@ func checkReply(v any) (checkFindings, error) {
 	}
 	for _, p := range a[1:] {
 		s, _ := p.(string)
-		if version, ok := strings.CutPrefix(s, "!"); ok {
+		if fact, ok := strings.CutPrefix(s, "="); ok {
+			f.facts.Known = true
+			name, v, _ := strings.Cut(fact, ":")
+			n, _ := strconv.ParseInt(v, 10, 64)
+			switch name {
+			case "maxmemory":
+				f.facts.MaxMemory = n
+			case "policy":
+				f.facts.Policy = v
+			case "evicted":
+				f.facts.EvictedKeys = n
+			case "aof":
+				f.facts.AOF = v == "1"
+			}
+		} else if s == "%aof" {
+			f.aofOff = true
+		} else if version, ok := strings.CutPrefix(s, "!"); ok {
 			f.old = version
 		} else if policy, ok := strings.CutPrefix(s, "~"); ok {
 			if policy == "?" {

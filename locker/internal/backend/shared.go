@@ -54,6 +54,9 @@ type Shared struct {
 	// CheckCommands are its command arguments (see Node.Check).
 	CheckScript   *driver.Script
 	CheckCommands []any
+	// AOFOff: Check found a master with appendonly off (the Locker warns
+	// once when it hands out a fencing token).
+	AOFOff atomic.Bool
 	// The last two millisecond arguments boxed (see MSArg).
 	msBoxes [2]atomic.Pointer[msBox]
 	msNext  atomic.Uint32

@@ -8,7 +8,11 @@
 -- does not know it), or "!version" (a Redis older than 7.0: the scripts
 -- need SET ... NX GET, GETDEL and PXAT), "~policy" (a maxmemory is set
 -- and its policy is not noeviction: the server may evict a held lock's
--- key), "~?" (INFO is refused to this user: the policy cannot be read).
+-- key), "~?" (INFO is refused to this user: the policy cannot be read),
+-- "%aof" (the append-only file is off: a restart loses what was written
+-- since the last snapshot). Facts, read where INFO is allowed, follow
+-- as "=name:value": "=maxmemory:<bytes>", "=policy:<maxmemory-policy>",
+-- "=evicted:<evicted_keys>", "=aof:<0|1>".
 -- redis.acl_check_cmd and redis.REDIS_VERSION exist from Redis 7.0 (Valkey
 -- has both); before, only TIME is tried, and the version is read from INFO
 -- where the user may run it (a server that answers neither, as an
@@ -29,6 +33,22 @@ if ok and type(memory) == 'string' then
   local policy = string.match(memory, 'maxmemory_policy:([%w-]+)')
   if maxmemory > 0 and policy and policy ~= 'noeviction' then
     problems[#problems + 1] = '~' .. policy
+  end
+  problems[#problems + 1] = '=maxmemory:' .. maxmemory
+  problems[#problems + 1] = '=policy:' .. (policy or '')
+  local ok_stats, stats = pcall(redis.call, 'INFO', 'stats')
+  if ok_stats and type(stats) == 'string' then
+    problems[#problems + 1] = '=evicted:' .. (string.match(stats, 'evicted_keys:(%d+)') or '0')
+  end
+  local ok_p, persistence = pcall(redis.call, 'INFO', 'persistence')
+  if ok_p and type(persistence) == 'string' then
+    local aof = string.match(persistence, 'aof_enabled:(%d)')
+    if aof then
+      problems[#problems + 1] = '=aof:' .. aof
+      if aof == '0' then
+        problems[#problems + 1] = '%aof'
+      end
+    end
   end
 elseif redis.acl_check_cmd then
   problems[#problems + 1] = '~?'

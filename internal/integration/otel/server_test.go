@@ -1,0 +1,90 @@
+package otel_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+
+	"github.com/locktag/locktag/internal/redistest"
+	"github.com/locktag/locktag/locker"
+	"github.com/locktag/locktag/locker/lockotel"
+)
+
+// TestObserveServer: lockotel.ObserveServer reports the master's evicted
+// keys, whether it may evict a held lock (with its policy) and whether it
+// has an append-only file, read at each collection.
+func TestObserveServer(t *testing.T) {
+	ctx := context.Background()
+	srv := redistest.Start(t)
+	lk := newLocker(t, srv, locker.WithEvictionAllowed())
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(ctx) })
+	reg, err := lockotel.ObserveServer(lk, lockotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg.Unregister() })
+
+	// point returns the value and attributes of metric name's one point.
+	point := func(name string) (int64, attribute.Set) {
+		t.Helper()
+		var rm metricdata.ResourceMetrics
+		if err := reader.Collect(ctx, &rm); err != nil {
+			t.Fatal(err)
+		}
+		for _, sm := range rm.ScopeMetrics {
+			for _, m := range sm.Metrics {
+				if m.Name != name {
+					continue
+				}
+				switch d := m.Data.(type) {
+				case metricdata.Sum[int64]:
+					if len(d.DataPoints) == 1 {
+						return d.DataPoints[0].Value, d.DataPoints[0].Attributes
+					}
+				case metricdata.Gauge[int64]:
+					if len(d.DataPoints) == 1 {
+						return d.DataPoints[0].Value, d.DataPoints[0].Attributes
+					}
+				}
+				t.Fatalf("%s: %+v, want one point", name, m.Data)
+			}
+		}
+		t.Fatalf("no %s", name)
+		return 0, attribute.Set{}
+	}
+	if v, attrs := point("locktag.redis.eviction"); v != 0 || attrs.Len() != 2 {
+		t.Fatalf("eviction %d %v, want 0 with server and policy", v, attrs.ToSlice())
+	}
+	if v, _ := point("locktag.redis.aof"); v != 0 {
+		t.Fatalf("aof %d, want 0 (the test server has none)", v)
+	}
+	if v, _ := point("locktag.redis.evicted_keys"); v != 0 {
+		t.Fatalf("evicted_keys %d, want 0", v)
+	}
+
+	if _, err := srv.Do("CONFIG", "SET", "maxmemory", "4mb", "maxmemory-policy", "allkeys-lru"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = srv.Do("CONFIG", "SET", "maxmemory", "0", "maxmemory-policy", "noeviction") })
+	value := strings.Repeat("x", 64<<10)
+	for i := range 200 {
+		if _, err := srv.Do("SET", fmt.Sprint("fill:", i), value); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if v, attrs := point("locktag.redis.eviction"); v != 1 {
+		t.Fatalf("eviction %d %v, want 1", v, attrs.ToSlice())
+	} else if p, _ := attrs.Value(lockotel.AttrPolicy); p.AsString() != "allkeys-lru" {
+		t.Fatalf("policy %q", p.AsString())
+	}
+	if v, _ := point("locktag.redis.evicted_keys"); v == 0 {
+		t.Fatal("evicted_keys 0 after filling 12.5 MB into 4 MB")
+	}
+}

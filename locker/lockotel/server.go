@@ -1,0 +1,82 @@
+package lockotel
+
+import (
+	"context"
+	"strconv"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/locktag/locktag/locker"
+)
+
+// Attribute keys of the server metrics (ObserveServer).
+const (
+	// AttrServer is a master's position in Locker.ServerFacts' order,
+	// "0", "1", …: stable while the deployment's masters stay the same.
+	AttrServer = attribute.Key("locktag.redis.server")
+	// AttrPolicy is a master's maxmemory-policy.
+	AttrPolicy = attribute.Key("locktag.redis.maxmemory_policy")
+)
+
+// ObserveServer reports what the Redis masters behind lk say about the
+// settings a lock's guarantees depend on (locker.Locker.ServerFacts), read
+// on each collection with one script call per master:
+//
+//   - locktag.redis.evicted_keys (counter): keys each master evicted since
+//     it started; under an evicting policy each may have been a held lock;
+//   - locktag.redis.eviction (gauge): 1 where a master may evict a held
+//     lock's key (a maxmemory and a policy but noeviction), else 0, with
+//     its policy as locktag.redis.maxmemory_policy;
+//   - locktag.redis.aof (gauge): 1 where appendonly is on, else 0.
+//
+// A master whose INFO is refused to the user reports nothing. Of opts,
+// WithMeterProvider applies (the default is the global provider). Call
+// the returned Registration's Unregister when lk is closed.
+func ObserveServer(lk *locker.Locker, opts ...Option) (metric.Registration, error) {
+	o, err := evaluateOptions(opts)
+	if err != nil {
+		return nil, err
+	}
+	mp := o.meterProvider
+	if mp == nil {
+		mp = otel.GetMeterProvider()
+	}
+	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(moduleVersion))
+	evicted, err := m.Int64ObservableCounter("locktag.redis.evicted_keys", metric.WithUnit("{key}"),
+		metric.WithDescription("Keys the Redis master evicted since it started (INFO stats evicted_keys)."))
+	if err != nil {
+		return nil, err
+	}
+	eviction, err := m.Int64ObservableGauge("locktag.redis.eviction", metric.WithUnit("1"),
+		metric.WithDescription("1 where the Redis master may evict a held lock's key (a maxmemory with a policy but noeviction), else 0."))
+	if err != nil {
+		return nil, err
+	}
+	aof, err := m.Int64ObservableGauge("locktag.redis.aof", metric.WithUnit("1"),
+		metric.WithDescription("1 where the Redis master has appendonly on, else 0."))
+	if err != nil {
+		return nil, err
+	}
+	return m.RegisterCallback(func(ctx context.Context, ob metric.Observer) error {
+		facts, _ := lk.ServerFacts(ctx) // what answered; an outage shows in the lock metrics
+		for i, f := range facts {
+			if !f.Known {
+				continue
+			}
+			server := AttrServer.String(strconv.Itoa(i))
+			ob.ObserveInt64(evicted, f.EvictedKeys, metric.WithAttributes(server))
+			ob.ObserveInt64(eviction, b2i(f.Evicting()), metric.WithAttributes(server, AttrPolicy.String(f.Policy)))
+			ob.ObserveInt64(aof, b2i(f.AOF), metric.WithAttributes(server))
+		}
+		return nil
+	}, evicted, eviction, aof)
+}
+
+func b2i(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
