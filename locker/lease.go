@@ -3,6 +3,7 @@ package locker
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/backend"
@@ -287,6 +288,10 @@ func (le *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	sent := time.Now()
 	ok, err := (*leaseOwner)(root).ExtendLease(ctx, ttl)
+	if step, is := err.(*keeper.StepError); is {
+		root.lose(keeper.Stepped, step.Err)
+		return step.Err
+	}
 	if err != nil {
 		return err
 	}
@@ -315,7 +320,17 @@ func (le *Lease) logLock() logs.Lock {
 }
 
 // lose marks the lock lost and logs why, once.
-func (root *Lease) lose(why keeper.Loss, lastErr error) { root.finish(ErrLockLost, why, lastErr) }
+func (root *Lease) lose(why keeper.Loss, lastErr error) {
+	if why == keeper.Stepped {
+		root.finish(errSteppedLost, why, lastErr)
+		return
+	}
+	root.finish(ErrLockLost, why, lastErr)
+}
+
+// errSteppedLost is the cause of a lease ended because the server's
+// clock stepped: it matches ErrLockLost and ErrClockStep.
+var errSteppedLost = fmt.Errorf("%w: %w", ErrLockLost, ErrClockStep)
 
 // leaseOwner is a root Lease as its keeper's Owner: the keeper's calls
 // stay off Lease's exported method set, and the conversion allocates
@@ -332,7 +347,11 @@ func (o *leaseOwner) RenewTTL() time.Duration {
 }
 
 func (o *leaseOwner) ExtendLease(ctx context.Context, ttl time.Duration) (bool, error) {
-	return o.l.be.Extend(ctx, o.n, o.token, ttl)
+	ok, err := o.l.be.Extend(ctx, o.n, o.token, ttl)
+	if err != nil && errors.Is(err, ErrClockStep) {
+		return false, &keeper.StepError{Err: err}
+	}
+	return ok, err
 }
 
 func (o *leaseOwner) ValidUntil(sent time.Time, ttl time.Duration) time.Time {

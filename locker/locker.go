@@ -155,6 +155,7 @@ func newLocker(o options, lastKey bool) *Locker {
 		AllowEviction: o.allowEvict,
 	}, o.grantWindow, lastKey, backend.Hooks{Waiting: l.waiting, Risk: l.risk})
 	l.log.SID = l.sh.SID
+	l.sh.Clock.Tolerance = o.clockStep
 	l.sh.Layout.Bridge = o.bridge
 	if l.o.label != "" {
 		l.lockerLabel = l.o.label

@@ -33,6 +33,7 @@ type options struct {
 	label        string                  // WithLabel; "": none
 	bridge       func(key string) string // WithPlainLockBridge; nil: none
 	allowEvict   bool                    // WithEvictionAllowed
+	clockStep    time.Duration           // WithClockStepTolerance; 0: off
 
 	errs        []error  // invalid values, one per option
 	redlockOnly []string // Redlock-only options given
@@ -49,6 +50,7 @@ func defaultOptions() options {
 		drift:       0.01,
 		grantWindow: 250 * time.Millisecond,
 		maxCalls:    64,
+		clockStep:   time.Second,
 	}
 }
 
@@ -304,4 +306,25 @@ func WithReplicaAck(replicas int, timeout time.Duration) Option {
 // the fencing token. See docs/production.md#redis-configuration.
 func WithEvictionAllowed() Option {
 	return func(o *options) { o.allowEvict = true }
+}
+
+// WithClockStepTolerance sets how far the Redis server's clock may move
+// away from the process's monotonic clock between two replies that carry
+// it (a free mutex's fencing token, a renewal) before the Locker treats it
+// as stepped, beyond a drift of 0.1% of the time between them. Stepped
+// back, the server would mint tokens lower than ones it minted before: a
+// lease that meets the step ends as lost (ErrClockStep), and Obtain is
+// refused with ErrClockStep until the server's clock has caught up with
+// where it was. Stepped forward, keys expire early on the server: it is
+// logged once and listed by Risks. The default is 1s; 0 turns the check
+// off. NewRedlock ignores it (its tokens are counters). Not negative. See
+// docs/production.md#redis-configuration.
+func WithClockStepTolerance(d time.Duration) Option {
+	return func(o *options) {
+		if d < 0 {
+			o.bad("WithClockStepTolerance", d, "must not be negative")
+			return
+		}
+		o.clockStep = d
+	}
 }

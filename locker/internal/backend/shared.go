@@ -54,6 +54,8 @@ type Shared struct {
 	// CheckCommands are its command arguments (see Node.Check).
 	CheckScript   *driver.Script
 	CheckCommands []any
+	// Clock checks the server clock's readings (WithClockStepTolerance).
+	Clock Clock
 	// AOFOff: Check found a master with appendonly off (the Locker warns
 	// once when it hands out a fencing token).
 	AOFOff atomic.Bool

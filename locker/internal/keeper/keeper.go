@@ -158,6 +158,11 @@ func (k *Keeper) renew() {
 		return
 	}
 	k.lastErr = err
+	if step, is := err.(*StepError); is {
+		k.Mu.Unlock()
+		k.owner.Lose(Stepped, step.Err)
+		return
+	}
 	if err == nil && !ok {
 		k.Mu.Unlock()
 		k.owner.Lose(Refused, nil)
@@ -205,7 +210,18 @@ const (
 	// Forced: Locker.ForceRelease freed the lock; lastErr is the
 	// *lockerr.Forced with the reason.
 	Forced
+	// Stepped: a renewal found the server's clock stepped (an Owner's
+	// ExtendLease returned a *StepError); lastErr says how far.
+	Stepped
 )
+
+// StepError is returned by an Owner's ExtendLease when the renewal found
+// the server's clock stepped: the keeper ends the lease at once (Stepped)
+// instead of retrying.
+type StepError struct{ Err error }
+
+func (e *StepError) Error() string { return e.Err.Error() }
+func (e *StepError) Unwrap() error { return e.Err }
 
 // Schedule is when a lease granted at at for granted, on terms of ttl
 // (watchdog: renewed every renewEvery until released), is first renewed

@@ -44,6 +44,7 @@ var (
 	ErrNotClaimed             = errors.New("locker: resource not claimed by this fencing token")
 	ErrProtocol               = errors.New("locker: record of another protocol")
 	ErrEvictionPolicy         = fmt.Errorf("%w: its maxmemory-policy may evict a held lock", ErrUnsupported)
+	ErrClockStep              = errors.New("locker: the redis server's clock stepped")
 )
 
 // Protocol is the error of a script that met a record it cannot read: one

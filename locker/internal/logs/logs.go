@@ -83,6 +83,8 @@ func lossText(lk Lock, why keeper.Loss, lastErr error) string {
 		return "force-released: " + fe.Reason
 	case why == keeper.Refused:
 		return "renewal refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)"
+	case why == keeper.Stepped:
+		return "the redis server's clock stepped: the lease ends, since tokens minted next may be lower than this one (keep the server's clock slewed by NTP, never stepped)"
 	case why == keeper.ExtendRefused:
 		return "extend refused: the key was deleted or taken over (a DEL, eviction, or a Redis restart without persistence)"
 	case lastErr != nil && errors.Is(lastErr, lockerr.ErrUnavailable):

@@ -58,7 +58,7 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Extend, n.Keys.First(1), token, scripts.MS(ttl))
 	t := tally.Count("extend", b.need, res, func(_ int, v any) (bool, error) {
 		x, _ := v.(int64)
-		return x == 1, nil
+		return x > 0, nil
 	})
 	switch {
 	case t.Won():

@@ -71,7 +71,7 @@ const (
 	replyStatus  = "{status, fence, holds, pttl_ms, server_ms}: status 1 obtained, 2 re-entered, 0 busy (server_ms set when queued)"
 	replyLeave   = "{status, fence, holds, pttl_ms, 0}: pttl_ms -2 when nobody holds"
 	replyRelease = "holds left (>= 0); -1 not held (nothing changed)"
-	replyExtend  = "1 extended; 0 not held"
+	replyExtend  = "the server's clock in ms: extended; 0 not held"
 	replyPTTL    = "ms left; -1 not held"
 	replyRefused = "error `LOCKTAG_PROTOCOL <found> 1`: a record of another protocol (nothing changed)"
 )

@@ -68,6 +68,13 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 			// cover (see granted).
 			return b.granted(ctx, n, token, r.Fence, sent, t)
 		}
+		if r.Fast && n.Scripts == scripts.Mutex {
+			// A free mutex's token is the server's clock.
+			if err := b.clockRead(r.Fence, sent); err != nil {
+				_ = b.Release(context.WithoutCancel(ctx), n, token, t.TTL)
+				return backend.Held{}, lockerr.Unavailable(err)
+			}
+		}
 		return b.lease(ctx, n, token, r.Fence, sent, r.PTTL)
 	}
 	if t.Wait <= 0 {
@@ -234,12 +241,31 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 	// Under WithReplicaAck a renewal is acknowledged: one the replicas
 	// did not confirm fails like a call that did not answer (retried until
 	// the lease's local deadline).
+	sent := time.Now()
 	v, err := b.eval(cctx, b.Cfg.AckReplicas > 0, n.Scripts.Extend, n.Keys.First(n.Scripts.ExtendKeys), token, scripts.MS(ttl))
 	if err != nil {
 		return false, lockerr.Unavailable(err)
 	}
+	// 0: not held; else the server's clock in ms (a bridged lock's tokens
+	// are not the clock's: its readings are not checked).
 	x, _ := v.(int64)
-	return x == 1, nil
+	if x > 1 && n.Scripts == scripts.Mutex {
+		if err := b.clockRead(x*1000, sent); err != nil {
+			return false, err
+		}
+	}
+	return x > 0, nil
+}
+
+// clockRead checks a reading of the server's clock (microseconds) taken
+// by a call sent at sent (see backend.Clock); a step forward is logged
+// once.
+func (b *Backend) clockRead(us int64, sent time.Time) error {
+	ahead, err := b.Clock.Observe(us, sent, time.Now())
+	if ahead > 0 && b.Hooks.Risk != nil {
+		b.Hooks.Risk("the redis server's clock stepped forward: keys expire early on the server, so a lock may have been granted again before its holder's renewal noticed (keep the server's clock slewed by NTP, never stepped)")
+	}
+	return err
 }
 
 // Release drops a hold; a hand-over to a local waiter wakes it at once,
@@ -259,8 +285,9 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 		// first local waiter asks Redis now, and once more a grant
 		// window later, in case its call overtook the release (pooled
 		// calls).
-		b.nd.Hub.Recheck(n.Channel)
-		time.AfterFunc(b.Window+2*time.Millisecond, func() { b.nd.Hub.Recheck(n.Channel) })
+		ch := n.Channel // captured alone: capturing n would move it to the heap on every call
+		b.nd.Hub.Recheck(ch)
+		time.AfterFunc(b.Window+2*time.Millisecond, func() { b.nd.Hub.Recheck(ch) })
 		return lockerr.Unavailable(err)
 	}
 	switch x := v.(type) {

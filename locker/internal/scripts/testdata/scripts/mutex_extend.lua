@@ -147,7 +147,8 @@ local function last()
 end
 -- extend: reset the lease of a lock the caller holds to ttl_ms from now
 -- (the value's ends with it, see value.lua). ARGV: token, ttl_ms.
--- Reply: 1 extended, 0 not held.
+-- Reply: the server's clock in ms (extended: the caller checks it against
+-- its own, see backend.Clock), 0 not held.
 local v = redis.call('GET', KEYS[1])
 if not v then return 0 end
 local l = parse(v)
@@ -156,4 +157,4 @@ local nowms = now_ms(redis.call('TIME'))
 if not held(l, nowms) then return 0 end
 l.ends = nowms + tonumber(ARGV[2])
 put(l)
-return 1
+return nowms
