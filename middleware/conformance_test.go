@@ -56,4 +56,33 @@ func (d ginDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.Ha
 	return d.serve(t, h, mw)
 }
 
+// PathRouters: Gin's default (it matches URL.Path, so an encoded slash
+// splits the segment), UseRawPath (it matches URL.RawPath and unescapes
+// the values as query values, a plus into a space), and UseRawPath
+// without UnescapePathValues (the values as sent).
+func (ginDriver) PathRouters() []conformance.PathRouter {
+	router := func(name string, noSlash bool, setup func(e *gin.Engine)) conformance.PathRouter {
+		return conformance.PathRouter{Name: name, NoEncodedSlash: noSlash, Lock: func(t testing.TB, lk *locker.Locker, tag string, h conformance.Handler) conformance.Client {
+			mw, err := middleware.NewLock(lk, fmt.Sprintf(tag, "{path."+conformance.HTTPPathParam+"}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := gin.New()
+			e.Use(middleware.RouteCheck())
+			setup(e)
+			e.GET(conformance.HTTPPathPrefix+":"+conformance.HTTPPathParam, mw, func(c *gin.Context) { conformance.WriteReply(c.Writer, c.Request, h) })
+			if err := middleware.CheckRoutes(e); err != nil {
+				t.Fatal(err)
+			}
+			return conformance.ServeHTTPPath(t, e)
+		}}
+	}
+	return []conformance.PathRouter{
+		router("default", true, func(*gin.Engine) {}),
+		router("UseRawPath", false, func(e *gin.Engine) { e.UseRawPath = true }),
+		router("UseRawPath-no-UnescapePathValues", false, func(e *gin.Engine) { e.UseRawPath, e.UnescapePathValues = true, false }),
+		router("UseRawPath-RemoveExtraSlash", false, func(e *gin.Engine) { e.UseRawPath, e.RemoveExtraSlash = true, true }),
+	}
+}
+
 func TestConformance(t *testing.T) { conformance.Run(t, ginDriver{}) }

@@ -26,17 +26,22 @@ func (m *locks) sourceSet() keyexpr.Sources[*gin.Context] {
 	}, m.s.Sources)
 }
 
-// pathGetter reads a route parameter. A route without the parameter is a
+// pathGetter reads a route parameter, decoded: the value every locktag
+// adapter gives for the request, whatever the engine's UseRawPath,
+// UnescapePathValues and RemoveExtraSlash — "x/y+z" for /k/x%2Fy+z (with
+// UseRawPath; without it that path has two segments), never "x/y z" as
+// UnescapePathValues has it. Gin's settings cannot be read from a
+// request, so httpcore.PathParam tells from the request path and the
+// route how the router read it. A route without the parameter is a
 // mistake in the tag (ErrNoRouteParam, a 500), not in the request: Gin
 // never matches a route with an empty :param.
 func pathGetter(name string) getter {
 	return func(c *gin.Context) (string, error) {
-		for _, p := range c.Params {
-			if p.Key == name {
-				return p.Value, nil
-			}
+		v, ok := c.Params.Get(name)
+		if !ok {
+			return "", ErrNoRouteParam
 		}
-		return "", ErrNoRouteParam
+		return httpcore.PathParam(httpcore.GinSyntax, c.Request.URL, c.FullPath(), name, v, c.Params.ByName)
 	}
 }
 

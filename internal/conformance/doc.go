@@ -8,7 +8,13 @@
 // breaks the lock and must be caught); distinct keys run in parallel; busy
 // after the wait is the transport's busy status with a retry hint; Redis
 // down is unavailable and the handler never runs; a missing, empty or
-// over-long key value is invalid before Redis is touched; a lock lost
+// over-long key value is invalid before Redis is touched; one id names
+// one lock — "conf:id:"+keyexpr.Escape(id), the name docs/keys.md gives
+// for a lock taken by hand, which then makes the route busy — for ids
+// with spaces, encoded slashes, pluses, percents and 200 bytes of
+// non-ASCII, through the request field every transport reads and, on
+// HTTP transports (PathTransport), through a path parameter under each
+// router configuration, where a malformed escape is invalid; a lock lost
 // mid-handler cancels the handler's context with locker.ErrLockLost and is
 // answered with a retry hint; a panic releases the lock; a rate tag admits
 // its burst and refuses the next as rate-limited with the time to the

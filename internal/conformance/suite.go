@@ -38,6 +38,7 @@ func Run(t *testing.T, tr Transport) {
 		{"keep-failure", keepFailure},
 		{"redis-down", redisDown},
 		{"invalid-key", invalidKey},
+		{"lock-name", lockName},
 		{"lock-lost", lockLost},
 		{"panic-releases", panicReleases},
 		{"rate", rate},

@@ -29,9 +29,10 @@ const (
 	Replay             // the stored answer, marked as replayed
 	LimitFull          // 429 limit-full; ResourceExhausted LOCK_LIMIT_FULL
 	RateLimited        // 429 rate-limited; ResourceExhausted RATE_LIMITED
+	NotFound           // 404, no route; NotFound
 )
 
-var statusNames = [...]string{"other", "ok", "busy", "unavailable", "invalid", "lost", "in-flight", "mismatch", "replay", "limit-full", "rate-limited"}
+var statusNames = [...]string{"other", "ok", "busy", "unavailable", "invalid", "lost", "in-flight", "mismatch", "replay", "limit-full", "rate-limited", "not-found"}
 
 func (s Status) String() string {
 	if int(s) < len(statusNames) {
@@ -60,6 +61,9 @@ type Request struct {
 	IdemKey string // the idempotency key
 	Scope   string // the caller's idempotency scope
 	Body    string // the payload the idempotency fingerprint covers
+	// Wire: for a PathClient, the key's path segment exactly as sent
+	// (e.g. a malformed escape); "" sends url.PathEscape(Key).
+	Wire string
 }
 
 // Handler is the application's handler: it runs with the guard's context
@@ -116,6 +120,8 @@ func ClassifyHTTP(status int, h http.Header, body []byte) Result {
 		r.Status = Lost
 	case status == http.StatusBadRequest:
 		r.Status = Invalid
+	case status == http.StatusNotFound:
+		r.Status = NotFound
 	case status == http.StatusUnprocessableEntity && typ == "idempotency-key-reused":
 		r.Status = Mismatch
 	}
@@ -145,6 +151,7 @@ func problemType(body []byte) string {
 const (
 	codeOK                 = 0
 	codeInvalidArgument    = 3
+	codeNotFound           = 5
 	codeResourceExhausted  = 8
 	codeFailedPrecondition = 9
 	codeAborted            = 10
@@ -174,6 +181,8 @@ func ClassifyRPC(code uint32, reason string, retry, replayed bool, body []byte, 
 		r.Status = Unavailable
 	case code == codeInvalidArgument:
 		r.Status = Invalid
+	case code == codeNotFound:
+		r.Status = NotFound
 	case code == codeFailedPrecondition && reason == "IDEMPOTENCY_KEY_REUSED":
 		r.Status = Mismatch
 	}

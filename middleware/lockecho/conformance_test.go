@@ -65,4 +65,21 @@ func (d echoDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.H
 	return d.serve(t, h, mw)
 }
 
+// PathRouters: Echo v4's one router, which matches URL.RawPath when it is
+// set and hands the values over as matched (undecoded).
+func (echoDriver) PathRouters() []conformance.PathRouter {
+	return []conformance.PathRouter{{Name: "default", Lock: func(t testing.TB, lk *locker.Locker, tag string, h conformance.Handler) conformance.Client {
+		mw, err := lockecho.NewLock(lk, fmt.Sprintf(tag, "{path."+conformance.HTTPPathParam+"}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := newEcho()
+		e.GET(conformance.HTTPPathPrefix+":"+conformance.HTTPPathParam, func(c echo.Context) error {
+			conformance.WriteReply(c.Response(), c.Request(), h)
+			return nil
+		}, mw)
+		return conformance.ServeHTTPPath(t, e)
+	}}}
+}
+
 func TestConformance(t *testing.T) { conformance.Run(t, echoDriver{}) }

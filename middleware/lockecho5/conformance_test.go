@@ -64,4 +64,32 @@ func (d echoDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.H
 	return d.serve(t, h, mw)
 }
 
+// PathRouters: Echo v5's default router (it matches URL.RawPath when it
+// is set and hands the values over undecoded), with
+// UnescapePathParamValues (decoded), and with UseEscapedPathForMatching
+// (it matches the decoded URL.Path; an encoded slash is a slash there,
+// but a route's last parameter takes the rest of the path, so /k/:id
+// still matches x%2Fy).
+func (echoDriver) PathRouters() []conformance.PathRouter {
+	router := func(name string, noSlash bool, cfg echo.RouterConfig) conformance.PathRouter {
+		return conformance.PathRouter{Name: name, NoEncodedSlash: noSlash, Lock: func(t testing.TB, lk *locker.Locker, tag string, h conformance.Handler) conformance.Client {
+			mw, err := lockecho5.NewLock(lk, fmt.Sprintf(tag, "{path."+conformance.HTTPPathParam+"}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := echo.NewWithConfig(echo.Config{Logger: slog.New(slog.DiscardHandler), Router: echo.NewRouter(cfg)})
+			e.GET(conformance.HTTPPathPrefix+":"+conformance.HTTPPathParam, func(c *echo.Context) error {
+				conformance.WriteReply(c.Response(), c.Request(), h)
+				return nil
+			}, mw)
+			return conformance.ServeHTTPPath(t, e)
+		}}
+	}
+	return []conformance.PathRouter{
+		router("default", false, echo.RouterConfig{}),
+		router("UnescapePathParamValues", false, echo.RouterConfig{UnescapePathParamValues: true}),
+		router("UseEscapedPathForMatching", false, echo.RouterConfig{UseEscapedPathForMatching: true}),
+	}
+}
+
 func TestConformance(t *testing.T) { conformance.Run(t, echoDriver{}) }

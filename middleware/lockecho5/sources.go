@@ -24,14 +24,21 @@ func (m *locks) sourceSet() keyexpr.Sources[*echo.Context] {
 	}, m.s.Sources)
 }
 
-// pathGetter reads a route parameter from Echo's router (c.Param). A
-// route without the parameter is a mistake in the tag (ErrNoRouteParam, a
-// 500), not in the request.
+// pathGetter reads a route parameter from Echo's router (c.Param),
+// decoded: the value every locktag adapter gives for the request,
+// whatever the router's UnescapePathParamValues and
+// UseEscapedPathForMatching — "x/y+z" for /k/x%2Fy+z. The default router
+// matches URL.RawPath when Go kept one and hands the values over as sent;
+// its settings cannot be read from a request, so httpcore.PathParam tells
+// from the request path and the route how the router read it. A route
+// without the parameter is a mistake in the tag (ErrNoRouteParam, a 500),
+// not in the request.
 func pathGetter(name string) getter {
 	return func(c *echo.Context) (string, error) {
-		for _, pv := range c.PathValues() {
+		pvs := c.PathValues()
+		for _, pv := range pvs {
 			if pv.Name == name {
-				return pv.Value, nil
+				return httpcore.PathParam(httpcore.EchoSyntax, c.Request().URL, c.Path(), name, pv.Value, func(n string) string { return pvs.GetOr(n, "") })
 			}
 		}
 		return "", ErrNoRouteParam

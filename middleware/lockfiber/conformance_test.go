@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/middleware/recover"
 
 	"github.com/locktag/locktag/internal/conformance"
 	"github.com/locktag/locktag/locker"
@@ -55,6 +56,32 @@ func (d fiberDriver) Idempotency(t testing.TB, lk *locker.Locker, h conformance.
 		t.Fatal(err)
 	}
 	return d.serve(t, h, mw)
+}
+
+// PathRouters: Fiber's default (it matches the path as sent and hands
+// the values over undecoded) and UnescapePath (it decodes the path, a
+// plus into a space, before matching, so an encoded slash splits the
+// segment).
+func (fiberDriver) PathRouters() []conformance.PathRouter {
+	router := func(name string, noSlash bool, cfg fiber.Config) conformance.PathRouter {
+		return conformance.PathRouter{Name: name, NoEncodedSlash: noSlash, Lock: func(t testing.TB, lk *locker.Locker, tag string, h conformance.Handler) conformance.Client {
+			mw, err := lockfiber.NewLock(lk, fmt.Sprintf(tag, "{path."+conformance.HTTPPathParam+"}"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			app := fiber.New(cfg)
+			app.Use(recover.New())
+			app.Get(conformance.HTTPPathPrefix+":"+conformance.HTTPPathParam, mw, reply(h))
+			if err := lockfiber.CheckRoutes(app); err != nil {
+				t.Fatal(err)
+			}
+			return conformance.PathClient(t, serve(t, app))
+		}}
+	}
+	return []conformance.PathRouter{
+		router("default", false, fiber.Config{}),
+		router("UnescapePath", true, fiber.Config{UnescapePath: true}),
+	}
 }
 
 func TestConformance(t *testing.T) { conformance.Run(t, fiberDriver{}) }

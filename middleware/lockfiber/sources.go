@@ -40,17 +40,34 @@ func copied(read func(c fiber.Ctx) string) getter {
 // methodOf is c.Method without its optional override.
 func methodOf(c fiber.Ctx) string { return c.Method() }
 
-// pathGetter reads a route parameter. A route without the parameter is a
-// mistake in the tag (ErrNoRouteParam, a 500), not in the request; an
-// optional parameter (:id?) the request left out is an empty value (400).
-// Fiber names the wildcards * and + of a route *1 and +1 (c.Params takes
-// either form).
+// pathGetter reads a route parameter, decoded (paramValue): the value
+// every locktag adapter gives for the request, whether or not the app
+// sets UnescapePath — "a b" for /k/a%20b, "x/y+z" for /k/x%2Fy+z. A
+// malformed escape is a 400. A route without the parameter is a mistake
+// in the tag (ErrNoRouteParam, a 500), not in the request; an optional
+// parameter (:id?) the request left out is an empty value (400). Fiber
+// names the wildcards * and + of a route *1 and +1 (c.Params takes either
+// form).
 func pathGetter(name string) getter {
 	return func(c fiber.Ctx) (string, error) {
-		if !hasParam(c.Route().Params, name) {
+		params := c.Route().Params
+		if !hasParam(params, name) {
 			return "", ErrNoRouteParam
 		}
-		return strings.Clone(c.Params(name)), nil
+		if !c.App().Config().UnescapePath {
+			return paramValue([]string{c.Params(name)}, 0, false, "", "")
+		}
+		vals, at := make([]string, len(params)), -1
+		for i, p := range params {
+			vals[i] = c.Params(p)
+			if at < 0 && (p == name || (len(p) == 2 && p[1] == '1' && p[:1] == name)) { // *1 is also *, +1 also +
+				at = i
+			}
+		}
+		if at < 0 { // hasParam found it: not reached
+			vals, at = []string{c.Params(name)}, 0
+		}
+		return paramValue(vals, at, true, string(c.RequestCtx().URI().PathOriginal()), c.Path())
 	}
 }
 

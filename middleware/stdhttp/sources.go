@@ -30,21 +30,28 @@ func (m *Lock) sources() keyexpr.Sources[*http.Request] {
 	}, m.s.Sources)
 }
 
-// pathGetter reads a path parameter. An empty value on a route whose
-// pattern (WithRoute; r.Pattern, which ServeMux and chi set) lacks the
-// parameter is a mistake in the tag (ErrNoRouteParam, a 500), not in the
-// request. Without a pattern it cannot be told apart from an empty value
-// the client sent, and is a 400.
+// pathGetter reads a path parameter, decoded: the value every locktag
+// adapter gives for the request. ServeMux hands over decoded values; chi
+// (r.PathValue, chi.URLParam) hands over the segment as sent when Go kept
+// URL.RawPath (x%2Fy), and gorilla/mux with UseEncodedPath always does.
+// httpcore.PathParam tells from the request path and the route pattern
+// (WithRoute; r.Pattern) how the router read it; without a pattern the
+// value is used as the router gives it. An empty value on a route whose
+// pattern lacks the parameter is a mistake in the tag (ErrNoRouteParam, a
+// 500), not in the request. Without a pattern it cannot be told apart
+// from an empty value the client sent, and is a 400.
 func (m *Lock) pathGetter(name string) getter {
 	get, route := m.s.PathValue, m.s.Route
 	return func(r *http.Request) (string, error) {
 		v := get(r, name)
+		p := route(r)
 		if v == "" {
-			if p := route(r); p != "" && !hasWildcard(p, name) {
+			if p != "" && !hasWildcard(p, name) {
 				return "", ErrNoRouteParam
 			}
+			return "", nil
 		}
-		return v, nil
+		return httpcore.PathParam(httpcore.BraceSyntax, r.URL, p, name, v, func(n string) string { return get(r, n) })
 	}
 }
 

@@ -8,12 +8,12 @@
 // Retry-After, the built-in key sources (Builtins, over a Reader of the
 // router's request) and the {body...} reader, the rule tables of
 // LockRules, the stored-response format and its capture and replay, the
-// request- and answer-side halves of the idempotency guard, and the
-// options every adapter takes — so each adapter only reads its router's
-// request and hands these pieces its writer. Generic code is written over
-// the adapter's request type R. It imports no router; the one router
-// syntax here, EchoParams, is plain string parsing that both Echo adapters
-// use.
+// request- and answer-side halves of the idempotency guard, the decoding
+// of path parameter values (PathParam, UnescapePath), and the options
+// every adapter takes — so each adapter only reads its router's request
+// and hands these pieces its writer. Generic code is written over the
+// adapter's request type R. It imports no router; the router syntaxes
+// here (EchoParams, and PathParam's Syntax) are plain string parsing.
 //
 // The source is internal/httpcore, in the core module; each HTTP adapter
 // module holds a generated copy in its own internal/httpcore
