@@ -30,7 +30,7 @@ func TestTagMistake(t *testing.T) {
 	if rec.Code != http.StatusInternalServerError || ran || !problemType(t, rec.Body.Bytes(), "lock-tag-mistake") {
 		t.Fatalf("%d (ran %v): %s", rec.Code, ran, rec.Body)
 	}
-	if line := log.String(); !strings.Contains(line, "order:{path.orderId}") || !strings.Contains(line, "name=/orders/:id/pay") {
+	if line := log.String(); !strings.Contains(line, "order:{path.orderId}") || !strings.Contains(line, `name="POST /orders/:id/pay"`) {
 		t.Fatalf("log line %q names neither the tag nor the route", line)
 	}
 	if evalCalls(t, srv) != before {

@@ -102,7 +102,7 @@ var errNotWritten = errors.New("middleware: nothing written")
 // serve runs one request through g.
 func (m *locks) serve(c *gin.Context, g *guard.Lock[*gin.Context]) {
 	orig := c.Request
-	o := g.Run(orig.Context(), c, c.FullPath(), func(ctx context.Context) error {
+	o := g.Run(orig.Context(), c, httpcore.RouteName(orig.Method, c.FullPath()), func(ctx context.Context) error {
 		if q := guard.QuotaFromContext(ctx); q != nil && g.Spec().Rate.N > 0 {
 			httpcore.SetRateLimit(c.Writer.Header(), q, 0) // this guard's admission, before the handler writes
 		}

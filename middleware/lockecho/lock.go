@@ -118,7 +118,7 @@ var errNotWritten = errors.New("lockecho: nothing written")
 func (m *locks) serve(c echo.Context, next echo.HandlerFunc, g *guard.Lock[echo.Context]) error {
 	orig, res := c.Request(), c.Response()
 	var herr error
-	o := g.Run(orig.Context(), c, c.Path(), func(ctx context.Context) error {
+	o := g.Run(orig.Context(), c, httpcore.RouteName(orig.Method, c.Path()), func(ctx context.Context) error {
 		if q := guard.QuotaFromContext(ctx); q != nil && g.Spec().Rate.N > 0 {
 			httpcore.SetRateLimit(res.Header(), q, 0) // this guard's admission, before the handler writes
 		}

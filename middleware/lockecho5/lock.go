@@ -119,7 +119,7 @@ func (m *locks) serve(c *echo.Context, next echo.HandlerFunc, g *guard.Lock[*ech
 	orig := c.Request()
 	rec, unrecord := record(c, nil)
 	var herr error
-	o := g.Run(orig.Context(), c, c.Path(), func(ctx context.Context) error {
+	o := g.Run(orig.Context(), c, httpcore.RouteName(orig.Method, c.Path()), func(ctx context.Context) error {
 		if q := guard.QuotaFromContext(ctx); q != nil && g.Spec().Rate.N > 0 {
 			httpcore.SetRateLimit(rec.Header(), q, 0) // this guard's admission, before the handler writes
 		}

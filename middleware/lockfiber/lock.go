@@ -107,7 +107,7 @@ func (h *lockHandler) serve(c fiber.Ctx) error {
 	g := h.g
 	orig := c.Context()
 	var next error // what the rest of the route returned
-	o := g.Run(orig, c, c.Route().Path, func(ctx context.Context) error {
+	o := g.Run(orig, c, httpcore.RouteName(c.Method(), c.Route().Path), func(ctx context.Context) error {
 		if q := guard.QuotaFromContext(ctx); q != nil && g.Spec().Rate.N > 0 {
 			rh := http.Header{}
 			httpcore.SetRateLimit(rh, q, 0) // this guard's admission, before the handler writes

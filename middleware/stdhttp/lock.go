@@ -75,7 +75,7 @@ type guarded struct {
 func (h *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := h.m
 	rec := &recorder{ResponseWriter: w}
-	o := m.g.Run(r.Context(), r, m.s.Route(r), func(ctx context.Context) error {
+	o := m.g.Run(r.Context(), r, httpcore.RouteName(r.Method, m.s.Route(r)), func(ctx context.Context) error {
 		if q := guard.QuotaFromContext(ctx); q != nil && m.g.Spec().Rate.N > 0 {
 			httpcore.SetRateLimit(w.Header(), q, 0) // this guard's admission, before the handler writes
 		}
