@@ -58,7 +58,8 @@
 //	lock lost while the handler ran, nothing written yet   503
 //
 // The tag mistake is found before traffic by CheckRoutes (with RouteCheck
-// as the engine's first middleware). WithErrorHandler replaces the writer;
+// as the engine's first middleware; docs/routes.md has every adapter's
+// check). WithErrorHandler replaces the writer;
 // Status gives the default mapping of a guard.Kind. The underlying error is also
 // attached to the request with c.Error, so gin's logger shows it; response
 // bodies never contain the resolved key or Redis addresses.

@@ -16,6 +16,45 @@ import (
 	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
+// CheckRoutes makes e check the lock tags of its routes: a {path.X}
+// placeholder must name a parameter of the route its Lock is on. Call it
+// right after echo.New(), before the first route:
+//
+//	e := echo.New()
+//	if err := lockecho.CheckRoutes(e); err != nil {
+//		log.Fatal(err)
+//	}
+//	e.POST("/items/:id/buy", buy, lockecho.Lock(lk, `key:"item:{path.id}"`)) // checked here
+//
+// From then on each route is checked as it is added, and a tag its route
+// cannot resolve makes e.Add (e.POST, g.GET, ...) panic with an error
+// wrapping ErrBadRule that names the method, path and tag — the way Echo
+// answers a route it cannot add. The route table cannot be checked later:
+// Echo does not keep a route's middleware where it can be read back, so
+// CheckRoutes records it as routes are added (e.OnAddRouteHandler; one
+// the application set before is still called).
+//
+// CheckRoutes returns the check of the routes e has already: nil for
+// those added since an earlier CheckRoutes (or NewRouteCheck) on e, an
+// error wrapping ErrNotChecked for each one added before — so a call after
+// the routes fails loudly instead of checking nothing. Calling it again is
+// harmless. It sees the Lock middlewares given to a route or to its group
+// (e.Group, g.Use); a Lock installed with e.Use runs on every route and
+// is not checked: give it a tag without {path.X}, or use LockRules, which
+// checks its rules when it is built. Without CheckRoutes such a tag is
+// found at the first request of the route: answered with 500 and logged
+// (docs/routes.md). Nothing is served and no handler runs.
+func CheckRoutes(e *echo.Echo) error {
+	if e == nil {
+		return fmt.Errorf("%w: nil *echo.Echo", ErrNotChecked)
+	}
+	rc := routeCheckOf(e)
+	rc.mu.Lock()
+	rc.atAdd = true
+	rc.mu.Unlock()
+	return rc.Check()
+}
+
 // RouteCheck checks, before traffic, that the lock tags on an Echo
 // instance's routes can be resolved on them: a {path.X} placeholder must
 // name a parameter of the route its Lock is on. Found at request time
@@ -37,26 +76,44 @@ import (
 // (e.Group, g.Use). A Lock installed with e.Use runs on every route and
 // is not checked: give it a tag without {path.X}, or use LockRules, which
 // checks its rules when it is built.
+//
+// CheckRoutes supersedes it: one call, before the routes, and each route
+// is checked as it is added (docs/routes.md).
 type RouteCheck struct {
-	e    *echo.Echo
-	mu   sync.Mutex
-	seen map[route][]echo.MiddlewareFunc // the route middleware, as added
+	e     *echo.Echo
+	mu    sync.Mutex
+	seen  map[route][]echo.MiddlewareFunc // the route middleware, as added
+	atAdd bool                            // check each route as it is added (CheckRoutes)
 }
 
 // route names one route of one host's router.
 type route struct{ host, method, path string }
 
 // NewRouteCheck starts recording e's routes as they are added. Routes
-// added before it are reported by Check with ErrNotChecked.
+// added before it are reported by Check with ErrNotChecked. Prefer
+// CheckRoutes, which also checks each route as it is added.
 func NewRouteCheck(e *echo.Echo) *RouteCheck {
+	rc := recordRoutes(e)
+	checks.Put(e, rc)
+	return rc
+}
+
+// recordRoutes installs a RouteCheck's hook on e.
+func recordRoutes(e *echo.Echo) *RouteCheck {
 	rc := &RouteCheck{e: e, seen: make(map[route][]echo.MiddlewareFunc)}
 	prev := e.OnAddRouteHandler
 	e.OnAddRouteHandler = func(host string, r echo.Route, h echo.HandlerFunc, mws []echo.MiddlewareFunc) {
 		rc.mu.Lock()
 		rc.seen[route{host, r.Method, r.Path}] = slices.Clone(mws)
+		atAdd := rc.atAdd
 		rc.mu.Unlock()
 		if prev != nil {
 			prev(host, r, h, mws)
+		}
+		if atAdd {
+			if err := rc.checkRoute(at(host, r.Method, r.Path), r.Path, mws); err != nil {
+				panic(err) // Echo v4's answer to a route it cannot add
+			}
 		}
 	}
 	return rc
@@ -74,19 +131,14 @@ func (rc *RouteCheck) Check() error {
 	var errs []error
 	check := func(host string, routes []*echo.Route) {
 		for _, r := range routes {
-			at := r.Method + " " + r.Path
-			if host != "" {
-				at += " (host " + host + ")"
-			}
+			where := at(host, r.Method, r.Path)
 			mws, ok := rc.seen[route{host, r.Method, r.Path}]
 			if !ok {
-				errs = append(errs, fmt.Errorf("%w: %s: added before NewRouteCheck", ErrNotChecked, at))
+				errs = append(errs, fmt.Errorf("%w: %s: added before CheckRoutes (or NewRouteCheck): call it right after echo.New()", ErrNotChecked, where))
 				continue
 			}
-			for _, f := range rc.locksOn(mws) {
-				if err := f.m.checkParams(f.spec, httpcore.EchoParams(r.Path)); err != nil {
-					errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadRule, at, err))
-				}
+			if err := rc.checkRoute(where, r.Path, mws); err != nil {
+				errs = append(errs, err)
 			}
 		}
 	}
@@ -96,6 +148,26 @@ func (rc *RouteCheck) Check() error {
 		check(host, routers[host].Routes())
 	}
 	return errors.Join(errs...)
+}
+
+// checkRoute checks the Locks among one route's middleware mws against
+// its path; where names the route in errors.
+func (rc *RouteCheck) checkRoute(where, path string, mws []echo.MiddlewareFunc) error {
+	var errs []error
+	for _, f := range rc.locksOn(mws) {
+		if err := f.m.checkParams(f.spec, httpcore.EchoParams(path)); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrBadRule, where, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// at names a route in errors.
+func at(host, method, path string) string {
+	if host != "" {
+		return method + " " + path + " (host " + host + ")"
+	}
+	return method + " " + path
 }
 
 // lockMiddleware is the code of every Lock's middleware.
@@ -139,4 +211,14 @@ func probeOf(c echo.Context) *probe {
 	}
 	p, _ := r.Context().Value(probeKey{}).(*probe)
 	return p
+}
+
+// checks finds the RouteCheck recording an Echo instance's routes, so
+// that CheckRoutes called twice, or after NewRouteCheck, goes on with the
+// same record. It holds neither: an entry goes when its Echo does.
+var checks httpcore.PerRouter[echo.Echo, RouteCheck]
+
+// routeCheckOf returns e's RouteCheck, installing one if it has none.
+func routeCheckOf(e *echo.Echo) *RouteCheck {
+	return checks.GetOrPut(e, func() *RouteCheck { return recordRoutes(e) })
 }

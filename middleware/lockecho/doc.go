@@ -15,12 +15,11 @@
 //	}
 //	e := echo.New()
 //	e.Use(middleware.Recover()) // github.com/labstack/echo/v4/middleware
-//	rc := lockecho.NewRouteCheck(e)
-//	e.POST("/orders/:id/pay", pay,
-//		lockecho.Lock(lk, `key:"order:{path.id}" expire:"30s" wait:"2s"`))
-//	if err := rc.Check(); err != nil {
+//	if err := lockecho.CheckRoutes(e); err != nil { // first: checks each route as it is added
 //		log.Fatal(err)
 //	}
+//	e.POST("/orders/:id/pay", pay,
+//		lockecho.Lock(lk, `key:"order:{path.id}" expire:"30s" wait:"2s"`))
 //
 // # Where to install it
 //
@@ -46,8 +45,10 @@
 // middleware is built: Lock and LockRules panic with an error naming the
 // tag, the field and the byte position; NewLock and NewLockRules return
 // it. A {path.X} naming a parameter the route lacks is found by
-// RouteCheck.Check (route middleware) and by LockRules (its rules) before
-// traffic; otherwise it is answered 500 and logged at request time.
+// CheckRoutes, called right after echo.New(), as each route is added (the
+// registration panics), and by LockRules (its rules) when it is built;
+// otherwise it is answered 500 and logged at its first request.
+// docs/routes.md has every adapter's check.
 //
 // # Key sources
 //

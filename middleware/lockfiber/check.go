@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 
 	"github.com/gofiber/fiber/v3"
 	"github.com/valyala/fasthttp"
@@ -12,66 +13,139 @@ import (
 	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
-// CheckRoutes checks, before traffic, that the lock tags on app's routes
-// can be resolved on them: every {path.X} must name a parameter of the
-// route its Lock is registered on (:X, :X?, :X<constraint>; * and + for
-// {path.*} and {path.+}), and a Lock registered with app.Use or a group
-// prefix must not read {path.X} or {route} unless that Use route has them
-// — a Use handler cannot see the route the request will match. Call it
-// after the last route is registered:
+// CheckRoutes checks that the lock tags on app's routes can be resolved
+// on them: every {path.X} must name a parameter of the route its Lock is
+// registered on (:X, :X?, :X<constraint>; * and + for {path.*} and
+// {path.+}), and a Lock registered with app.Use or a group prefix must not
+// read {path.X} or {route} unless that Use route has them — a Use handler
+// cannot see the route the request will match. Call it once, before or
+// after the routes:
 //
+//	app := fiber.New()
 //	if err := lockfiber.CheckRoutes(app); err != nil {
 //		log.Fatal(err)
 //	}
 //
-// It walks app.GetRoutes() and calls no handler but the Locks, which
-// recognise the check and return at once. Errors are joined: each wraps
-// ErrBadRule and names the method, route and a *keyexpr.TagError (tag,
-// placeholder, position). Found at request time instead, such a tag is
-// answered with 500 and logged. Routes of a mounted sub-app are app's only
-// once it starts: check the sub-app itself. With a "path" WithSource the
-// application reads path parameters itself and its {path.X} are not
-// checked.
+// It checks the routes app has now, walking app.GetRoutes(), and every
+// route added later as it is added (app.Hooks().OnRoute): a tag its route
+// cannot resolve makes the registration (app.Post, app.Use, group.Get,
+// ...) panic with the error, the way Fiber answers a route it cannot add.
+// Calling it again is harmless: the hook is installed once per app.
+//
+// It calls no handler but the Locks, which recognise the check and return
+// at once. Errors are joined: each wraps ErrBadRule and names the method,
+// route and a *keyexpr.TagError (tag, placeholder, position). Without
+// CheckRoutes such a tag is found at the first request of the route:
+// answered with 500 and logged (docs/routes.md). Routes of a mounted
+// sub-app are app's only once it starts: call CheckRoutes on the sub-app
+// before mounting it. With a "path" WithSource the application reads path
+// parameters itself and its {path.X} are not checked.
 func CheckRoutes(app *fiber.App) error {
 	if app == nil {
 		return fmt.Errorf("%w: nil app", ErrNotChecked)
 	}
-	routes := make(map[*fiber.Handler]bool) // the non-Use routes, by their handlers' array
-	for _, r := range app.GetRoutes(true) {
-		if len(r.Handlers) > 0 {
-			routes[&r.Handlers[0]] = true
-		}
-	}
+	hooks.GetOrPut(app, func() *routeHook {
+		h := &routeHook{app: app}
+		app.Hooks().OnRoute(h.added)
+		return h
+	})
+	routes := nonUse(app)
 	seen := make(map[string]bool) // a GET route's HEAD twin shares its handlers
 	var errs []error
 	for _, r := range app.GetRoutes() {
 		if len(r.Handlers) == 0 {
 			continue
 		}
-		use := !routes[&r.Handlers[0]]
-		for i, h := range r.Handlers {
-			if reflect.ValueOf(h).Pointer() != lockCode {
-				continue
-			}
+		errs = append(errs, checkRoute(app, r, !routes[&r.Handlers[0]], seen)...)
+	}
+	return errors.Join(errs...)
+}
+
+// nonUse returns the non-Use routes of app, by their handlers' array.
+func nonUse(app *fiber.App) map[*fiber.Handler]bool {
+	routes := make(map[*fiber.Handler]bool)
+	for _, r := range app.GetRoutes(true) {
+		if len(r.Handlers) > 0 {
+			routes[&r.Handlers[0]] = true
+		}
+	}
+	return routes
+}
+
+// checkRoute checks the Locks among r's handlers; use says r is a Use
+// route. seen, when not nil, skips a Lock already checked on a route that
+// shares r's handlers.
+func checkRoute(app *fiber.App, r fiber.Route, use bool, seen map[string]bool) []error {
+	var errs []error
+	for i, h := range r.Handlers {
+		if reflect.ValueOf(h).Pointer() != lockCode {
+			continue
+		}
+		if seen != nil {
 			id := fmt.Sprintf("%p %d %s", &r.Handlers[0], i, r.Path)
 			if seen[id] {
 				continue
 			}
 			seen[id] = true
-			lh, err := identify(app, h)
-			if err == nil {
-				err = lh.m.check(lh.g.Spec(), r.Params, use)
-			}
-			where := ""
-			if use {
-				where = " (a Use handler)"
-			}
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%w: %s %s%s: %w", ErrBadRule, r.Method, r.Path, where, err))
-			}
+		}
+		lh, err := identify(app, h)
+		if err == nil {
+			err = lh.m.check(lh.g.Spec(), r.Params, use)
+		}
+		where := ""
+		if use {
+			where = " (a Use handler)"
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s %s%s: %w", ErrBadRule, r.Method, r.Path, where, err))
 		}
 	}
-	return errors.Join(errs...)
+	return errs
+}
+
+// hooks finds the hook CheckRoutes installed on an app, so that it is
+// installed once; it holds neither.
+var hooks httpcore.PerRouter[fiber.App, routeHook]
+
+// routeHook is CheckRoutes' OnRoute hook on one app.
+type routeHook struct{ app *fiber.App }
+
+// added checks a route as Fiber adds it; Fiber panics with the error.
+func (h *routeHook) added(r fiber.Route) error {
+	if len(r.Handlers) == 0 || !slices.ContainsFunc(r.Handlers, isLock) {
+		return nil
+	}
+	return errors.Join(checkRoute(h.app, r, isUse(h.app, r), nil)...)
+}
+
+func isLock(h fiber.Handler) bool { return reflect.ValueOf(h).Pointer() == lockCode }
+
+// isUse reports whether r, which Fiber is adding, is a Use route. Fiber
+// keeps that unexported; a route is told by its handlers' array, which
+// the copy the hook gets shares with the route in app's stack: among the
+// non-Use routes, it is not a Use route; among the others, it is. One
+// Fiber merged into the same method and path registered just before (its
+// handlers appended there) is what that route is; one not in the stack
+// yet (the HEAD twin of a GET route, added at start) is not a Use route.
+func isUse(app *fiber.App, r fiber.Route) bool {
+	routes := nonUse(app)
+	if routes[&r.Handlers[0]] {
+		return false
+	}
+	var last *fiber.Route // the latest route of r's method and path
+	all := app.GetRoutes()
+	for i := range all {
+		if len(all[i].Handlers) == 0 {
+			continue
+		}
+		if &all[i].Handlers[0] == &r.Handlers[0] {
+			return true
+		}
+		if all[i].Method == r.Method && all[i].Path == r.Path {
+			last = &all[i]
+		}
+	}
+	return last != nil && !routes[&last.Handlers[0]]
 }
 
 // lockCode is the code pointer of every Lock's handler.

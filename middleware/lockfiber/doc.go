@@ -13,17 +13,19 @@
 //		log.Fatal(err)
 //	}
 //	app := fiber.New()
+//	if err := lockfiber.CheckRoutes(app); err != nil { // checks each route as it is added
+//		log.Fatal(err)
+//	}
 //	app.Use(recover.New())
 //	app.Post("/orders/:id/pay",
 //		lockfiber.Lock(lk, `key:"order:{path.id}" expire:"30s" wait:"2s"`),
 //		pay)
-//	if err := lockfiber.CheckRoutes(app); err != nil {
-//		log.Fatal(err) // a tag names a parameter its route lacks
-//	}
 //
 // Locks belong on routes, not in app.Use: a Use handler runs before Fiber
 // knows which route the request matches, so {path.X} and {route} would
-// be the Use route's. CheckRoutes reports such tags before traffic.
+// be the Use route's. CheckRoutes reports such tags, and a {path.X} the
+// route lacks, before traffic: the routes app has when it is called, and
+// every later one as it is registered (docs/routes.md).
 //
 // Idempotency runs the rest of the route at most once per (route, caller
 // scope, Idempotency-Key) and replays the stored response to retries; its

@@ -1,13 +1,46 @@
 package stdhttp
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 )
 
+// WalkFunc is one route as a router's walk hands it over: its method, its
+// pattern, its handler and its middlewares. It is chi's chi.WalkFunc;
+// CheckRoute is one.
+type WalkFunc = func(method, route string, h http.Handler, middlewares ...func(http.Handler) http.Handler) error
+
+// CheckRoutes checks, before traffic, the Locks on every route a router's
+// walk hands to check (CheckRoute for each), and joins the errors, one per
+// route, where a walk would stop at the first. walk adapts the router's
+// walk; for chi:
+//
+//	err := stdhttp.CheckRoutes(func(check stdhttp.WalkFunc) error { return chi.Walk(r, check) })
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//
+// An error walk returns is joined too. http.ServeMux lists no routes:
+// register a locked route with Lock.Handle, which checks its pattern.
+// Without a check, a tag naming a wildcard its pattern lacks is found at
+// the first request of the route: answered with 500 and logged
+// (docs/routes.md). Each error wraps ErrBadRule and names the route.
+func CheckRoutes(walk func(check WalkFunc) error) error {
+	var errs []error
+	err := walk(func(method, route string, h http.Handler, middlewares ...func(http.Handler) http.Handler) error {
+		if err := CheckRoute(method, route, h, middlewares...); err != nil {
+			errs = append(errs, err)
+		}
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
+}
+
 // CheckRoute checks every Lock on one route against the route's pattern
-// (Lock.Check). Its signature is chi's WalkFunc, so one line checks a whole
-// chi router before traffic:
+// (Lock.Check). It is a WalkFunc, so one line checks a whole chi router
+// before traffic, stopping at the first error (CheckRoutes reports them
+// all):
 //
 //	if err := chi.Walk(r, stdhttp.CheckRoute); err != nil { log.Fatal(err) }
 //

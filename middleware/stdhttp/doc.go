@@ -18,6 +18,11 @@
 // stored-response format and options (internal/httpcore); a
 // response stored by one replays through the other.
 //
+// Lock.Handle checks a pattern as it registers the route; CheckRoutes
+// checks every route of a router that can be walked (chi). A route no
+// check saw answers a tag naming a wildcard its pattern lacks with 500,
+// logged (docs/routes.md).
+//
 // Sources: {path.X} (r.PathValue, or WithPathValue for chi and gorilla),
 // {query.X}, {form.X}, {header.X}, {body.a.b} (JSON, read once, capped,
 // restored), {method}, {route} (r.Pattern), {ip} (the peer address) and
