@@ -89,10 +89,14 @@ func WithLeader(service string, el *job.Elector) HealthOption {
 // HealthServer is a grpc.health.v1 Health service whose status follows
 // Redis reachability through (*locker.Locker).Healthy: SERVING when every
 // node of a Locker from locker.New answers (a majority of masters for
-// locker.NewRedlock), NOT_SERVING otherwise. Redis is what every locked
-// method needs, so it answers the same for every service name (including
-// "", the server as a whole) but those given WithLeader, which follow an
-// Elector. Each time the status changes it is logged with its reason and
+// locker.NewRedlock), NOT_SERVING otherwise — and NOT_SERVING from the
+// first request a lock guard on the Locker refused for a mistake in its
+// tag within guard.MistakeWindow of the process's start (an HTTP route of
+// the same service that no start-up check saw,
+// guard.ReasonMisconfigured; docs/routes.md), so that a rolling deploy
+// stops on it. Redis is what every locked method needs, so it answers the
+// same for every service name (including "", the server as a whole) but
+// those given WithLeader, which follow an Elector. Each time the status changes it is logged with its reason and
 // the Redis error (guard.Health; a Redis user without the rights locktag
 // needs says so). Register it in place of grpc/health's server:
 //

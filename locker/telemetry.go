@@ -43,14 +43,16 @@ const (
 // none, every method returns at its first line: no allocation, no clock
 // read.
 type telemetry struct {
-	obs  Observer      // nil: none
-	ids  TraceIDSource // obs, when it is one
-	keys bool          // WithKeyAttribute: events carry the key
+	obs  Observer        // nil: none
+	ids  TraceIDSource   // obs, when it is one
+	mis  MistakeObserver // obs, when it is one
+	keys bool            // WithKeyAttribute: events carry the key
 }
 
 func newTelemetry(o *options) *telemetry {
 	t := &telemetry{obs: o.observer, keys: o.keyAttribute}
 	t.ids, _ = o.observer.(TraceIDSource)
+	t.mis, _ = o.observer.(MistakeObserver)
 	return t
 }
 

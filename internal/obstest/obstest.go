@@ -37,8 +37,9 @@ func WithTrace(ctx context.Context, id string) context.Context {
 }
 
 var (
-	_ locker.Observer      = (*Recorder)(nil)
-	_ locker.TraceIDSource = (*Recorder)(nil)
+	_ locker.Observer        = (*Recorder)(nil)
+	_ locker.TraceIDSource   = (*Recorder)(nil)
+	_ locker.MistakeObserver = (*Recorder)(nil)
 )
 
 // TraceID returns the id WithTrace put in ctx, or "".
@@ -156,6 +157,11 @@ func (r *Recorder) StartRate(ctx context.Context) any { return r.start("rate") }
 func (r *Recorder) EndRate(state any, e locker.RateEvent) {
 	r.end(state, "rate", true)
 	r.add("rate.end %s key=%s", e.Outcome, e.Key)
+}
+
+// TagMistake records "tag_mistake name=N template=T route=R".
+func (r *Recorder) TagMistake(_ context.Context, e locker.MistakeEvent) {
+	r.add("tag_mistake name=%s template=%s route=%s", e.Params.Name, e.Params.Template, e.Route)
 }
 
 func (r *Recorder) StartForceRelease(ctx context.Context, e locker.ForceEvent) (context.Context, any) {

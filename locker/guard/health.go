@@ -3,6 +3,7 @@ package guard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -22,14 +23,20 @@ const (
 	// a command the scripts call; an ACL or a managed service's command
 	// list (locker.ErrUnsupported; see Locker.ACLRules).
 	ReasonUnsupported = "redis refuses what locktag needs (permissions or server version)"
+	// ReasonMisconfigured: a lock guard on the Locker found, at request
+	// time, a tag naming something its route can never have (Mistakes);
+	// the route refuses every request until the tag or the route is fixed
+	// and the process restarted (docs/routes.md).
+	ReasonMisconfigured = "a lock tag is misconfigured (see the error log)"
 )
 
 // Health is the check behind the adapters' health endpoints
 // (stdhttp.Health, interceptor.NewHealthServer): one Locker.Healthy call
 // bounded by a timeout, the reason a client may see, and a log record each
 // time the answer changes — at Warn with the error when the Locker stops
-// being able to serve, at Info when it can again. It is safe for
-// concurrent use.
+// being able to serve, at Info when it can again. A Locker whose lock
+// guards found a tag mistake within MistakeWindow of the process's start
+// (Mistakes) is not serving, without a Redis call. It is safe for concurrent use.
 type Health struct {
 	lk      *locker.Locker
 	timeout time.Duration
@@ -49,13 +56,31 @@ func NewHealth(lk *locker.Locker, timeout time.Duration, log *slog.Logger) *Heal
 	return &Health{lk: lk, timeout: timeout, log: log}
 }
 
+// startupMistake returns the first tag mistake on lk found within
+// MistakeWindow of the process's start.
+func startupMistake(lk *locker.Locker) (Mistake, bool) {
+	for _, m := range Mistakes(lk) {
+		if m.At.Sub(started) <= MistakeWindow {
+			return m, true
+		}
+	}
+	return Mistake{}, false
+}
+
 // Check runs one check: "" when the Locker can serve, else the reason
-// (ReasonUnavailable, ReasonUnsupported).
+// (ReasonMisconfigured, ReasonUnavailable, ReasonUnsupported).
 func (h *Health) Check(ctx context.Context) string {
-	ctx, cancel := context.WithTimeout(ctx, h.timeout)
-	defer cancel()
-	err := h.lk.Healthy(ctx)
-	reason := healthReason(err)
+	var reason string
+	var err error
+	if m, ok := startupMistake(h.lk); ok {
+		reason = ReasonMisconfigured
+		err = fmt.Errorf("tag `%s` on %s: %w", m.Tag, m.Route, m.Err)
+	} else {
+		ctx, cancel := context.WithTimeout(ctx, h.timeout)
+		defer cancel()
+		err = h.lk.Healthy(ctx)
+		reason = healthReason(err)
+	}
 	h.mu.Lock()
 	changed := reason != h.last
 	h.last = reason

@@ -207,7 +207,14 @@ func (g *Lock[R]) refuse(ctx context.Context, o Outcome, kind Kind, err error, r
 	case TagMistake:
 		if g.mistakes.first(route) {
 			g.s.logger.ErrorContext(ctx, logTagMistake, "tag", g.spec.Tag, "name", o.Name, "route", route, "error", err)
+			noteMistake(g.l, Mistake{Tag: g.spec.Tag, Name: o.Name, Route: route, Err: err, At: time.Now()})
 		}
+		p := g.params
+		if g.rate != nil {
+			p = locker.Params{Template: g.key.Template().String()} // a rate tag's
+		}
+		p.Name = o.Name
+		g.l.ReportTagMistake(ctx, locker.MistakeEvent{Params: p, Route: route, Err: err})
 	}
 	if m, _ := ctx.Value(refusedKey{}).(*atomic.Bool); m != nil {
 		m.Store(true)

@@ -22,7 +22,7 @@ const (
 	logOutageStill  = "locktag: redis still unavailable"
 	logOutageEnded  = "locktag: redis answers again"
 	logProtocol     = "locktag: redis holds records of another protocol, requests refused; a release outside this one's compatibility window shares the Redis (docs/versioning.md)"
-	logTagMistake   = "locktag: the lock tag names something the request cannot have; fix the tag or the route"
+	logTagMistake   = "locktag: the lock tag names something the request cannot have; fix the tag or the route, and check the routes before traffic (docs/routes.md)"
 	maxMistakeNames = 64
 )
 

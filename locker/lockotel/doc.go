@@ -22,7 +22,10 @@
 // Attr* keys). Metrics: locktag.lock.acquire.duration,
 // locktag.lock.wait.duration, locktag.lock.hold.duration,
 // locktag.lock.outcomes, locktag.lock.renewals, locktag.lock.waiters,
-// locktag.lock.held and locktag.idempotency.outcomes, by lock name. The
+// locktag.lock.held and locktag.idempotency.outcomes, by lock name;
+// locktag.lock.outcomes also counts, with outcome tag_mistake, the
+// requests lock guards refuse for a mistake in their tag
+// (locker.MistakeObserver). The
 // scope is ScopeName with the core module's version from the build
 // information. ObserveServer adds, for one Locker, what its Redis masters
 // say about the settings a lock's guarantees depend on:

@@ -70,8 +70,9 @@ type Observer struct {
 }
 
 var (
-	_ locker.Observer      = (*Observer)(nil)
-	_ locker.TraceIDSource = (*Observer)(nil)
+	_ locker.Observer        = (*Observer)(nil)
+	_ locker.TraceIDSource   = (*Observer)(nil)
+	_ locker.MistakeObserver = (*Observer)(nil)
 )
 
 // New returns an Observer recording to the global tracer and meter
@@ -104,7 +105,7 @@ func New(opts ...Option) *Observer {
 	t.hold, _ = m.Float64Histogram("locktag.lock.hold.duration", metric.WithUnit("s"),
 		metric.WithDescription("Time locks were held, from obtained to released or lost."), buckets)
 	t.outcomes, _ = m.Int64Counter("locktag.lock.outcomes", metric.WithUnit("{outcome}"),
-		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error, protocol), locks lost, and rate-limit decisions (admitted, rate_limited)."))
+		metric.WithDescription("Obtain outcomes (acquired, reentered, busy, canceled, error, protocol), locks lost, rate-limit decisions (admitted, rate_limited), and requests refused for a mistake in their tag (tag_mistake)."))
 	t.renewals, _ = m.Int64Counter("locktag.lock.renewals", metric.WithUnit("{renewal}"),
 		metric.WithDescription("Watchdog renewals by result (ok, error, refused)."))
 	t.idem, _ = m.Int64Counter("locktag.idempotency.outcomes", metric.WithUnit("{request}"),
@@ -129,6 +130,14 @@ func (t *Observer) TraceID(ctx context.Context) string {
 		return ""
 	}
 	return sc.TraceID().String()
+}
+
+// TagMistake counts a request a lock guard refused for a mistake in its
+// tag: locktag.lock.outcomes with outcome tag_mistake, by lock name. An
+// alert on it finds a route a start-up check did not see
+// (docs/routes.md).
+func (t *Observer) TagMistake(ctx context.Context, e locker.MistakeEvent) {
+	t.outcomes.Add(ctx, 1, t.attrs(lockName(e.Params)).outcomes[locker.OutcomeTagMistake].add...)
 }
 
 // isGlobalStandIn reports whether tp is the stand-in otel.GetTracerProvider
@@ -199,7 +208,8 @@ func (t *Observer) attrs(name string) *nameAttrs {
 		a.idem[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, o := range []string{locker.OutcomeAcquired, locker.OutcomeReentered, locker.OutcomeBusy, locker.OutcomeCanceled,
-		locker.OutcomeError, locker.OutcomeLost, locker.OutcomeAdmitted, locker.OutcomeRateLimited, locker.OutcomeProtocol} {
+		locker.OutcomeError, locker.OutcomeLost, locker.OutcomeAdmitted, locker.OutcomeRateLimited, locker.OutcomeProtocol,
+		locker.OutcomeTagMistake} {
 		a.outcomes[o] = newAttrOpts(AttrLockName.String(name), AttrOutcome.String(o))
 	}
 	for _, r := range []string{renewalOK, renewalError, renewalRefused} {

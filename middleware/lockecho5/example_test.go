@@ -60,6 +60,30 @@ func ExampleLock() {
 	// true
 }
 
+// ExampleCheckRoutes checks each route as it is added: a tag naming a
+// path parameter its route does not have stops the start.
+func ExampleCheckRoutes() {
+	lk := exampleLocker()
+	defer lk.Close()
+
+	e := echo.New()
+	if err := lockecho5.CheckRoutes(e); err != nil { // right after echo.New()
+		fmt.Println(err)
+		return
+	}
+	buy := func(c *echo.Context) error { return c.NoContent(http.StatusNoContent) }
+	e.POST("/items/:id/buy", buy, lockecho5.Lock(lk, `key:"item:{path.id}"`))
+	defer func() {
+		err, _ := recover().(error)
+		fmt.Println(errors.Is(err, lockecho5.ErrBadRule))
+		fmt.Println(err)
+	}()
+	e.POST("/items/:sku/reserve", buy, lockecho5.Lock(lk, `key:"item:{path.id}"`))
+	// Output:
+	// true
+	// guard: bad rule: POST /items/:sku/reserve: keyexpr: tag `key:"item:{path.id}"`: field key at byte 10: template "item:{path.id}": placeholder {path.id} at byte 5: the rule's route has no parameter :id (it has :sku)
+}
+
 // ExampleRouteCheck finds, before traffic, a tag naming a path parameter
 // its route does not have.
 func ExampleRouteCheck() {

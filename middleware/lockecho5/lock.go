@@ -86,6 +86,8 @@ type locks struct {
 	s       *settings
 	sources keyexpr.Sources[*echo.Context]
 	maxBody int64 // the guards' WithMaxRequestBytes, set before any request
+	// missing knows the routes that only answer 404 (see notFound).
+	missing notFound
 }
 
 func newLocks(l *locker.Locker, opts []Option) (*locks, error) {
@@ -116,6 +118,9 @@ var errNotWritten = errors.New("lockecho5: nothing written")
 
 // serve runs one request through g.
 func (m *locks) serve(c *echo.Context, next echo.HandlerFunc, g *guard.Lock[*echo.Context]) error {
+	if m.missing.of(c) {
+		return next(c) // no route matched: the 404, unlocked
+	}
 	orig := c.Request()
 	rec, unrecord := record(c, nil)
 	var herr error

@@ -55,7 +55,11 @@ func WithHealthRetryAfter(d time.Duration) HealthOption {
 // through lk.Healthy (guard.Health): 200 {"status":"SERVING"}, or 503
 // {"status":"NOT_SERVING","reason":"..."} with Retry-After, where the
 // reason is guard.ReasonUnavailable or guard.ReasonUnsupported (Redis
-// answers but refuses what locktag needs: permissions, server version).
+// answers but refuses what locktag needs: permissions, server version),
+// or guard.ReasonMisconfigured from the first request a lock guard on lk
+// refused for a mistake in its tag — a route no start-up check saw
+// (docs/routes.md) — within guard.MistakeWindow of the process's start,
+// until the process restarts, so that a rolling deploy stops on it.
 // The reason never carries the Redis error (it names addresses); the log
 // record does, once each time the answer changes (slog.Default). Each
 // request runs one check, bounded by its context and WithHealthTimeout.
