@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -168,6 +169,10 @@ func TestIdempotentClientGivesUp(t *testing.T) {
 	if !errors.Is(err, ErrBudgetExhausted) || status.Code(err) != codes.Unavailable || s.calls() != 3 {
 		t.Fatalf("%v (code %v) after %d calls", err, status.Code(err), s.calls())
 	}
+	re := new(RetryError)
+	if !errors.As(err, &re) || re.Key != s.keys[0] || re.Attempts != 3 || !strings.Contains(status.Convert(err).Message(), "idempotency-key: "+re.Key) {
+		t.Fatalf("%v: want a RetryError with the key sent, %q, and 3 attempts, its message the status's", err, s.keys[0])
+	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	p := retry.New(retry.WithMaxRetryAfter(time.Minute), retry.WithBudget(time.Hour), retry.WithOnRetry(func(retry.Event) { cancel() }))
@@ -176,6 +181,30 @@ func TestIdempotentClientGivesUp(t *testing.T) {
 	_, err = client.Reserve(ctx, sku("a"))
 	if !errors.Is(err, context.Canceled) || status.Code(err) != codes.Canceled || s.calls() != 1 || time.Since(start) > 5*time.Second {
 		t.Fatalf("cancelled: %v (code %v) after %d calls, %v", err, status.Code(err), s.calls(), time.Since(start))
+	}
+	if !errors.As(err, &re) || re.Key != s.keys[0] || re.Attempts != 1 {
+		t.Fatalf("cancelled: %v, want a RetryError with the key sent, %q", err, s.keys[0])
+	}
+
+	// The deadline ends an attempt: whether it ran is unknown, so the
+	// error carries the key too.
+	// The handler outlives the deadline: the client's context ends the
+	// attempt, or the server's deadline does (DeadlineExceeded).
+	var seen atomic.Value
+	release := make(chan struct{})
+	block := func(ctx context.Context, _ *testpb.ReserveRequest) (*testpb.ReserveResponse, error) {
+		md, _ := metadata.FromIncomingContext(ctx)
+		seen.Store(md.Get(IdempotencyKeyMetadata)[0])
+		<-release
+		return nil, ctx.Err()
+	}
+	defer close(release)
+	client = clientFor(t, &inventory{reserve: block}, nil, IdempotentUnaryClientInterceptor(quickPolicy()))
+	dctx, dcancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer dcancel()
+	_, err = client.Reserve(dctx, sku("a"))
+	if !errors.As(err, &re) || re.Key != seen.Load() || re.Attempts != 1 || status.Code(err) != codes.DeadlineExceeded {
+		t.Fatalf("deadline: %v (code %v): want a RetryError with the key sent, %v", err, status.Code(err), seen.Load())
 	}
 }
 

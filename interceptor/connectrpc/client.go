@@ -4,6 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"syscall"
 
 	"connectrpc.com/connect"
 	"google.golang.org/protobuf/proto"
@@ -41,13 +45,25 @@ var (
 // CodeResourceExhausted with a google.rpc.RetryInfo, and CodeAborted (in
 // flight, a lost lock or claim) — but CodeAborted with reason LOCK_BUSY
 // only under retry.WithRetryBusy — waiting at least the RetryInfo delay up
-// to retry.WithMaxRetryAfter. CodeFailedPrecondition with reason
-// IDEMPOTENCY_KEY_REUSED fails at once with an error wrapping
-// ErrKeyReused; a call given up wraps ErrBudgetExhausted and the last
-// attempt's error; a context ended while waiting gives CodeCanceled or
-// CodeDeadlineExceeded wrapping the context's error. Put it first in
-// connect.WithInterceptors, so that interceptors after it see every
-// attempt.
+// to retry.WithMaxRetryAfter. A connection lost in the middle of an
+// answer is retried too: connect-go reports it as the client's own
+// CodeUnknown, CodeInternal or CodeCanceled error ("read message:
+// unexpected EOF", a gRPC answer without its trailers), which the
+// interceptor tells from the server's errors with those codes, which are
+// answers (connect.IsWireError), by its cause: an unexpected EOF, a
+// network error, or a lost HTTP/2 connection.
+//
+// Errors: CodeFailedPrecondition with reason IDEMPOTENCY_KEY_REUSED fails
+// at once with an error wrapping ErrKeyReused; a call given up wraps
+// ErrBudgetExhausted and the last attempt's error, keeping its code; a
+// context ended while waiting gives CodeCanceled or CodeDeadlineExceeded
+// wrapping the context's error. Each of these, and an attempt cut short
+// (by the call's context, or with CodeDeadlineExceeded or CodeCanceled:
+// it may have run), is a *RetryError carrying the key, to retry the
+// operation later. Other errors are returned as they are.
+//
+// Put it first in connect.WithInterceptors, so that interceptors after it
+// see every attempt.
 func NewIdempotentClient(p *retry.Policy, procedures ...string) connect.Interceptor {
 	if p == nil {
 		p = retry.New()
@@ -72,8 +88,10 @@ func (c *idempotentClient) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if !req.Spec().IsClient || (c.only != nil && !c.only[req.Spec().Procedure]) {
 			return next(ctx, req)
 		}
+		key := req.Header().Get(IdempotencyKeyHeader)
 		if len(req.Header().Values(IdempotencyKeyHeader)) == 0 {
-			req.Header().Set(IdempotencyKeyHeader, retry.FormatKey(c.p.NewKey()))
+			key = retry.FormatKey(c.p.NewKey())
+			req.Header().Set(IdempotencyKeyHeader, key)
 			// The caller's request is left as it was: sent again, it is a
 			// new operation with a new key.
 			defer req.Header().Del(IdempotencyKeyHeader)
@@ -81,8 +99,14 @@ func (c *idempotentClient) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		a := c.p.Begin()
 		for {
 			resp, err := next(ctx, req)
-			if err == nil || ctx.Err() != nil {
-				return resp, err
+			if err == nil {
+				return resp, nil
+			}
+			if ctx.Err() != nil { // the outcome is unknown: the key may get it
+				if !errors.Is(err, ctx.Err()) {
+					err = fmt.Errorf("%w; %w", err, ctx.Err())
+				}
+				return nil, &RetryError{Key: key, Attempts: a.N(), Err: err}
 			}
 			code, details := connect.CodeOf(err), []proto.Message(nil)
 			if ce := new(connect.Error); errors.As(err, &ce) {
@@ -93,10 +117,18 @@ func (c *idempotentClient) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 				}
 			}
 			class, hint := rpccore.RetryClass(rpccore.Code(code), details)
+			if class == retry.Done && connectionLost(err) {
+				class = retry.NoAnswer
+			}
 			switch {
 			case class == retry.KeyReused:
-				return nil, fmt.Errorf("%w: %w", ErrKeyReused, err)
+				return nil, &RetryError{Key: key, Attempts: a.N(), Err: fmt.Errorf("%w: %w", ErrKeyReused, err)}
 			case !c.p.Retries(class):
+				if code == connect.CodeDeadlineExceeded || code == connect.CodeCanceled {
+					// Cut short, by a deadline or a cancellation on either side:
+					// the call may have run.
+					return nil, &RetryError{Key: key, Attempts: a.N(), Err: err}
+				}
 				return resp, err
 			}
 			if werr := a.Wait(ctx, class, hint, err); werr != nil {
@@ -105,13 +137,85 @@ func (c *idempotentClient) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 					if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 						code = connect.CodeDeadlineExceeded
 					}
-					return nil, connect.NewError(code, werr)
+					werr = connect.NewError(code, werr)
 				}
-				return nil, werr
+				return nil, &RetryError{Key: key, Attempts: a.N(), Err: werr}
 			}
 		}
 	}
 }
+
+// connectionLost reports whether err, from an attempt whose context is
+// still live, is the client's own report of a connection lost during the
+// call — after the server may have begun to answer, so the call may have
+// run — rather than an error the server sent. connect-go reports a
+// connection lost before any answer with CodeUnavailable (retried as
+// it is); one lost later with CodeUnknown ("read message: unexpected
+// EOF"), CodeInternal (a gRPC or gRPC-Web answer cut before its trailers,
+// an HTTP/2 connection closed under the stream) or, for a request whose
+// write failed, CodeCanceled. The cause tells them from other errors with
+// those codes: an unexpected EOF, a network error, or net/http's HTTP/2
+// connection errors, which have no type to match.
+func connectionLost(err error) bool {
+	if connect.IsWireError(err) {
+		return false
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeUnknown, connect.CodeInternal, connect.CodeCanceled:
+	default:
+		return false
+	}
+	var op *net.OpError
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) || errors.As(err, &op) {
+		return true
+	}
+	msg := err.Error()
+	for _, s := range http2ConnErrors {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// http2ConnErrors are the texts of net/http's errors for an HTTP/2
+// connection that ended under its streams.
+var http2ConnErrors = []string{
+	"http2: client connection lost",
+	"http2: client connection force closed",
+	"http2: client conn is closed",
+	"http2: server sent GOAWAY and closed the connection",
+}
+
+// RetryError is the error of a call NewIdempotentClient retried, or could
+// retry, without an answer to return: given up (ErrBudgetExhausted),
+// refused (ErrKeyReused), or cut short (by the call's context, or with
+// CodeDeadlineExceeded or CodeCanceled). Whether the call ran on the
+// server is then unknown (except for ErrKeyReused): a later call with the
+// same Key in its Idempotency-Key header gets its answer, or runs it if
+// it never ran. errors.Is matches the sentinel and the context's error
+// through it; connect.CodeOf gives the last attempt's code, or
+// CodeCanceled or CodeDeadlineExceeded when the context ended while the
+// interceptor waited.
+type RetryError struct {
+	// Key is the Idempotency-Key header value every attempt sent (a quoted
+	// Structured Field string when the interceptor minted it).
+	Key string
+	// Attempts is the number of attempts made.
+	Attempts int
+	// Err is the error: the last attempt's, wrapped with
+	// ErrBudgetExhausted, ErrKeyReused or the context's error where one
+	// applies.
+	Err error
+}
+
+// Error is Err's text followed by the key.
+func (e *RetryError) Error() string {
+	return e.Err.Error() + "; " + IdempotencyKeyHeader + ": " + e.Key
+}
+
+// Unwrap returns Err.
+func (e *RetryError) Unwrap() error { return e.Err }
 
 // WrapStreamingClient passes streams through: only unary calls are retried.
 func (c *idempotentClient) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {

@@ -3,8 +3,10 @@ package connectrpc_test
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -111,6 +113,10 @@ func TestIdempotentClientCodes(t *testing.T) {
 		{"Aborted lock busy, WithRetryBusy", refusal(connect.CodeAborted, "LOCK_BUSY", time.Second), []retry.Option{retry.WithRetryBusy(true)}, 0, 2},
 		{"FailedPrecondition", connect.NewError(connect.CodeFailedPrecondition, errors.New("no")), nil, connect.CodeFailedPrecondition, 1},
 		{"NotFound", connect.NewError(connect.CodeNotFound, errors.New("no")), nil, connect.CodeNotFound, 1},
+		// The server's own Unknown is an answer, not an answer lost on
+		// the way: only the client's read failures are retried.
+		{"Unknown from the server", connect.NewError(connect.CodeUnknown, io.ErrUnexpectedEOF), nil, connect.CodeUnknown, 1},
+		{"Internal from the server", connect.NewError(connect.CodeInternal, io.ErrUnexpectedEOF), nil, connect.CodeInternal, 1},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -180,6 +186,10 @@ func TestIdempotentClientGivesUp(t *testing.T) {
 	if !errors.Is(err, connectrpc.ErrBudgetExhausted) || connect.CodeOf(err) != connect.CodeUnavailable || s.calls() != 3 {
 		t.Fatalf("%v (code %v) after %d calls", err, connect.CodeOf(err), s.calls())
 	}
+	re := new(connectrpc.RetryError)
+	if !errors.As(err, &re) || re.Key != s.keys[0][0] || re.Attempts != 3 || !strings.Contains(err.Error(), "Idempotency-Key: "+re.Key) {
+		t.Fatalf("%v: want a RetryError with the key sent, %q, and 3 attempts", err, s.keys[0])
+	}
 
 	ctx, cancel := context.WithCancel(t.Context())
 	p := retry.New(retry.WithMaxRetryAfter(time.Minute), retry.WithBudget(time.Hour), retry.WithOnRetry(func(retry.Event) { cancel() }))
@@ -188,6 +198,29 @@ func TestIdempotentClientGivesUp(t *testing.T) {
 	_, err = call(ctx, client, "a")
 	if !errors.Is(err, context.Canceled) || connect.CodeOf(err) != connect.CodeCanceled || s.calls() != 1 || time.Since(start) > 5*time.Second {
 		t.Fatalf("cancelled: %v (code %v) after %d calls, %v", err, connect.CodeOf(err), s.calls(), time.Since(start))
+	}
+	if !errors.As(err, &re) || re.Key != s.keys[0][0] || re.Attempts != 1 {
+		t.Fatalf("cancelled: %v, want a RetryError with the key sent, %q", err, s.keys[0])
+	}
+
+	// The deadline ends an attempt: whether it ran is unknown, so the
+	// error carries the key too.
+	// The handler outlives the deadline: the client's context ends the
+	// attempt, or the server's deadline does (CodeDeadlineExceeded).
+	var seen atomic.Value
+	release := make(chan struct{})
+	block := func(ctx context.Context, r *connect.Request[testpb.ReserveRequest]) (*connect.Response[testpb.ReserveResponse], error) {
+		seen.Store(r.Header().Get(connectrpc.IdempotencyKeyHeader))
+		<-release
+		return nil, ctx.Err()
+	}
+	defer close(release)
+	client = clientOf(t, block, nil, connectrpc.NewIdempotentClient(quickPolicy()))
+	dctx, dcancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer dcancel()
+	_, err = call(dctx, client, "a")
+	if !errors.As(err, &re) || re.Key != seen.Load() || re.Attempts != 1 || connect.CodeOf(err) != connect.CodeDeadlineExceeded {
+		t.Fatalf("deadline: %v (code %v): want a RetryError with the key sent, %v", err, connect.CodeOf(err), seen.Load())
 	}
 }
 

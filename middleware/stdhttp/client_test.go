@@ -328,37 +328,50 @@ func (s *stubTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return &http.Response{StatusCode: code, Status: strconv.Itoa(code) + " " + http.StatusText(code), Header: h, Body: b, Request: r}, nil
 }
 
-// Every response the transport does not return is closed; the one it
-// returns is left open, readable in full.
+// Every response the transport does not return is closed. The one it
+// returns reads in full: from memory, the connection's body read to its
+// end and closed; with buffering off, the connection's body, left open.
 func TestRetryTransportClosesBodies(t *testing.T) {
-	stub := &stubTransport{statuses: []int{503, 429, 409, 200}, problem: "idempotency-key-in-flight"}
-	req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
-	resp, err := stdhttp.NewRetryTransport(stub, quick()).RoundTrip(req)
-	if err != nil || resp.StatusCode != 200 || len(stub.bodies) != 4 {
-		t.Fatalf("%v %v after %d attempts", resp, err, len(stub.bodies))
-	}
-	for i, b := range stub.bodies[:3] {
-		if !b.closed.Load() {
-			t.Errorf("the body of attempt %d (%d) was not closed", i+1, stub.statuses[i])
-		}
-	}
-	if stub.bodies[3].closed.Load() {
-		t.Error("the returned body was closed")
-	}
+	const problem409 = `{"type":"https://example.com/x#something-else"}`
+	for _, c := range []struct {
+		name     string
+		opts     []stdhttp.RetryOption
+		buffered bool
+	}{{"buffered", nil, true}, {"streamed", []stdhttp.RetryOption{stdhttp.WithMaxBufferedBody(0)}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			stub := &stubTransport{statuses: []int{503, 429, 409, 200}, problem: "idempotency-key-in-flight"}
+			req, _ := http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
+			resp, err := stdhttp.NewRetryTransport(stub, quick(), c.opts...).RoundTrip(req)
+			if err != nil || resp.StatusCode != 200 || len(stub.bodies) != 4 {
+				t.Fatalf("%v %v after %d attempts", resp, err, len(stub.bodies))
+			}
+			for i, b := range stub.bodies[:3] {
+				if !b.closed.Load() {
+					t.Errorf("the body of attempt %d (%d) was not closed", i+1, stub.statuses[i])
+				}
+			}
+			if stub.bodies[3].closed.Load() != c.buffered {
+				t.Errorf("the returned answer's connection body closed: %v, want %v", stub.bodies[3].closed.Load(), c.buffered)
+			}
 
-	stub = &stubTransport{statuses: []int{422}, problem: "idempotency-key-reused"}
-	req, _ = http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
-	if _, err := stdhttp.NewRetryTransport(stub, quick()).RoundTrip(req); !errors.Is(err, stdhttp.ErrKeyReused) || !stub.bodies[0].closed.Load() {
-		t.Fatalf("422: %v, closed %v", err, stub.bodies[0].closed.Load())
-	}
+			stub = &stubTransport{statuses: []int{422}, problem: "idempotency-key-reused"}
+			req, _ = http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
+			if _, err := stdhttp.NewRetryTransport(stub, quick(), c.opts...).RoundTrip(req); !errors.Is(err, stdhttp.ErrKeyReused) || !stub.bodies[0].closed.Load() {
+				t.Fatalf("422: %v, closed %v", err, stub.bodies[0].closed.Load())
+			}
 
-	stub = &stubTransport{statuses: []int{409}, problem: "something-else"}
-	req, _ = http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
-	resp, err = stdhttp.NewRetryTransport(stub, quick()).RoundTrip(req)
-	if err != nil || resp.StatusCode != 409 {
-		t.Fatal(resp, err)
-	}
-	if body, _ := io.ReadAll(resp.Body); string(body) != `{"type":"https://example.com/x#something-else"}` || stub.bodies[0].closed.Load() {
-		t.Fatalf("a 409 returned: body %q, closed %v; want it whole and open", body, stub.bodies[0].closed.Load())
+			stub = &stubTransport{statuses: []int{409}, problem: "something-else"}
+			req, _ = http.NewRequestWithContext(t.Context(), "POST", "http://example.com/x", strings.NewReader("b"))
+			resp, err = stdhttp.NewRetryTransport(stub, quick(), c.opts...).RoundTrip(req)
+			if err != nil || resp.StatusCode != 409 {
+				t.Fatal(resp, err)
+			}
+			if body, _ := io.ReadAll(resp.Body); string(body) != problem409 || stub.bodies[0].closed.Load() != c.buffered {
+				t.Fatalf("a 409 returned: body %q, closed %v; want it whole", body, stub.bodies[0].closed.Load())
+			}
+			if c.buffered && resp.ContentLength != int64(len(problem409)) {
+				t.Fatalf("a buffered 409: ContentLength %d, want %d", resp.ContentLength, len(problem409))
+			}
+		})
 	}
 }

@@ -165,6 +165,8 @@ type RetryOption func(*retrySettings)
 type retrySettings struct {
 	header  string
 	methods []string
+
+	maxBuffered int64 // WithMaxBufferedBody, in client.go
 }
 
 // WithRetryKeyHeader sets the request header that carries the idempotency
