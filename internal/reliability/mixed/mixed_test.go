@@ -140,11 +140,11 @@ func check(t *testing.T, tg target, kind, a, b string, want int64) ([]string, in
 		// Starved: under a tenth of a fair share (the rate kind shares
 		// one bucket, and idempotency a fixed set of requests: neither
 		// promises shares).
-		if kind != "rate" && kind != "idem" && r.Ops*10 < fair {
+		if kind != "rate" && kind != "idem" && kind != "httpidem" && r.Ops*10 < fair {
 			out = append(out, fmt.Sprintf("%s: starved, %d critical sections of %d", r.ID, r.Ops, total))
 		}
 	}
-	if kind == "idem" {
+	if kind == "idem" || kind == "httpidem" {
 		c := srv.Pool(t).Get()
 		defer c.Close()
 		keys, err := redis.Strings(c.Do("KEYS", "{occ}:exec:*"))
@@ -168,7 +168,7 @@ func check(t *testing.T, tg target, kind, a, b string, want int64) ([]string, in
 	return out, total
 }
 
-var kinds = []string{"mutex", "job", "sem", "rw", "multi", "idem", "rate"}
+var kinds = []string{"mutex", "job", "sem", "rw", "multi", "idem", "httpidem", "rate"}
 
 func need(t *testing.T, bins ...string) {
 	for _, b := range bins {

@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -30,6 +31,7 @@ import (
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/goredis"
+	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/locker/job"
 	"github.com/locktag/locktag/locker/redigo"
 )
@@ -155,6 +157,10 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	httpGuard, err := guard.NewIdempotency[struct{}](lk, "H1", guard.WithPublicScope(), guard.WithReplayWait(2*time.Second))
+	if err != nil {
+		fail(err)
+	}
 
 	time.Sleep(time.Until(time.UnixMilli(*start)))
 	ctx, cancel := context.WithDeadline(context.Background(), end)
@@ -201,6 +207,9 @@ func main() {
 				case "idem":
 					idem(ctx, lk, det, i, &ops, &busy, note)
 					time.Sleep(time.Millisecond) // pacing: a replay is all the rest; not synchronisation
+				case "httpidem":
+					httpIdem(ctx, httpGuard, det, i, &ops, &busy, note)
+					time.Sleep(time.Millisecond) // pacing: a replay is all the rest; not synchronisation
 				case "rate":
 					// Not cut short at the end: a decision asked for before it
 					// counts, however late its reply comes on a busy machine.
@@ -242,6 +251,46 @@ func multi(ctx context.Context, lk *locker.Locker, keys []string, p locker.Param
 	section("{occ}:"+keys[1], "{occ}:none", 1)
 	if err := le.Release(context.Background()); err != nil {
 		note(err)
+	}
+}
+
+// httpIdem sends request i%64 of a fixed set of HTTP requests through an
+// idempotency guard, described as the HTTP adapters describe it
+// (httprecord.Request: the parts of Fingerprint1, and, where the release
+// has them, the canonical parts of Fingerprint2, set by name so that the
+// source builds against releases without them): the first execution of
+// each counts in exec:h<n>, every later one replays. A mismatch (422)
+// would be a record one release wrote that the other does not honour.
+func httpIdem(ctx context.Context, g *guard.Idempotency[struct{}], det *redis.Pool, i int, ops, busy *atomic.Int64, note func(error)) {
+	n := strconv.Itoa(i % 64)
+	body := []byte(`{"order":` + n + `}`)
+	q := guard.Request{
+		Route: "POST /orders/:id",
+		Keys:  []string{"mixed-h" + n},
+		Parts: []string{"POST", "/orders/:id", "/orders/" + n, ""},
+		Body:  func(int64) ([]byte, error) { return body, nil },
+	}
+	if f := reflect.ValueOf(&q).Elem().FieldByName("Canonical"); f.IsValid() {
+		f.Set(reflect.ValueOf([]string{"POST", "/orders/:id", "/orders/" + n, "", "application/json", ""}))
+	}
+	o := g.Run(ctx, struct{}{}, q, func(context.Context) guard.Answer {
+		conn := det.Get()
+		_, err := conn.Do("INCR", "{occ}:exec:h"+n)
+		conn.Close()
+		if err != nil {
+			note(err)
+		}
+		ops.Add(1)
+		return guard.Answer{Status: 200, Payload: body, Sent: true}
+	})
+	switch o.Kind {
+	case guard.OK:
+	case guard.Replay, guard.InFlight:
+		busy.Add(1)
+	default:
+		if ctx.Err() == nil {
+			note(fmt.Errorf("http idempotency: %v: %v", o.Kind, o.Err))
+		}
 	}
 }
 
