@@ -133,3 +133,17 @@ fuzz:
 SOAK ?= 10m
 soak: deps
 	cd internal/reliability && $(GO) test -run '^TestSoak$$' -v -timeout 60m . -soak=$(SOAK)
+
+## robustness: worker processes' histories checked against models (porcupine)
+## under nemesis schedules drawn from seeds, each nemesis with a control that
+## must fail (docs/reliability.md#robustness-histories-checked-against-models):
+## make robustness SEEDS=N [SEED=S] [DURATION=30s] [NEMESIS=holder,...]
+## [SERVERS=redis-server,valkey-server].
+## SEED replays one seed; illegal histories are saved under
+## LOCKTAG_ROBUSTNESS_OUT (default: locktag-robustness in the temp dir).
+.PHONY: robustness
+SEEDS ?= 10
+DURATION ?= 30s
+robustness:
+	cd internal/reliability && SEEDS=$(SEEDS) SEED=$(SEED) DURATION=$(DURATION) NEMESIS=$(NEMESIS) SERVERS=$(SERVERS) \
+		$(GO) test -count=1 -timeout 4h -v -run '^TestRobustness$$' ./robustness

@@ -72,6 +72,7 @@ require (
 )
 
 require (
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/locktag/locktag v1.0.0
 	github.com/locktag/locktag/interceptor v1.0.0
 	github.com/locktag/locktag/locker/goredis v1.0.0
