@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -218,6 +219,32 @@ func pool(addr string) *redis.Pool {
 	}
 }
 
+// masterPool dials the master the sentinels name at each dial, as a
+// Sentinel-aware client does.
+func masterPool(sentinels []string) *redis.Pool {
+	p := pool("")
+	p.DialContext = func(ctx context.Context) (redis.Conn, error) {
+		var errs []error
+		for _, s := range sentinels {
+			c, err := redis.DialContext(ctx, "tcp", s, redis.DialConnectTimeout(time.Second), redis.DialReadTimeout(time.Second))
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			addr, err := redis.Strings(c.Do("SENTINEL", "get-master-addr-by-name", redistest.SentinelMaster))
+			c.Close()
+			if err != nil || len(addr) != 2 {
+				errs = append(errs, fmt.Errorf("sentinel %s: %v %v", s, addr, err))
+				continue
+			}
+			return redis.DialContext(ctx, "tcp", net.JoinHostPort(addr[0], addr[1]), redis.DialConnectTimeout(time.Second),
+				redis.DialReadTimeout(2*time.Second), redis.DialWriteTimeout(2*time.Second))
+		}
+		return nil, errors.Join(errs...)
+	}
+	return p
+}
+
 // newWorkerLocker is the Locker of a worker process; Check runs first, so
 // a server the Locker refuses (an evicting maxmemory-policy) stops the
 // worker before it takes anything: it prints REFUSED and exits.
@@ -318,7 +345,11 @@ func runLockWorker(e workerEnv) {
 	var lk *locker.Locker
 	var nv *naiveLock
 	if e.lock == "naive" {
-		nv = &naiveLock{pool: pool(e.addr), ttl: e.lease}
+		p := pool(e.addr)
+		if len(e.sentinels) > 0 {
+			p = masterPool(e.sentinels)
+		}
+		nv = &naiveLock{pool: p, ttl: e.lease}
 	} else {
 		lk = newWorkerLocker(e, rec)
 	}

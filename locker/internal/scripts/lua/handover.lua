@@ -27,7 +27,8 @@ if ARGV[2] == 'g' and string.sub(v, 1, i - 1) == token .. ' ' then
           -- waiter of the caller's subscriber (ARGV[4]), else the window.
           local px = ttl + 0
           if sid ~= ARGV[4] then px = math.min(px, ARGV[3] + 0) end
-          local nf = string.format('%d', f + 1)
+          -- mint in value.lua: past the server clock too.
+          local nf = string.format('%d', math.max(f + 1, tonumber(t[1] .. us)))
           local ends = nowms + px
           local nv = w .. ' ' .. nf .. ' 1 ' .. q .. ' ' .. ms .. ' ' .. string.format('%d', ends) .. ' ' .. sid
           if label ~= '' then nv = nv .. ' ' .. label end

@@ -61,20 +61,29 @@ end
 
 local function fmt(x) return string.format('%.0f', x) end
 
+-- COUNTER: tokens are counters, one more than the last (Redlock, whose
+-- KEYS[4] is the released lock's value P{name}:f): masters that remember
+-- the same token must mint the same next one.
+local COUNTER = KEYS[4] ~= nil and string.sub(KEYS[4], -2) == ':f'
+
 -- mint returns a fencing token larger than every earlier one for this
--- key: one more than prev, the lock's last token, where one is at hand,
--- else the server clock in microseconds (nowus). A lock's last token is
--- at hand while the lock exists (a hand-over, a lease that is over but
--- kept for the queue), and on Redlock for a lease after its release
--- (there, masters that remember the same token mint the same next one: no
--- write-back round). Once it is gone the clock is larger than every
--- earlier token, as long as the server clock does not go back (a restart
--- without persistence relies on the same): each token is at most the
--- clock when its chain of hand-overs began plus one per hand-over, and
--- each hand-over is a script call of its own, which takes the server more
--- than a microsecond.
+-- key: the larger of one more than prev, the lock's last token, where one
+-- is at hand, and the server clock in microseconds (nowus). A lock's last
+-- token is at hand while the lock exists (a hand-over, a lease that is
+-- over but kept for the queue), and on Redlock for a lease after its
+-- release (there only prev + 1: masters that remember the same token mint
+-- the same next one, no write-back round). The clock is larger than every
+-- earlier token, as long as the server clock does not go back: each token
+-- is at most the clock when its chain of hand-overs began plus one per
+-- hand-over, and each hand-over is a script call of its own, which takes
+-- the server more than a microsecond. So a lock whose value a failover
+-- rolled back (a replica that had not caught up) does not mint a token
+-- the old master gave away after the replica fell behind.
 local function mint(prev, nowus)
-  if prev and prev > 0 then return prev + 1 end
+  if prev and prev > 0 then
+    if COUNTER then return prev + 1 end
+    return math.max(prev + 1, nowus)
+  end
   return nowus
 end
 
