@@ -210,13 +210,17 @@ func locktagOn(pools []*redis.Pool, p locker.Params, dopts ...redigo.Option) (Lo
 // --- locktag on its other drivers: go-redis and rueidis ---
 
 // openLocktagGoredis is locktag through the go-redis driver
-// (locker/goredis) on a plain go-redis client with the settings
-// docs/scale-out.md recommends, a pool as large as redislock's.
+// (locker/goredis) on the go-redis client redislock runs on too
+// (goredisClient).
 func openLocktagGoredis(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
 	return goredisLocktag(addrs[0], c+8, reqs, locker.Params{TTL: lockTTL, Wait: time.Minute})
 }
 
-func goredisLocktag(addr string, poolSize int, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
+// goredisClient is the go-redis client of both go-redis subjects,
+// locktag-goredis and redislock, so that they compare on the same client:
+// the settings docs/scale-out.md recommends, a pool of poolSize, and every
+// command counted in reqs.
+func goredisClient(addr string, poolSize int, reqs *atomic.Int64) *goredis.Client {
 	rc := goredis.NewClient(&goredis.Options{
 		Addr:                  addr,
 		PoolSize:              poolSize,
@@ -227,6 +231,11 @@ func goredisLocktag(addr string, poolSize int, reqs *atomic.Int64, p locker.Para
 		WriteTimeout:          10 * time.Second,
 	})
 	rc.AddHook(countHook{reqs})
+	return rc
+}
+
+func goredisLocktag(addr string, poolSize int, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
+	rc := goredisClient(addr, poolSize, reqs)
 	lk, err := locker.New(lockgoredis.New(rc))
 	if err != nil {
 		rc.Close()
@@ -335,19 +344,18 @@ func (h countHook) DialHook(next goredis.DialHook) goredis.DialHook { return nex
 func (h countHook) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
 	return func(ctx context.Context, cmd goredis.Cmder) error { h.n.Add(1); return next(ctx, cmd) }
 }
+
+// ProcessPipelineHook counts a pipeline's commands (locktag-goredis sends
+// concurrent calls as pipelines).
 func (h countHook) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []goredis.Cmder) error { h.n.Add(1); return next(ctx, cmds) }
+	return func(ctx context.Context, cmds []goredis.Cmder) error {
+		h.n.Add(int64(len(cmds)))
+		return next(ctx, cmds)
+	}
 }
 
 func openRedislock(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
-	rc := goredis.NewClient(&goredis.Options{
-		Addr:            addrs[0],
-		PoolSize:        c + 8,
-		DisableIdentity: true,
-		ReadTimeout:     10 * time.Second,
-		WriteTimeout:    10 * time.Second,
-	})
-	rc.AddHook(countHook{reqs})
+	rc := goredisClient(addrs[0], c+8, reqs)
 	return redislockLock{redislock.New(rc)}, func() { rc.Close() }, nil
 }
 

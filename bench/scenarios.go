@@ -215,7 +215,7 @@ func runUncontended(cfg *config, rep *report) {
 	}
 	md.WriteString("The last column is the whole machine during that row's window: CPUs busy (every process, this tool and redis-server included) / stolen by the hypervisor / one-minute load average. Below each contention level, the range over all its windows. A ratio taken while other work keeps the CPUs busy, or while steal is high, says more about the machine than about the libraries.\n\n")
 	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq | busy / steal / load |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	var machines, drivers []string
+	var machines, drivers, peers []string
 	for _, c := range cfg.cs {
 		var libs []subject
 		for _, s := range subjects() {
@@ -239,6 +239,7 @@ func runUncontended(cfg *config, rep *report) {
 		}
 		machines = append(machines, fmt.Sprintf("- c = %d: %s\n", c, machineRange(byRound)))
 		drivers = append(drivers, driverRatios(byRound, libs, c, func(r row) float64 { return r.st.rate })...)
+		peers = append(peers, goredisPeerRatio(byRound, c)...)
 	}
 	md.WriteString("\nThe machine during each contention level's windows:\n\n")
 	for _, m := range machines {
@@ -246,6 +247,32 @@ func runUncontended(cfg *config, rep *report) {
 	}
 	md.WriteString("\n")
 	writeDriverRatios(md, "pairs/s", drivers)
+	if len(peers) > 0 {
+		md.WriteString("locktag on go-redis against redislock on the same go-redis client settings, pairs/s: the median of the per-round ratios (range).\n\n| c | locktag-goredis ÷ redislock | rounds |\n|---:|---:|---:|\n")
+		for _, l := range peers {
+			md.WriteString(l)
+		}
+		md.WriteString("\n")
+	}
+}
+
+// goredisPeerRatio compares locktag-goredis with redislock, both on
+// goredisClient, at c: the median and range over the rounds of each
+// round's ratio of pairs/s; nothing unless both ran.
+func goredisPeerRatio(byRound []map[string]row, c int) []string {
+	var x []float64
+	for _, m := range byRound {
+		a, ok1 := m["locktag-goredis"]
+		b, ok2 := m["redislock"]
+		if ok1 && ok2 && b.st.rate > 0 {
+			x = append(x, a.st.rate/b.st.rate)
+		}
+	}
+	if len(x) == 0 {
+		return nil
+	}
+	v := medRange(x)
+	return []string{fmt.Sprintf("| %d | %.2f× (%.2f–%.2f) | %d |\n", c, v[0], v[1], v[2], len(x))}
 }
 
 // driverRatios compares locktag on its other drivers with locktag on

@@ -50,6 +50,33 @@
 // surface as locker.ErrUnavailable until the client has found the new
 // master.
 //
+// # Connections and pipelining
+//
+// On a [redis.Client] (plain or Sentinel) whose pool has at least 4
+// connections, the driver holds up to two of them ([redis.Client.Conn])
+// instead of taking a pooled connection per call. A call that finds one
+// free sends its script on it at once; calls that arrive while both are
+// busy queue, and the next connection to come free sends them all as one
+// pipeline: under concurrency one write and one read serve many calls, on
+// both sides of the socket, and a lone call skips the pool's per-call
+// health check. A batch runs with the earliest deadline of its calls; a
+// call still queued when its context ends returns an error wrapping
+// driver.ErrNotSent (nothing was sent).
+//
+// A held connection goes back to the pool after a second unused or three
+// seconds held, and on the Locker's Close (the client itself stays open;
+// later calls go through it one command at a time). So the pool's checks
+// keep running, and hooks added to the client apply to the driver's calls
+// within seconds (a held connection runs the hooks the client had when it
+// was taken). Batched calls reach hooks as pipelines
+// (ProcessPipelineHook), a lone call as a command. A call on a held
+// connection that the client closed underneath (as a Sentinel failover
+// does) was never written and is sent again on another; a connection the
+// server closed fails the call on it, as a call in flight would fail.
+//
+// A Cluster client (and a pool under 4) keeps go-redis's own path: one
+// command per call on a pooled connection, which the client routes.
+//
 // # Pub/sub
 //
 // Listen opens one go-redis [redis.PubSub] with classic SUBSCRIBE. A

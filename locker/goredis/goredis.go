@@ -20,17 +20,26 @@ type redisDriver struct {
 	// reads and writes itself (ContextTimeoutEnabled); otherwise Eval
 	// enforces ctx on its own.
 	ctxAware bool
+	// p runs the calls of a *redis.Client on connections held out of its
+	// pool, pipelining concurrent ones (pipe.go); nil: every call is one
+	// command through the client (a Cluster, a small pool, a Ring).
+	p *pipe
 }
 
 // New returns a [driver.Driver] on c: a [redis.Client] (also one made by
 // [redis.NewFailoverClient] for Sentinel), a [redis.ClusterClient], or
 // whatever [redis.NewUniversalClient] returns. Pass it to locker.New (or,
-// one per master, to locker.NewRedlock). The Locker does not close c.
+// one per master, to locker.NewRedlock). The Locker does not close c; its
+// Close returns the connections the driver holds to c's pool.
 func New(c redis.UniversalClient) driver.Driver {
 	d := &redisDriver{c: c}
 	switch c := c.(type) {
 	case *redis.Client:
-		d.ctxAware = c.Options().ContextTimeoutEnabled
+		o := c.Options()
+		d.ctxAware = o.ContextTimeoutEnabled
+		if n := heldConns(o.PoolSize); n > 0 {
+			d.p = newPipe(c, n)
+		}
 	case *redis.ClusterClient:
 		d.ctxAware = c.Options().ContextTimeoutEnabled
 	}
@@ -64,26 +73,85 @@ func (d *redisDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Ke
 	}
 }
 
+// eval runs s by EVALSHA and, on NOSCRIPT, by EVAL. A call the client
+// could not write on a held connection (closed underneath, by a Sentinel
+// failover for one) reached nobody and is tried once more.
 func (d *redisDriver) eval(ctx context.Context, s *driver.Script, keys driver.Keys, args []any) (any, error) {
-	v, err := d.c.EvalSha(ctx, s.Hash(), keys.Names(), args...).Result()
-	if err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-		// In a Cluster the script cache is per node: this is the first
-		// call on the master that owns keys' slot (or it restarted).
-		v, err = d.c.Eval(ctx, s.Source(), keys.Names(), args...).Result()
+	c := getCall()
+	byHash, retried := true, false
+	for {
+		ok, err := d.run(ctx, c, s, keys, args, byHash)
+		if !ok {
+			// Abandoned to a batch still under way: c is its no more.
+			return nil, err
+		}
+		if err == nil {
+			err = c.cmd.Err()
+		}
+		switch {
+		case err == nil:
+			v := normalize(c.cmd.Val())
+			putCall(c)
+			return v, nil
+		case byHash && redis.HasErrorPrefix(err, "NOSCRIPT"):
+			// In a Cluster the script cache is per node: this is the first
+			// call on the master that owns keys' slot (or it restarted).
+			byHash = false
+			continue
+		case d.p != nil && !retried && unwritten(err) && ctx.Err() == nil:
+			retried = true
+			continue
+		}
+		putCall(c)
+		return nil, callError(err)
 	}
+}
+
+// run sends one script call made in c, through the held connections or as
+// one command of the client. ok is false when c went to a batch its caller
+// no longer waits for (c must then not be reused); err, when not nil, is
+// the call's error in place of the command's.
+func (d *redisDriver) run(ctx context.Context, c *call, s *driver.Script, keys driver.Keys, args []any, byHash bool) (ok bool, err error) {
+	c.prepare(ctx, s, keys, args, byHash, d.p != nil)
+	if d.p != nil {
+		return d.p.do(ctx, c)
+	}
+	_ = d.c.Process(ctx, c.cmd)
+	return true, nil
+}
+
+// callError maps a failed call's error to the Driver contract: a call
+// that never reached Redis wraps driver.ErrNotSent; a nil reply is no
+// error (the caller checks redis.Nil first).
+func callError(err error) error {
 	switch {
-	case err == nil:
-		return normalize(v), nil
 	case errors.Is(err, redis.Nil):
-		return nil, nil
+		return nil
 	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
-		return nil, fmt.Errorf("%w: %w (go-redis: %w)", driver.ErrNotSent, driver.ErrPoolExhausted, err)
+		return fmt.Errorf("%w: %w (go-redis: %w)", driver.ErrNotSent, driver.ErrPoolExhausted, err)
+	case errors.Is(err, driver.ErrNotSent):
+		return err
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" {
-		return nil, fmt.Errorf("%w: %w", driver.ErrNotSent, err)
+		return fmt.Errorf("%w: %w", driver.ErrNotSent, err)
 	}
-	return nil, err
+	return err
+}
+
+// unwritten reports whether err says the client could not write the call:
+// its write failed, or it found its connection closed by the client
+// itself (a Sentinel failover closes the old master's connections, the
+// held ones too) when setting the socket's deadline. Nothing reached
+// Redis then, so trying again is safe. (A connection closed between the
+// write and the read's deadline fails the same way; on a failover the old
+// master, a replica by then, refuses the script's writes.)
+func unwritten(err error) bool {
+	var oe *net.OpError
+	if !errors.As(err, &oe) {
+		return false
+	}
+	return oe.Op == "write" || oe.Op == "set" && errors.Is(err, net.ErrClosed)
 }
 
 // normalize converts go-redis replies to the Driver contract's types. A
@@ -108,6 +176,16 @@ func normalize(v any) any {
 	}
 }
 
+// Close returns the connections the driver holds to the client's pool
+// (the Locker's Close calls it); the client stays open, and calls after
+// Close go through it one command at a time.
+func (d *redisDriver) Close() error {
+	if d.p != nil {
+		d.p.close()
+	}
+	return nil
+}
+
 // Masters returns a driver per master of a Cluster, sorted by address
 // (driver.Masters), or just d on a single server or Sentinel set-up. Each
 // shares the cluster's connections to its node.
@@ -130,6 +208,8 @@ func (d *redisDriver) Masters(ctx context.Context) ([]driver.Driver, error) {
 	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Options().Addr < nodes[j].Options().Addr })
 	out := make([]driver.Driver, len(nodes))
 	for i, c := range nodes {
+		// One command per call through the node's client: these drivers
+		// are made per use and never closed, so they hold no connection.
 		out[i] = &redisDriver{c: c, ctxAware: d.ctxAware}
 	}
 	return out, nil
