@@ -49,12 +49,12 @@ func ObserveServer(lk *locker.Locker, opts ...Option) (metric.Registration, erro
 	if err != nil {
 		return nil, err
 	}
-	eviction, err := m.Int64ObservableGauge("locktag.redis.eviction", metric.WithUnit("1"),
+	eviction, err := m.Int64ObservableGauge("locktag.redis.eviction", metric.WithUnit("{flag}"),
 		metric.WithDescription("1 where the Redis master may evict a held lock's key (a maxmemory with a policy but noeviction), else 0."))
 	if err != nil {
 		return nil, err
 	}
-	aof, err := m.Int64ObservableGauge("locktag.redis.aof", metric.WithUnit("1"),
+	aof, err := m.Int64ObservableGauge("locktag.redis.aof", metric.WithUnit("{flag}"),
 		metric.WithDescription("1 where the Redis master has appendonly on, else 0."))
 	if err != nil {
 		return nil, err

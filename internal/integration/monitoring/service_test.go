@@ -70,6 +70,11 @@ func startShop(t *testing.T) *shop {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.lk.Close() })
+	reg2, err := lockotel.ObserveServer(s.lk, lockotel.WithMeterProvider(mp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = reg2.Unregister() })
 
 	lg := guard.WithLogger(quiet)
 	perUser := stdhttp.MustLock(s.lk, `key:"api:{header.X-User}" rate:"10/1s"`, lg)
