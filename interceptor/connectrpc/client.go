@@ -162,6 +162,10 @@ func connectionLost(err error) bool {
 	}
 	switch connect.CodeOf(err) {
 	case connect.CodeUnknown, connect.CodeInternal, connect.CodeCanceled:
+	case connect.CodeInvalidArgument:
+		// connect-go before v1.20 reports a message cut in its envelope
+		// as its own InvalidArgument "protocol error: incomplete envelope".
+		return strings.Contains(err.Error(), "protocol error: incomplete envelope")
 	default:
 		return false
 	}
