@@ -83,17 +83,7 @@ func wildcards(pattern string) []string {
 		if pattern[i] != '{' {
 			continue
 		}
-		depth, end := 0, -1
-		for j := i; j < len(pattern) && end < 0; j++ {
-			switch pattern[j] {
-			case '{':
-				depth++
-			case '}':
-				if depth--; depth == 0 {
-					end = j
-				}
-			}
-		}
+		end := httpcore.ClosingBrace(pattern, i)
 		if end < 0 {
 			break
 		}

@@ -313,17 +313,7 @@ func parseBraces(pattern string) []part {
 		c := pattern[i]
 		switch {
 		case c == '{':
-			depth, end := 0, -1
-			for j := i; j < len(pattern) && end < 0; j++ {
-				switch pattern[j] {
-				case '{':
-					depth++
-				case '}':
-					if depth--; depth == 0 {
-						end = j
-					}
-				}
-			}
+			end := ClosingBrace(pattern, i)
 			if end < 0 {
 				b.lit.WriteString(pattern[i:])
 				i = len(pattern)
@@ -400,4 +390,22 @@ func match(parts []part, p string, prefix bool) ([]string, bool) {
 		}
 	}
 	return vals, true
+}
+
+// ClosingBrace returns the index of the '}' that closes the '{' at
+// pattern[i], braces nested inside counted (a ServeMux or chi wildcard
+// "{name:regexp}"), or -1 when it is not closed.
+func ClosingBrace(pattern string, i int) int {
+	depth := 0
+	for j := i; j < len(pattern); j++ {
+		switch pattern[j] {
+		case '{':
+			depth++
+		case '}':
+			if depth--; depth == 0 {
+				return j
+			}
+		}
+	}
+	return -1
 }
