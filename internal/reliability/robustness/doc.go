@@ -3,9 +3,10 @@
 // docs/reliability.md#robustness-histories-checked-against-models.
 //
 // Worker processes (the test binary run again, as in the fault suite) take
-// locks and run idempotent requests against real redis-server (or
-// valkey-server) processes, and record every operation — acquire, fenced
-// read, fenced write, release, idempotent request — with its call and
+// locks, run idempotent requests and ask for rate decisions against real
+// redis-server (or valkey-server) processes, and record every operation —
+// acquire, fenced read, fenced write, release, idempotent request, rate
+// decision — with its call and
 // return times on one clock shared by all processes, and operations whose
 // outcome is unknown (a process killed, a reply lost) as such. A nemesis
 // drawn from a seed breaks things meanwhile: it pauses or kills the lock's
@@ -16,11 +17,11 @@
 // gives the same schedule.
 //
 // Each history is checked with porcupine (github.com/anishathalye/porcupine)
-// against three models: a lock with a fenced register (fencing tokens only
+// against four models: a lock with a fenced register (fencing tokens only
 // grow; a read returns the last write; a read or write with a token older
 // than one the register has seen is refused), the same with mutual
-// exclusion while a lease is valid, and exactly-once execution of
-// idempotent requests. A history that is not linearizable is saved with
+// exclusion while a lease is valid, exactly-once execution of idempotent
+// requests, and GCRA for rate decisions. A history that is not linearizable is saved with
 // porcupine's visualisation. Every nemesis has a control — an unfenced
 // register, a naive lock, Redis without its append-only file, the eviction
 // guardrail switched off, no replica acknowledgement, a slot move that

@@ -169,7 +169,7 @@ func (h *history) takenOver(id int, key string, since int64) bool {
 	return false
 }
 
-// operations returns the history of one model ("lock", "lease" or "once") for
+// operations returns the history of one model ("lock", "lease", "once" or "rate") for
 // porcupine. Acquisitions that did not grant a token and releases whose
 // outcome is unknown are left out: they change nothing the models track.
 func (h *history) operations(model string) []porcupine.Operation {
@@ -197,8 +197,16 @@ func (h *history) operations(model string) []porcupine.Operation {
 			if model != "once" {
 				continue
 			}
+		case "allow":
+			if model != "rate" || r.out.Out == "fail" {
+				continue
+			}
 		}
-		out = append(out, porcupine.Operation{ClientId: r.client, Input: r.in, Output: r.out, Call: r.call, Return: r.ret})
+		in, out1 := r.in, r.out
+		if in.Op == "allow" {
+			in.At, out1.By = r.call, r.ret
+		}
+		out = append(out, porcupine.Operation{ClientId: r.client, Input: in, Output: out1, Call: r.call, Return: r.ret})
 	}
 	return out
 }
@@ -206,6 +214,7 @@ func (h *history) operations(model string) []porcupine.Operation {
 // stats counts a history's operations.
 type stats struct {
 	ops, unknown, refusedByFence, acquired, executed, replayed int
+	admitted, limited                                          int
 }
 
 func (h *history) stats() stats {
@@ -225,6 +234,10 @@ func (h *history) stats() stats {
 			s.executed++
 		case r.out.Out == "replay":
 			s.replayed++
+		case r.in.Op == "allow" && r.out.Out == "ok":
+			s.admitted++
+		case r.out.Out == "limited":
+			s.limited++
 		}
 	}
 	return s
@@ -247,7 +260,7 @@ const checkTimeout = 3 * time.Minute
 // is set, writes porcupine's visualisation to dir/name-model.html.
 func (h *history) check(model string, save bool, dir, name string) verdict {
 	ops := h.operations(model)
-	m := map[string]porcupine.NondeterministicModel{"lock": lockModel, "lease": leaseModel, "once": onceModel}[model]
+	m := map[string]porcupine.NondeterministicModel{"lock": lockModel, "lease": leaseModel, "once": onceModel, "rate": rateModel}[model]
 	pm := m.ToModel()
 	v := verdict{model: model, ops: len(ops), partitions: len(partitionByKey(ops))}
 	if len(ops) == 0 {

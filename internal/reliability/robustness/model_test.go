@@ -5,16 +5,18 @@ import (
 	"math"
 	"sort"
 	"testing"
+	"time"
 
 	"github.com/anishathalye/porcupine"
 )
 
 // input and output are an operation's, in both models.
 type input struct {
-	Op  string // acquire, release, read, write; request
-	Key string // the lock key, or the idempotency request key
+	Op  string // acquire, release, read, write; request; allow
+	Key string // the lock key, the idempotency request key, or the rate key
 	Tok int64  // the fencing token the operation carries (release, read, write)
 	Val int64  // the value a write writes
+	At  int64  // allow: the call time (the rate model reads the clock)
 }
 
 type output struct {
@@ -25,6 +27,7 @@ type output struct {
 	// Valid (read, write): the holder's lease was still valid after the
 	// operation returned.
 	Valid bool
+	By    int64 // allow: the return time (never: unknown)
 }
 
 // never is the return time of an operation whose outcome is unknown: it
@@ -176,6 +179,80 @@ var onceModel = porcupine.NondeterministicModel{
 	},
 }
 
+// The rate limit the workers' Allow calls keep on each rate key, and the
+// clock error the rate model tolerates: the server decides by its TIME,
+// the workers time operations by the wall clock anchored once plus their
+// monotonic clocks.
+const (
+	rateLimit  = 20
+	ratePeriod = time.Second
+	rateBurst  = 3
+	rateIV     = int64(ratePeriod / rateLimit)
+	rateCap    = rateBurst * rateIV
+	rateSlack  = int64(time.Millisecond)
+)
+
+// rateState is the model of one rate key, in the suite's clock
+// (nanoseconds): the theoretical arrival time (when the bucket's debt is
+// paid off) lies in [tatLo, tatHi], and lo is the earliest instant the
+// next decision can have happened (decisions happen in order).
+type rateState struct {
+	tatLo, tatHi, lo int64
+}
+
+// rateModel is GCRA, per rate key. Each decision happens at some instant t
+// between its call and its return, after the decisions before it; it
+// admits when the debt it would leave, max(tat-t, 0) plus one interval,
+// is at most the burst's worth (t ≥ tat + interval - burst·interval), and
+// then adds the interval; otherwise it refuses and changes nothing. The
+// instant is not observed, so the model keeps the range of theoretical
+// arrival times the placements allow: an admission needs the earliest
+// one, a refusal the latest. Too many admissions in a span, or a refusal
+// while the bucket surely had room, make a history illegal; an unknown
+// outcome may have admitted at any time after its call, or done nothing.
+// The range is wider than the exact set of states, so the model can miss
+// a violation hidden in the operations' latency, never invent one.
+var rateModel = porcupine.NondeterministicModel{
+	Partition: partitionByKey,
+	Init: func() []any {
+		const past = math.MinInt64 / 4
+		return []any{rateState{tatLo: past, tatHi: past, lo: past}}
+	},
+	Step: func(st, in, out any) []any {
+		s, i, o := st.(rateState), in.(input), out.(output)
+		lo := max(i.At, s.lo)
+		if lo > o.By {
+			return nil
+		}
+		first := max(lo, s.tatLo+rateIV-rateCap-rateSlack) // the earliest instant it may conform
+		// Placed as late as its return allows (an unknown outcome: any
+		// time, so refusals after it prove nothing).
+		admitted := rateState{tatLo: max(s.tatLo, first) + rateIV, tatHi: min(max(s.tatHi, o.By), math.MaxInt64/4) + rateIV, lo: first}
+		switch o.Out {
+		case "ok":
+			if first <= o.By {
+				return []any{admitted}
+			}
+		case "limited":
+			if lo < s.tatHi+rateIV-rateCap+rateSlack {
+				// A refusal at t says tat > t + burst·interval - interval.
+				return []any{rateState{tatLo: max(s.tatLo, lo+rateCap-rateIV-rateSlack), tatHi: s.tatHi, lo: lo}}
+			}
+		case "unknown":
+			if first <= o.By {
+				return []any{s, admitted}
+			}
+			return []any{s}
+		}
+		return nil
+	},
+	DescribeOperation: describe,
+	DescribeState: func(st any) string {
+		s := st.(rateState)
+		return fmt.Sprintf("paid off in [%v, %v], next decision from %v", time.Duration(s.tatLo), time.Duration(s.tatHi), time.Duration(s.lo))
+	},
+}
+
 func describe(in, out any) string {
 	i, o := in.(input), out.(output)
 	switch i.Op {
@@ -187,6 +264,12 @@ func describe(in, out any) string {
 		return fmt.Sprintf("read %s %d -> %s %#x%s", i.Key, i.Tok, o.Out, o.Val, validity(o))
 	case "write":
 		return fmt.Sprintf("write %s %d %#x -> %s%s", i.Key, i.Tok, i.Val, o.Out, validity(o))
+	case "allow":
+		by := "never"
+		if o.By != never {
+			by = time.Duration(o.By).String()
+		}
+		return fmt.Sprintf("allow %s [%v, %s] -> %s", i.Key, time.Duration(i.At), by, o.Out)
 	}
 	return fmt.Sprintf("request %s -> %s %d %s", i.Key, o.Out, o.Val, o.Done)
 }
@@ -243,6 +326,13 @@ func TestModels(t *testing.T) {
 	req := func(cl int, out string, n int64, done string, call, ret int64) op {
 		return op{cl, input{Op: "request", Key: "r"}, output{Out: out, Val: n, Done: done}, call, ret}
 	}
+	ms := int64(time.Millisecond)
+	allow := func(cl int, out string, call, ret int64) op {
+		return op{cl, input{Op: "allow", Key: "q", At: call * ms}, output{Out: out, By: ret * ms}, call * ms, ret * ms}
+	}
+	unknownAllow := func(cl int, call int64) op {
+		return op{cl, input{Op: "allow", Key: "q", At: call * ms}, output{Out: "unknown", By: never}, call * ms, never}
+	}
 	for _, tc := range []struct {
 		name  string
 		model porcupine.NondeterministicModel
@@ -277,6 +367,20 @@ func TestModels(t *testing.T) {
 		{"run-after-stored", onceModel, []op{req(0, "exec", 1, "yes", 0, 1), req(1, "exec", 2, "no", 2, 3)}, false},
 		{"replay-of-another", onceModel, []op{req(0, "exec", 1, "yes", 0, 1), req(1, "replay", 2, "", 2, 3)}, false},
 		{"uncounted-execution", onceModel, []op{req(0, "exec", 2, "yes", 0, 1)}, false},
+		// rateBurst 3, one request per 50ms.
+		{"rate-burst-then-refused", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), allow(0, "ok", 2, 3), allow(1, "limited", 3, 4),
+			allow(0, "ok", 60, 61), allow(1, "limited", 62, 63)}, true},
+		{"rate-steady", rateModel, []op{allow(0, "ok", 0, 1), allow(0, "ok", 50, 51), allow(0, "ok", 100, 101), allow(0, "ok", 150, 151),
+			allow(0, "ok", 200, 201), allow(1, "ok", 250, 251)}, true},
+		{"rate-one-too-many", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), allow(0, "ok", 2, 3), allow(1, "ok", 3, 4)}, false},
+		{"rate-too-many-in-a-span", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), allow(0, "ok", 2, 3),
+			allow(0, "ok", 30, 31), allow(1, "ok", 40, 41)}, false},
+		{"rate-refused-with-room", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "limited", 2, 3)}, false},
+		{"rate-refused-after-quiet", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), allow(0, "ok", 2, 3), allow(1, "limited", 500, 501)}, false},
+		{"rate-late-return-placed-late", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), allow(0, "ok", 2, 3), allow(1, "ok", 3, 60)}, true},
+		{"rate-unknown-admitted", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), unknownAllow(2, 2), allow(0, "limited", 3, 4),
+			allow(1, "limited", 45, 46)}, true},
+		{"rate-unknown-not-admitted", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), unknownAllow(2, 2), allow(0, "ok", 3, 4)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var h []porcupine.Operation

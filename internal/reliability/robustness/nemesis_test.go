@@ -50,13 +50,13 @@ var nemeses = []nemesis{
 		control: "unfenced register", lease: time.Second, idem: true},
 	{name: "restart-volatile", kinds: []kindWeight{{"restart", 1}},
 		control: "naive lock (SET NX, INCR token)", lease: time.Second, idem: true,
-		unpromised: []string{"lease", "once"}},
+		unpromised: []string{"lease", "once", "rate"}},
 	// appendfsync everysec can lose the last second of acknowledged writes
 	// in a crash (docs/scale-out.md, Persistence): a record completed, or a
 	// lock granted, just before the kill. The register's fencing must hold.
 	{name: "restart-aof", kinds: []kindWeight{{"restart", 1}},
 		control: "no append-only file", lease: time.Second, idem: true,
-		unpromised: []string{"lease", "once"}},
+		unpromised: []string{"lease", "once", "rate"}},
 	{name: "proxy", kinds: []kindWeight{{"blackhole", 4}, {"delay", 3}, {"drop", 3}},
 		control: "unfenced register", lease: time.Second, idem: true},
 	{name: "memory", kinds: []kindWeight{{"pressure", 1}},

@@ -276,16 +276,16 @@ func run(t *testing.T, rs runSpec) result {
 	e.stopAll()
 	st := e.h.stats()
 	res := result{spec: rs, stats: st, faults: e.faults, refused: refused}
-	for _, model := range []string{"lock", "lease", "once"} {
-		if model == "once" && !rs.nem.idem {
+	for _, model := range []string{"lock", "lease", "once", "rate"} {
+		if (model == "once" || model == "rate") && !rs.nem.idem {
 			continue
 		}
 		v := e.h.check(model, true, outDir(), rs.name())
 		res.verdicts = append(res.verdicts, v)
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d operations (%d unknown outcome, %d locks granted, %d reads and writes refused by the fence, %d executions, %d replays), faults %v",
-		rs.name(), st.ops, st.unknown, st.acquired, st.refusedByFence, st.executed, st.replayed, e.faults)
+	fmt.Fprintf(&b, "%s: %d operations (%d unknown outcome, %d locks granted, %d reads and writes refused by the fence, %d executions, %d replays, %d rate admissions, %d refusals), faults %v",
+		rs.name(), st.ops, st.unknown, st.acquired, st.refusedByFence, st.executed, st.replayed, st.admitted, st.limited, e.faults)
 	if refused > 0 {
 		fmt.Fprintf(&b, ", %d workers refused by Check", refused)
 	}
@@ -826,7 +826,7 @@ func (ts *tallies) table() string {
 			}
 		}
 		real := strconv.Itoa(tl.realIllegal)
-		for _, m := range []string{"lease", "once"} {
+		for _, m := range []string{"lease", "once", "rate"} {
 			if n := tl.unpromisedIllegal[m]; n > 0 {
 				real += fmt.Sprintf(" (%s model, not promised: %d)", m, n)
 			}

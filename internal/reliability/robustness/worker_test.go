@@ -417,7 +417,8 @@ func runLockWorker(e workerEnv) {
 }
 
 // runIdemWorker runs idempotent requests from threads goroutines. Request
-// keys come from a window that moves on every 400ms; one request in four
+// Half of the operations are rate decisions (rateDecision) on one of two
+// rate keys instead. Request keys come from a window that moves on every 400ms; one request in four
 // picks a key of any earlier window (a late retry). An execution claims
 // the key, checks that its claim still stands, counts itself on the
 // register's Redis (INCR: the n-th execution of that key) and completes
@@ -442,8 +443,12 @@ func runIdemWorker(e workerEnv) {
 				if rng.IntN(4) == 0 && w > 0 {
 					w = rng.IntN(w)
 				}
-				key := fmt.Sprintf("%s%d.%d", prefix, w, rng.IntN(6))
-				idempotentRequest(ctx, lk, sp, rec, cl, key, e.lease)
+				if rng.IntN(2) == 0 {
+					rateDecision(ctx, lk, rec, cl, fmt.Sprintf("%srate%d", prefix, rng.IntN(2)))
+				} else {
+					key := fmt.Sprintf("%s%d.%d", prefix, w, rng.IntN(6))
+					idempotentRequest(ctx, lk, sp, rec, cl, key, e.lease)
+				}
 				time.Sleep(time.Duration(5+rng.IntN(15)) * time.Millisecond) // the workload's pacing
 			}
 		})
@@ -495,6 +500,19 @@ func idempotentRequest(ctx context.Context, lk *locker.Locker, sp *redis.Pool, r
 		done = "unknown"
 	}
 	rec.ret(id, "exec", 0, n, done, err)
+}
+
+// rateDecision asks Allow for one request on a rate key, under the terms
+// the rate model checks, and records it: "ok" admitted, "limited"
+// refused, "fail" when nothing reached Redis, "unknown" otherwise.
+func rateDecision(ctx context.Context, lk *locker.Locker, rec *recorder, cl int, key string) {
+	id := rec.call(cl, "allow", key, 0, 0)
+	_, err := lk.Allow(ctx, key, locker.RateParams{Limit: rateLimit, Period: ratePeriod, Burst: rateBurst, Name: "robustness"})
+	out := "limited"
+	if !errors.Is(err, locker.ErrRateLimited) {
+		out = outcome(err)
+	}
+	rec.ret(id, out, 0, 0, "", err)
 }
 
 // The register's errors.
