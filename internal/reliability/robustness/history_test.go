@@ -202,11 +202,16 @@ func (h *history) operations(model string) []porcupine.Operation {
 				continue
 			}
 		}
-		in, out1 := r.in, r.out
+		in, out1, ret := r.in, r.out, r.ret
 		if in.Op == "allow" {
-			in.At, out1.By = r.call, r.ret
+			if out1.Out == "unknown" {
+				// A call given up on may still run later (a paused
+				// server runs what was queued when it resumes).
+				ret = never
+			}
+			in.At, out1.By = r.call, ret
 		}
-		out = append(out, porcupine.Operation{ClientId: r.client, Input: in, Output: out1, Call: r.call, Return: r.ret})
+		out = append(out, porcupine.Operation{ClientId: r.client, Input: in, Output: out1, Call: r.call, Return: ret})
 	}
 	return out
 }

@@ -195,10 +195,17 @@ const (
 // rateState is the model of one rate key, in the suite's clock
 // (nanoseconds): the theoretical arrival time (when the bucket's debt is
 // paid off) lies in [tatLo, tatHi], and lo is the earliest instant the
-// next decision can have happened (decisions happen in order).
+// next decision can have happened (decisions happen in order). With
+// open, the last decision was an admission whose instant has no bound
+// yet (an unknown outcome: it may take effect after its caller gave up):
+// tatHi is then the bound before it, and the next decision bounds it.
 type rateState struct {
 	tatLo, tatHi, lo int64
+	open             bool
 }
+
+// far bounds the model's times (an unknown outcome returns never).
+const far = math.MaxInt64 / 4
 
 // rateModel is GCRA, per rate key. Each decision happens at some instant t
 // between its call and its return, after the decisions before it; it
@@ -215,22 +222,25 @@ type rateState struct {
 var rateModel = porcupine.NondeterministicModel{
 	Partition: partitionByKey,
 	Init: func() []any {
-		const past = math.MinInt64 / 4
+		const past = -far
 		return []any{rateState{tatLo: past, tatHi: past, lo: past}}
 	},
 	Step: func(st, in, out any) []any {
 		s, i, o := st.(rateState), in.(input), out.(output)
+		by := min(o.By, far)
+		if s.open { // the open admission happened before this decision: by by
+			s.tatHi, s.open = max(s.tatHi, by)+rateIV, false
+		}
 		lo := max(i.At, s.lo)
-		if lo > o.By {
+		if lo > by {
 			return nil
 		}
 		first := max(lo, s.tatLo+rateIV-rateCap-rateSlack) // the earliest instant it may conform
-		// Placed as late as its return allows (an unknown outcome: any
-		// time, so refusals after it prove nothing).
-		admitted := rateState{tatLo: max(s.tatLo, first) + rateIV, tatHi: min(max(s.tatHi, o.By), math.MaxInt64/4) + rateIV, lo: first}
+		// Placed as late as its return allows.
+		admitted := rateState{tatLo: max(s.tatLo, first) + rateIV, tatHi: max(s.tatHi, by) + rateIV, lo: first}
 		switch o.Out {
 		case "ok":
-			if first <= o.By {
+			if first <= by {
 				return []any{admitted}
 			}
 		case "limited":
@@ -239,17 +249,19 @@ var rateModel = porcupine.NondeterministicModel{
 				return []any{rateState{tatLo: max(s.tatLo, lo+rateCap-rateIV-rateSlack), tatHi: s.tatHi, lo: lo}}
 			}
 		case "unknown":
-			if first <= o.By {
-				return []any{s, admitted}
-			}
-			return []any{s}
+			admitted.tatHi, admitted.open = s.tatHi, true
+			return []any{s, admitted}
 		}
 		return nil
 	},
 	DescribeOperation: describe,
 	DescribeState: func(st any) string {
 		s := st.(rateState)
-		return fmt.Sprintf("paid off in [%v, %v], next decision from %v", time.Duration(s.tatLo), time.Duration(s.tatHi), time.Duration(s.lo))
+		open := ""
+		if s.open {
+			open = " (and an admission not yet placed)"
+		}
+		return fmt.Sprintf("paid off in [%v, %v]%s, next decision from %v", time.Duration(s.tatLo), time.Duration(s.tatHi), open, time.Duration(s.lo))
 	},
 }
 
@@ -380,6 +392,12 @@ func TestModels(t *testing.T) {
 		{"rate-late-return-placed-late", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), allow(0, "ok", 2, 3), allow(1, "ok", 3, 60)}, true},
 		{"rate-unknown-admitted", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), unknownAllow(2, 2), allow(0, "limited", 3, 4),
 			allow(1, "limited", 45, 46)}, true},
+		{"rate-unknown-runs-late", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), unknownAllow(2, 2), allow(0, "ok", 3, 4),
+			allow(1, "limited", 5, 6)}, true},
+		{"rate-unknown-bounded-by-next", rateModel, []op{allow(0, "ok", 0, 1), unknownAllow(2, 2), allow(1, "ok", 3, 4),
+			allow(0, "limited", 5, 6)}, true},
+		{"rate-unknown-then-refused-with-room", rateModel, []op{allow(0, "ok", 0, 1), unknownAllow(2, 2), allow(1, "ok", 300, 301),
+			allow(0, "limited", 310, 311)}, false},
 		{"rate-unknown-not-admitted", rateModel, []op{allow(0, "ok", 0, 1), allow(1, "ok", 1, 2), unknownAllow(2, 2), allow(0, "ok", 3, 4)}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
