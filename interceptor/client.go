@@ -26,43 +26,16 @@ var (
 	ErrBudgetExhausted = retry.ErrBudgetExhausted
 )
 
-// IdempotentUnaryClientInterceptor returns a unary client interceptor
-// that retries calls without running any twice, following the retry
-// policy p (nil: retry.New()). It applies to the methods named (full
-// names, such as "/shop.v1.Payments/Charge"), or to every unary method
-// when none are named; install it for the methods a server guards, since
-// a server that ignores the key may run a retried call again.
-//
-// Keys: a call whose outgoing metadata has no idempotency-key gets a new
-// key (p's NewKey, as a quoted Structured Field string), once, before its
-// first attempt; every attempt sends the same key. A key the caller put
-// in the metadata is sent as it is.
-//
-// Retries: Unavailable, ResourceExhausted with a google.rpc.RetryInfo, and
-// Aborted (in flight, a lost lock or claim) — but Aborted with reason
-// LOCK_BUSY only under retry.WithRetryBusy — waiting at least the
-// RetryInfo delay up to retry.WithMaxRetryAfter. A connection lost in the
-// middle of an answer is Unavailable too: grpc-go completes a unary call
-// only once its message and then its trailers with status OK arrived, so
-// a caller never gets a cut answer, and the retry gets the stored one.
-// Every attempt gets the call's options (grpc.Header, grpc.Trailer see
-// the last attempt).
-//
-// Errors: FailedPrecondition with reason IDEMPOTENCY_KEY_REUSED fails at
-// once with an error wrapping ErrKeyReused; a call given up wraps
-// ErrBudgetExhausted and the last attempt's error, keeping its code; a
-// context ended while waiting gives Canceled or DeadlineExceeded wrapping
-// the context's error. Each of these, and an attempt cut short (by the
-// call's context, or with code DeadlineExceeded or Canceled: it may have
-// run), is a *RetryError carrying the key, to retry the operation later.
-// Other errors are returned as they are.
-//
-// grpc-go's own retries run below interceptors and resend the metadata
-// this interceptor set, so they reuse its key: transparent retries (of
-// calls that never reached the server) need nothing. A service config
-// retryPolicy with retryableStatusCodes would retry status answers too,
-// multiplying the attempts and ignoring RetryInfo and ErrorInfo; use this
-// interceptor for status-based retries instead (docs/clients.md).
+// IdempotentUnaryClientInterceptor returns a unary client interceptor that
+// retries calls without running any twice, following p (nil: retry.New()).
+// It applies to the methods named ("/shop.v1.Payments/Charge"), or to every
+// unary method if none are: name the methods a server guards. A call without
+// idempotency-key metadata gets one key, sent on every attempt. Unavailable,
+// ResourceExhausted with a RetryInfo and Aborted (LOCK_BUSY only under
+// retry.WithRetryBusy) are retried after the server's hint. ErrKeyReused, a
+// call given up (ErrBudgetExhausted), the context's end and a call cut short
+// are a *RetryError that keeps its code; other errors are returned as they
+// are. Keys, codes and grpc-go's own retries: docs/clients.md.
 func IdempotentUnaryClientInterceptor(p *retry.Policy, methods ...string) grpc.UnaryClientInterceptor {
 	if p == nil {
 		p = retry.New()
@@ -127,14 +100,13 @@ func IdempotentUnaryClientInterceptor(p *retry.Policy, methods ...string) grpc.U
 }
 
 // RetryError is the error of a call IdempotentUnaryClientInterceptor
-// retried, or could retry, without an answer to return: given up
-// (ErrBudgetExhausted), refused (ErrKeyReused), or cut short (by the
-// call's context, or with code DeadlineExceeded or Canceled). Whether the call ran on the server is then unknown (except for
-// ErrKeyReused): a later call with the same Key in its idempotency-key
-// metadata gets its answer, or runs it if it never ran. errors.Is matches
-// the sentinel and the context's error through it; status.Code gives the
-// last attempt's code, or Canceled or DeadlineExceeded when the context
-// ended while the interceptor waited.
+// retried, or could retry, without an answer: given up (ErrBudgetExhausted),
+// refused (ErrKeyReused), or cut short (by the call's context, or with code
+// DeadlineExceeded or Canceled). Except after ErrKeyReused the call may have
+// run: a later call with Key in its idempotency-key metadata gets its answer.
+// errors.Is matches the sentinel and the context's error through it;
+// status.Code gives the last attempt's code, or the context's when it ended
+// while the interceptor waited (docs/clients.md#getting-the-key-back).
 type RetryError struct {
 	// Key is the idempotency-key metadata value every attempt sent (a
 	// quoted Structured Field string when the interceptor minted it).

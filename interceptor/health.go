@@ -54,20 +54,13 @@ func WithWatchInterval(d time.Duration) HealthOption {
 	}
 }
 
-// WithLeader adds the service name service to the HealthServer, answered
-// from el instead of Redis: SERVING only while el leads
-// (job.Elector.IsLeader), NOT_SERVING otherwise, so that a readiness probe
-// on that name (Kubernetes' grpc probe, its service field) routes to the
-// leader only. Check asks el at each call and makes no Redis call: the
-// answer turns NOT_SERVING the instant el considers leadership lost (its
-// lease ran out because Redis could not be reached, a force-release,
-// Locker.Close), never later. Watch on service sends the status at once
-// and then at each change of leadership as it happens (job.Elector.Changed),
-// not every WithWatchInterval; List includes it. The other names keep
-// following Redis.
-//
-// service must not be empty ("" is the server as a whole) and may be given
-// once; el must not be nil. By default no name follows an Elector.
+// WithLeader makes the service name service follow el instead of Redis:
+// SERVING only while el leads (job.Elector.IsLeader), NOT_SERVING otherwise,
+// so that a readiness probe on that name routes to the leader only. Check
+// asks el and makes no Redis call; Watch sends each change of leadership as
+// it happens (job.Elector.Changed). service must not be empty and may be
+// given once; el must not be nil. By default no name follows an Elector.
+// Leader-aware readiness: docs/operations.md#leader-aware-readiness.
 func WithLeader(service string, el *job.Elector) HealthOption {
 	return func(o *healthOptions) {
 		switch _, dup := o.leaders[service]; {
@@ -87,22 +80,13 @@ func WithLeader(service string, el *job.Elector) HealthOption {
 }
 
 // HealthServer is a grpc.health.v1 Health service whose status follows
-// Redis reachability through (*locker.Locker).Healthy: SERVING when every
-// node of a Locker from locker.New answers (a majority of masters for
-// locker.NewRedlock), NOT_SERVING otherwise — and NOT_SERVING from the
-// first request a lock guard on the Locker refused for a mistake in its
-// tag within guard.MistakeWindow of the process's start (an HTTP route of
-// the same service that no start-up check saw,
-// guard.ReasonMisconfigured; docs/routes.md), so that a rolling deploy
-// stops on it. Redis is what every locked method needs, so it answers the
-// same for every service name (including "", the server as a whole) but
-// those given WithLeader, which follow an Elector. Each time the status changes it is logged with its reason and
-// the Redis error (guard.Health; a Redis user without the rights locktag
-// needs says so). Register it in place of grpc/health's server:
-//
-//	hs, err := interceptor.NewHealthServer(lk)
-//	...
-//	healthpb.RegisterHealthServer(srv, hs)
+// (*locker.Locker).Healthy: SERVING while Redis answers, NOT_SERVING when it
+// does not, and NOT_SERVING until restart from the first request a lock
+// guard refused for a mistake in its tag within guard.MistakeWindow of the
+// process's start (guard.ReasonMisconfigured). Every service name gets that
+// answer but those given WithLeader. Each change is logged with its reason.
+// Register it in place of grpc/health's server; the answers and options:
+// docs/operations.md#health-checks.
 type HealthServer struct {
 	healthpb.UnimplementedHealthServer
 	check *guard.Health

@@ -21,19 +21,14 @@ type Interceptor struct {
 }
 
 // New compiles rules, and the (locktag.v1.lock) proto options of registered
-// methods unless WithProtoOptions(false), into lock guards (package guard)
-// for locks taken with l. opts are guard options (guard.WithFailOpen,
-// guard.WithMaxValueLen, guard.WithRetryAfter, ...) and this package's
-// WithSource, WithErrorHandler, WithFailOpenFor, WithProtoOptions and
-// WithRegistry.
-//
-// New checks everything that can be checked before a request: every tag
-// (unknown fields, bad durations, template syntax, unknown sources), every
-// method name against the descriptor registry, every {req...} field against
-// the method's request message, and that stream rules do not use {req...}.
-// The error is guard.ErrNilLocker, errors wrapping locker.ErrBadOption, or a
-// *RuleError, or several joined (errors.As finds the first); New never
-// touches Redis.
+// methods unless WithProtoOptions(false), into lock guards for locks taken
+// with l. opts are guard options (guard.WithFailOpen, guard.WithRetryAfter,
+// ...) and this package's. New checks everything a request is not needed
+// for (tags, method names against the registry, {req...} fields against the
+// request message, no {req...} on streams) and never touches Redis. The
+// error is guard.ErrNilLocker, errors wrapping locker.ErrBadOption, or
+// *RuleError values joined (errors.As finds the first):
+// docs/grpc.md#checked-at-construction.
 func New(l *locker.Locker, rules Rules, opts ...Option) (*Interceptor, error) {
 	ls, err := rpccore.NewLocks(adapterName, l, rules, opts, ErrorHandler(DefaultErrorHandler), sourcesFor)
 	if err != nil {
@@ -69,20 +64,14 @@ func mustNew(l *locker.Locker, rules Rules, opts []Option) *Interceptor {
 // errNoResponse tells the guard that a unary handler gave no response.
 var errNoResponse = errors.New("interceptor: no response")
 
-// Unary returns the unary server interceptor. For a method without a rule
-// it calls the handler directly. Otherwise its guard evaluates the rule's
-// key, obtains the lock (waiting up to the rule's wait, never past the
-// call's deadline) and calls the handler with the lease's context: it
-// carries the lease (locker.FromContext) and is cancelled with cause
-// locker.ErrLockLost if the lock is lost. The lock is released when the
-// handler returns or panics (the panic goes on to any recovery
-// interceptor), on a context that is not cancelled.
-//
-// If the lock cannot be taken, the handler does not run and the call fails
-// with the ErrorHandler's error (see Code for the defaults). If the lock is
-// lost before the handler returns and the handler returns an error or a nil
-// response, the call fails with the ErrorHandler's error for guard.Lost
-// (default Aborted); a response the handler did return is sent as it is.
+// Unary returns the unary server interceptor. A method without a rule goes
+// straight to its handler; otherwise the rule's key is evaluated, the lock
+// obtained (waiting up to the rule's wait, never past the call's deadline)
+// and the handler called with the lease's context, which is cancelled with
+// cause locker.ErrLockLost if the lock is lost. The lock is released when the
+// handler returns or panics. A lock not taken fails the call with the
+// ErrorHandler's error (Code has the defaults); so does a lock lost while the
+// handler ran, unless it returned a response. docs/grpc.md has the details.
 func (ic *Interceptor) Unary() grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		g := ic.unary[info.FullMethod]

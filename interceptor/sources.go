@@ -74,17 +74,10 @@ func bindMD(path string) (keyexpr.Getter[*Call], error) {
 
 // ContextSource returns a source whose values come from the call's context,
 // for values an earlier interceptor stored there. fields maps each path the
-// source serves to a function that reads it; a placeholder naming any other
-// path is a registration error. A function returning "" makes the value
-// missing (InvalidArgument).
-//
-// With an authentication interceptor that stores the user in the context:
-//
-//	interceptor.WithSource("ctx", interceptor.ContextSource(map[string]func(context.Context) string{
-//		"user": func(ctx context.Context) string { return auth.UserFrom(ctx).ID },
-//	}))
-//
-// a rule can use {ctx.user}.
+// source serves to a function that reads it; any other path is a
+// registration error, and a function returning "" makes the value missing
+// (InvalidArgument). With fields{"user": ...}, a rule can use {ctx.user}:
+// docs/keys.md#values-an-earlier-middleware-stored has an example.
 func ContextSource(fields map[string]func(ctx context.Context) string) keyexpr.Source[*Call] {
 	fields = maps.Clone(fields)
 	return func(path string) (keyexpr.Getter[*Call], error) {

@@ -38,21 +38,14 @@ const (
 	ReasonClaimLost              = rpccore.ReasonClaimLost              // Aborted
 )
 
-// Code returns the gRPC code DefaultErrorHandler answers an outcome of
-// kind k with; OK for the kinds in which the handler ran or a response is
-// replayed:
-//
-//	BadKey, MissingIdempotencyKey, BadIdempotencyKey  InvalidArgument
-//	TooLarge                                          ResourceExhausted
-//	LimitFull                                         ResourceExhausted (+ RetryInfo)
-//	RateLimited                                       ResourceExhausted (+ RetryInfo, QuotaFailure)
-//	TagMistake, Internal                              Internal
-//	Busy, InFlight, Lost                              Aborted (+ RetryInfo)
-//	Unavailable                                       Unavailable (+ RetryInfo)
-//	Deadline                                          DeadlineExceeded (+ RetryInfo)
-//	Canceled                                          Canceled (+ RetryInfo)
-//	NoScope                                           Unauthenticated
-//	Mismatch, NotStored                               FailedPrecondition
+// Code returns the gRPC code DefaultErrorHandler answers an outcome of kind k
+// with: OK where the handler ran or a response is replayed; InvalidArgument
+// for BadKey, MissingIdempotencyKey and BadIdempotencyKey; ResourceExhausted
+// for TooLarge, LimitFull and RateLimited; Internal for TagMistake and
+// Internal; Aborted for Busy, InFlight and Lost; Unavailable, DeadlineExceeded
+// and Canceled for Unavailable, Deadline and Canceled; Unauthenticated for
+// NoScope; FailedPrecondition for Mismatch and NotStored. Messages and details
+// (RetryInfo, ErrorInfo): docs/grpc.md#status-codes, docs/idempotency.md.
 func Code(k guard.Kind) codes.Code { return codes.Code(rpccore.CodeOf(k)) }
 
 // DefaultErrorHandler maps an outcome to the status with code Code(o.Kind),

@@ -82,7 +82,8 @@ func TestBindErrors(t *testing.T) {
 	if _, err := Bind[testReq](nil, testSources()); err == nil {
 		t.Error("Bind(nil) must fail")
 	}
-	if _, err := Bind(tm, testSources(), WithMaxValueLen(0)); !errors.Is(err, driver.ErrBadOption) || !strings.Contains(err.Error(), "WithMaxValueLen(0)") {
+	// driver.ErrBadOption is locker.ErrBadOption (locker's TestSentinelsReexported).
+	if _, err := Bind(tm, testSources(), WithMaxValueLen(0)); !errors.Is(err, driver.ErrBadOption) || !strings.HasPrefix(err.Error(), "locker: bad option: keyexpr.WithMaxValueLen(0)") {
 		t.Errorf("WithMaxValueLen(0): %v, want driver.ErrBadOption naming it", err)
 	}
 }

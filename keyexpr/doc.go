@@ -1,8 +1,9 @@
 // Package keyexpr is locktag's tag and key-template language: it parses lock
 // tags, compiles key templates and evaluates them against requests. It has no
-// dependencies beyond the standard library and knows nothing of Gin, gRPC or
-// Redis; the middleware and interceptor packages supply the request sources and
-// the locker supplies the Redis key layout.
+// dependencies beyond the standard library (and the leaf of this module that
+// holds locker.ErrBadOption) and knows nothing of Gin, gRPC or Redis; the
+// middleware and interceptor packages supply the request sources and the locker
+// supplies the Redis key layout.
 //
 // # Tags
 //

@@ -3,7 +3,7 @@ package keyexpr
 import (
 	"fmt"
 
-	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/internal/optionerr"
 )
 
 // DefaultMaxValueLen is the default cap, in bytes, on one placeholder's raw value.
@@ -28,7 +28,7 @@ func evaluateOptions(opts []BindOption) (bindOptions, error) {
 		}
 	}
 	if o.maxValueLen < 1 {
-		return o, fmt.Errorf("%w: keyexpr.WithMaxValueLen(%d): the cap must be at least 1", driver.ErrBadOption, o.maxValueLen)
+		return o, fmt.Errorf("%w: keyexpr.WithMaxValueLen(%d): the cap must be at least 1", optionerr.ErrBadOption, o.maxValueLen)
 	}
 	return o, nil
 }
@@ -36,9 +36,8 @@ func evaluateOptions(opts []BindOption) (bindOptions, error) {
 // WithMaxValueLen caps the length, in bytes, of each placeholder's raw value
 // (measured before escaping). A longer value makes Key.Eval fail with
 // ErrValueTooLong, or is hashed when WithHashLong(true) is given. n must be at
-// least 1; otherwise Bind returns an error wrapping
-// locker.ErrBadOption (driver.ErrBadOption). The
-// default is 256.
+// least 1; otherwise Bind returns an error wrapping locker.ErrBadOption (the
+// same value as driver.ErrBadOption). The default is 256.
 func WithMaxValueLen(n int) BindOption {
 	return func(o *bindOptions) { o.maxValueLen = n }
 }

@@ -46,20 +46,14 @@ var lockHandlerName = runtime.FuncForPC(reflect.ValueOf(NewLock).Pointer()).Name
 
 func isLockHandler(name string) bool { return strings.HasPrefix(name, lockHandlerName) }
 
-// CheckRoutes checks, before traffic, that the lock tags on e's routes can
-// be resolved on them: a {path.X} placeholder must name a parameter of the
-// route its Lock middleware is on. (LockRules checks its rules when it is
-// built; use Rules.Check for rules that name no route.) Found at request
-// time instead, such a tag is answered with 500 and logged.
-//
-// CheckRoutes sends one probe request per route through e, with no body;
-// RouteCheck must be e's first middleware (else CheckRoutes fails with
-// ErrNotChecked and sends nothing). Every Lock of a route is checked (a
-// rate tag and the lock tag after it). Middleware between RouteCheck and
-// the last Lock sees the probe; the handlers never do. A route whose chain stops
-// before its Lock (an authentication middleware refusing the probe) is
-// reported with ErrNotChecked. Errors are joined: each wraps ErrBadRule
-// (the route and a *keyexpr.TagError) or ErrNotChecked.
+// CheckRoutes checks, before traffic, that every {path.X} in the lock tags
+// on e's routes names a parameter of the route its Lock is on. It sends one
+// probe request per route through e, which RouteCheck, e's first middleware,
+// stops before any handler (without it: ErrNotChecked, nothing sent). Every
+// Lock of a route is checked; a route whose chain stops the probe before its
+// Lock (authentication) is reported with ErrNotChecked. Errors are joined,
+// each wrapping ErrBadRule or ErrNotChecked. LockRules checks its own rules.
+// Guide: docs/gin.md; every adapter's check: docs/routes.md.
 func CheckRoutes(e *gin.Engine) error {
 	if len(e.Handlers) == 0 || !isRouteCheck(e.Handlers[0]) {
 		return fmt.Errorf("%w: install middleware.RouteCheck() as the engine's first middleware", ErrNotChecked)

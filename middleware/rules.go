@@ -21,16 +21,13 @@ import (
 type Rules map[string]string
 
 // LockRules returns one global middleware that locks the routes in rules,
-// each with its tag, exactly as Lock would; other routes (and requests that
-// match no route) pass through untouched. Install it with r.Use before the
-// routes are served. The options apply to every rule; for per-rule options
-// such as WithFailOpen, install a second LockRules with the rules that need
-// them.
-//
-// Every rule is checked here — its key's form, its tag, and that each
-// {path.X} names a parameter of the rule's route — and LockRules panics with
-// the first error (in sorted key order) that NewLockRules would return. Use
-// Rules.Check to verify that every rule names a registered route.
+// each with its tag, exactly as Lock would; other routes, and requests that
+// match no route, pass through untouched. Install it with r.Use before the
+// routes are served. The options apply to every rule; rules that need others
+// go in a second LockRules. Every rule is checked here (its key, its tag, each
+// {path.X} against the rule's route) and LockRules panics with the first
+// error, in sorted key order, that NewLockRules would return. Rules.Check
+// finds rules that name no registered route. Guide: docs/gin.md.
 func LockRules(l *locker.Locker, rules Rules, opts ...Option) gin.HandlerFunc {
 	h, err := NewLockRules(l, rules, opts...)
 	if err != nil {

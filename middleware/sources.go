@@ -63,18 +63,15 @@ func formGetter(name string) getter {
 
 func ginRequest(c *gin.Context) *http.Request { return c.Request }
 
-// GinKeys returns a source that reads values an earlier middleware stored
-// with c.Set, for use with WithSource:
+// GinKeys returns a source, for WithSource, that reads values an earlier
+// middleware stored with c.Set:
 //
 //	middleware.WithSource("ctx", middleware.GinKeys("user", "tenant"))
 //
-// lets templates use {ctx.user} and {ctx.tenant}, read with c.Get("user")
-// and c.Get("tenant"). With allowed keys given, any other key in a template is
-// a registration error (so a typo cannot become a 400 at request time); with
-// none, every key is accepted. A key that is not set, or set to "" or nil,
-// is a missing value (400). Strings and []byte are used as they are, integers
-// and booleans in decimal / "true" / "false", fmt.Stringer values through
-// String, and anything else through fmt.Sprint.
+// lets templates use {ctx.user} and {ctx.tenant} (c.Get("user"), ...). With
+// names given, any other is a registration error; a name not set, or set to
+// "" or nil, is a missing value (400). How values become text:
+// docs/keys.md#values-an-earlier-middleware-stored.
 func GinKeys(allowed ...string) keyexpr.Source[*gin.Context] {
 	return httpcore.ContextKeys("gin key", "gin key", func(c *gin.Context, key string) any {
 		v, _ := c.Get(key)

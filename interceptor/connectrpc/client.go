@@ -28,42 +28,16 @@ var (
 	ErrBudgetExhausted = retry.ErrBudgetExhausted
 )
 
-// NewIdempotentClient returns a client-side connect.Interceptor that
-// retries unary calls without running any twice, following the retry
-// policy p (nil: retry.New()). It applies to the procedures named (such
-// as "/shop.v1.Payments/Charge"), or to every unary procedure when none
-// are named; install it for the procedures a server guards, since a
-// server that ignores the key may run a retried call again. Streams and
-// handler-side calls pass through.
-//
-// Keys: a call without an Idempotency-Key header gets a new key (p's
-// NewKey, as a quoted Structured Field string), once, before its first
-// attempt; every attempt sends the same key, and it is removed from the
-// request when the call returns. A key the caller set is sent as it is.
-//
-// Retries: CodeUnavailable (which is also what a connection error gives),
-// CodeResourceExhausted with a google.rpc.RetryInfo, and CodeAborted (in
-// flight, a lost lock or claim) — but CodeAborted with reason LOCK_BUSY
-// only under retry.WithRetryBusy — waiting at least the RetryInfo delay up
-// to retry.WithMaxRetryAfter. A connection lost in the middle of an
-// answer is retried too: connect-go reports it as the client's own
-// CodeUnknown, CodeInternal or CodeCanceled error ("read message:
-// unexpected EOF", a gRPC answer without its trailers), which the
-// interceptor tells from the server's errors with those codes, which are
-// answers (connect.IsWireError), by its cause: an unexpected EOF, a
-// network error, or a lost HTTP/2 connection.
-//
-// Errors: CodeFailedPrecondition with reason IDEMPOTENCY_KEY_REUSED fails
-// at once with an error wrapping ErrKeyReused; a call given up wraps
-// ErrBudgetExhausted and the last attempt's error, keeping its code; a
-// context ended while waiting gives CodeCanceled or CodeDeadlineExceeded
-// wrapping the context's error. Each of these, and an attempt cut short
-// (by the call's context, or with CodeDeadlineExceeded or CodeCanceled:
-// it may have run), is a *RetryError carrying the key, to retry the
-// operation later. Other errors are returned as they are.
-//
-// Put it first in connect.WithInterceptors, so that interceptors after it
-// see every attempt.
+// NewIdempotentClient returns a client-side connect.Interceptor that retries
+// unary calls without running any twice, following p (nil: retry.New()). It
+// applies to the procedures named ("/shop.v1.Payments/Charge"), or to every
+// unary procedure if none are: name those a server guards. Streams pass
+// through. A call without an Idempotency-Key header gets one key, sent on
+// every attempt. CodeUnavailable, a connection lost in an answer,
+// CodeResourceExhausted with a RetryInfo and CodeAborted (LOCK_BUSY only
+// under retry.WithRetryBusy) are retried after the server's hint. A call
+// left without an answer fails with a *RetryError. Put it first in
+// connect.WithInterceptors. Keys, codes and cut answers: docs/clients.md.
 func NewIdempotentClient(p *retry.Policy, procedures ...string) connect.Interceptor {
 	if p == nil {
 		p = retry.New()
@@ -192,15 +166,14 @@ var http2ConnErrors = []string{
 }
 
 // RetryError is the error of a call NewIdempotentClient retried, or could
-// retry, without an answer to return: given up (ErrBudgetExhausted),
-// refused (ErrKeyReused), or cut short (by the call's context, or with
-// CodeDeadlineExceeded or CodeCanceled). Whether the call ran on the
-// server is then unknown (except for ErrKeyReused): a later call with the
-// same Key in its Idempotency-Key header gets its answer, or runs it if
-// it never ran. errors.Is matches the sentinel and the context's error
-// through it; connect.CodeOf gives the last attempt's code, or
-// CodeCanceled or CodeDeadlineExceeded when the context ended while the
-// interceptor waited.
+// retry, without an answer: given up (ErrBudgetExhausted), refused
+// (ErrKeyReused), or cut short (by the call's context, or with
+// CodeDeadlineExceeded or CodeCanceled). Except after ErrKeyReused the call
+// may have run: a later call with Key in its Idempotency-Key header gets its
+// answer. Other errors are returned as they are. errors.Is matches the
+// sentinel and the context's error through it; connect.CodeOf gives the last
+// attempt's code, or the context's when it ended while the interceptor
+// waited (docs/clients.md#getting-the-key-back).
 type RetryError struct {
 	// Key is the Idempotency-Key header value every attempt sent (a quoted
 	// Structured Field string when the interceptor minted it).

@@ -3,6 +3,8 @@ package driver
 import (
 	"context"
 	"errors"
+
+	"github.com/locktag/locktag/internal/optionerr"
 )
 
 // Driver is the seam between the lock core and a Redis client. The core
@@ -63,7 +65,8 @@ var (
 	ErrPoolExhausted = errors.New("locker: connection pool exhausted")
 	// ErrBadOption is wrapped by the error of a driver option with an
 	// invalid value (see Validator); the message names the option.
-	ErrBadOption = errors.New("locker: bad option")
+	// keyexpr's Bind wraps the same value for a bad BindOption.
+	ErrBadOption = optionerr.ErrBadOption
 )
 
 // Masters is implemented by a Driver whose deployment spreads keys over

@@ -13,20 +13,16 @@ import (
 	"github.com/locktag/locktag/middleware/lockecho/internal/httpcore"
 )
 
-// Lock returns a middleware that holds the lock described by tag while
-// the rest of the chain runs. Put it on the route, or install it with
-// e.Use or a group's Use — never with e.Pre, which runs before Echo has
-// routed the request, so {path.X} and {route} have nothing to read:
+// Lock returns a middleware that holds the lock described by tag while the
+// rest of the chain runs; a rate tag makes it a rate limit (429). Put it on
+// the route, a group or e.Use, never e.Pre (there is no route yet):
 //
 //	e.POST("/orders/:id/pay", pay, lockecho.Lock(lk, `key:"order:{path.id}" wait:"2s"`))
 //
-// A rate tag makes it a rate limit on the key instead (429 when refused).
-// Lock panics with NewLock's error if the tag or an option is invalid: it
-// is meant for tags written in code at registration. The handler never
-// runs without the lock (unless guard.WithFailOpen); a lost lock cancels
-// the request's context with cause locker.ErrLockLost. An error the
-// handler returns is handed to Echo's HTTPErrorHandler (c.Error) while
-// the lock is still held, and then returned. Statuses: Status.
+// A lost lock cancels the request's context with cause locker.ErrLockLost; a
+// handler's error goes to Echo's HTTPErrorHandler while the lock is held. Lock
+// panics with NewLock's error for an invalid tag or option. Statuses: Status;
+// guide: docs/echo.md.
 func Lock(l *locker.Locker, tag string, opts ...Option) echo.MiddlewareFunc {
 	mw, err := NewLock(l, tag, opts...)
 	if err != nil {

@@ -16,33 +16,15 @@ import (
 	"github.com/locktag/locktag/middleware/lockecho5/internal/httpcore"
 )
 
-// CheckRoutes makes e check the lock tags of its routes: a {path.X}
-// placeholder must name a parameter of the route its Lock is on. Call it
-// right after echo.New(), before the first route:
-//
-//	e := echo.New()
-//	if err := lockecho5.CheckRoutes(e); err != nil {
-//		log.Fatal(err)
-//	}
-//	e.POST("/items/:id/buy", buy, lockecho5.Lock(lk, `key:"item:{path.id}"`)) // checked here
-//
-// From then on each route is checked as it is added (e.OnAddRoute; one
-// the application set before is still called): a tag its route cannot
-// resolve is an error wrapping ErrBadRule that names the method, path and
-// tag, which e.AddRoute returns and e.Add (e.POST, g.GET, ...) panics
-// with, and the route is not added. Echo's route table (RouteInfo) does
-// not show a route's middleware, so the routes cannot be checked later.
-//
-// CheckRoutes returns the check of the routes e has already: nil for
-// those added since an earlier CheckRoutes (or NewRouteCheck) on e, an
-// error wrapping ErrNotChecked for each one added before — so a call after
-// the routes fails loudly instead of checking nothing. Calling it again is
-// harmless. It sees the Lock middlewares given to a route or to its group
-// (e.Group, g.Use); a Lock installed with e.Use runs on every route and
-// is not checked: give it a tag without {path.X}, or use LockRules, which
-// checks its rules when it is built. Without CheckRoutes such a tag is
-// found at the first request of the route: answered with 500 and logged
-// (docs/routes.md). Nothing is served and no handler runs.
+// CheckRoutes makes e check the lock tags of its routes as they are added
+// (e.OnAddRoute; one the application set before is still called): a
+// {path.X} must name a parameter of the route its Lock (on the route or its
+// group) is on, or e.AddRoute returns an error wrapping ErrBadRule, e.Add
+// (e.POST, g.GET, ...) panics with it, and the route is not added. Call it
+// right after echo.New(): each route added before it is an error wrapping
+// ErrNotChecked, and so is a nil e. Calling it again is harmless. A Lock
+// installed with e.Use is not checked: give it a tag without {path.X}, or
+// use LockRules. Every adapter's check: docs/routes.md.
 func CheckRoutes(e *echo.Echo) error {
 	if e == nil {
 		return fmt.Errorf("%w: nil *echo.Echo", ErrNotChecked)
@@ -54,30 +36,13 @@ func CheckRoutes(e *echo.Echo) error {
 	return rc.Check()
 }
 
-// RouteCheck checks, before traffic, that the lock tags on an Echo
-// instance's routes can be resolved on them: a {path.X} placeholder must
-// name a parameter of the route its Lock is on. Found at request time
-// instead, such a tag is answered with 500 and logged.
-//
-// Echo's route table (RouteInfo) does not show a route's middleware, so a
-// RouteCheck records it as routes are added (e.OnAddRoute; one the
-// application set before is still called). Make it before registering
-// routes, check after:
-//
-//	e := echo.New()
-//	rc := lockecho5.NewRouteCheck(e)
-//	e.POST("/items/:id/buy", buy, lockecho5.Lock(lk, `key:"item:{path.id}"`))
-//	if err := rc.Check(); err != nil {
-//		log.Fatal(err)
-//	}
-//
-// It sees the Lock middlewares given to a route or to its group
-// (e.Group, g.Use). A Lock installed with e.Use runs on every route and
-// is not checked: give it a tag without {path.X}, or use LockRules, which
-// checks its rules when it is built.
-//
-// CheckRoutes supersedes it: one call, before the routes, and each route
-// is checked as it is added (docs/routes.md).
+// RouteCheck records the Lock middlewares of an Echo instance's routes as
+// they are added (e.OnAddRoute; one the application set before is
+// still called) and checks their lock tags when Check is called: a
+// {path.X} must name a parameter of the route its Lock is on. Make it with
+// NewRouteCheck before the routes. A Lock installed with e.Use is not
+// checked. CheckRoutes supersedes it: one call, before the routes, and each
+// route is checked as it is added (docs/routes.md#older-names).
 type RouteCheck struct {
 	e     *echo.Echo
 	mu    sync.Mutex

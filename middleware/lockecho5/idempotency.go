@@ -13,20 +13,14 @@ import (
 
 // Idempotency returns a middleware that runs the rest of the chain at most
 // once per (route, caller scope, Idempotency-Key) and replays the stored
-// response to retries (IETF httpapi draft, Stripe's rules):
+// response to retries:
 //
 //	e.POST("/payments", pay, lockecho5.Idempotency(lk, guard.WithScope(accountOf)))
 //
-// accountOf is a func(*echo.Context) (string, error). It panics with
-// NewIdempotency's error if an option is invalid or no scope is given.
-// Install it on the route, a group or e.Use, never e.Pre: it guards
-// requests by their route (c.Path()), and before routing, as for a
-// request that matches no route, there is none and it passes the request
-// on unguarded. Put it before Lock (Echo runs route middleware in the
-// order given). An error the handler returns is answered by Echo's
-// HTTPErrorHandler inside the guard, so that answer is what is stored. Statuses and lifecycle:
-// docs/idempotency.md; records are those of the Gin and net/http
-// adapters (format "H1"), so one service may move between them.
+// accountOf is a func(*echo.Context) (string, error). Install it on the route, a
+// group or e.Use (never e.Pre), before Lock; a handler's error is answered
+// inside the guard, and that answer is stored. It panics for an invalid option
+// or no scope. Statuses: docs/idempotency.md; placement: docs/echo.md.
 func Idempotency(l *locker.Locker, opts ...Option) echo.MiddlewareFunc {
 	mw, err := NewIdempotency(l, opts...)
 	if err != nil {

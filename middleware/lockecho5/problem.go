@@ -12,19 +12,13 @@ import (
 // ProblemContentType is the media type of the bodies WriteProblem writes.
 const ProblemContentType = httpcore.ProblemContentType
 
-// Status returns the HTTP status this package answers an outcome of kind
-// k with; 200 for the kinds in which the handler ran or a response is
-// replayed. It is the Gin adapter's table:
-//
-//	BadKey, MissingIdempotencyKey, BadIdempotencyKey   400
-//	NoScope                                            401
-//	Busy, InFlight                                     409 + Retry-After
-//	TooLarge                                           413
-//	LimitFull                                          429 + Retry-After
-//	RateLimited                                        429 + Retry-After, RateLimit-Policy, RateLimit
-//	Mismatch, NotStored                                422
-//	TagMistake, Internal                               500
-//	Unavailable, Deadline, Canceled, Lost              503 + Retry-After
+// Status returns the HTTP status this package answers an outcome of kind k
+// with, the table of every locktag HTTP adapter: 200 where the handler ran or
+// a response is replayed; 400 for BadKey, MissingIdempotencyKey and
+// BadIdempotencyKey; 401 NoScope; 409 Busy, InFlight; 413 TooLarge; 422
+// Mismatch, NotStored; 429 LimitFull, RateLimited; 500 TagMistake, Internal;
+// 503 Unavailable, Deadline, Canceled, Lost. 409, 429 and 503 carry
+// Retry-After, RateLimited also the RateLimit fields: docs/problems.md.
 func Status(k guard.Kind) int { return httpcore.Status(k) }
 
 // refuse sets Retry-After (and a rate tag's RateLimit fields) and hands

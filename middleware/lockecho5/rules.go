@@ -18,18 +18,14 @@ import (
 //	}
 type Rules map[string]string
 
-// LockRules returns one middleware that locks the routes in rules, each
-// with its tag, exactly as Lock would; other routes (and requests that
-// match no route) pass through untouched. Install it with e.Use (not
-// e.Pre: Echo routes between the two, and LockRules needs the route). The
-// options apply to every rule; for per-rule options such as
-// guard.WithFailOpen, install a second LockRules with the rules that need
-// them.
-//
-// Every rule is checked here — its key's form, its tag, and that each
-// {path.X} names a parameter of the rule's route — and LockRules panics with
-// the first error (in sorted key order) that NewLockRules would return. Use
-// Rules.Check to verify that every rule names a registered route.
+// LockRules returns one middleware that locks the routes in rules, each with
+// its tag, exactly as Lock would; other routes, and requests that match no
+// route, pass through untouched. Install it with e.Use (not e.Pre: it needs
+// the route). The options apply to every rule; rules that need others go in a
+// second LockRules. Every rule is checked here (its key, its tag, each
+// {path.X} against the rule's route) and LockRules panics with the first
+// error, in sorted key order, that NewLockRules would return. Rules.Check
+// finds rules that name no registered route. Guide: docs/echo.md.
 func LockRules(l *locker.Locker, rules Rules, opts ...Option) echo.MiddlewareFunc {
 	mw, err := NewLockRules(l, rules, opts...)
 	if err != nil {

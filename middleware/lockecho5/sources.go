@@ -69,18 +69,15 @@ func bodyGetter(path string, maxBytes *int64) getter {
 // (Echo's way of saying which proxies to trust), else the peer address.
 func clientIP(c *echo.Context) (string, error) { return c.RealIP(), nil }
 
-// ContextKeys returns a source that reads values an earlier middleware
-// stored with c.Set, for use with WithSource:
+// ContextKeys returns a source, for WithSource, that reads values an earlier
+// middleware stored with c.Set:
 //
 //	lockecho5.WithSource("ctx", lockecho5.ContextKeys("user", "tenant"))
 //
-// lets templates use {ctx.user} and {ctx.tenant}, read with c.Get("user")
-// and c.Get("tenant"). With allowed keys given, any other key in a template is
-// a registration error (so a typo cannot become a 400 at request time); with
-// none, every key is accepted. A key that is not set, or set to "" or nil,
-// is a missing value (400). Strings and []byte are used as they are, integers
-// and booleans in decimal / "true" / "false", fmt.Stringer values through
-// String, and anything else through fmt.Sprint.
+// lets templates use {ctx.user} and {ctx.tenant} (c.Get("user"), ...). With
+// names given, any other is a registration error; a name not set, or set to
+// "" or nil, is a missing value (400). How values become text:
+// docs/keys.md#values-an-earlier-middleware-stored.
 func ContextKeys(allowed ...string) keyexpr.Source[*echo.Context] {
 	return httpcore.ContextKeys("context key", "context key", func(c *echo.Context, key string) any { return c.Get(key) }, allowed)
 }

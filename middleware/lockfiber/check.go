@@ -13,33 +13,15 @@ import (
 	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
-// CheckRoutes checks that the lock tags on app's routes can be resolved
-// on them: every {path.X} must name a parameter of the route its Lock is
-// registered on (:X, :X?, :X<constraint>; * and + for {path.*} and
-// {path.+}), and a Lock registered with app.Use or a group prefix must not
-// read {path.X} or {route} unless that Use route has them — a Use handler
-// cannot see the route the request will match. Call it once, before or
-// after the routes:
-//
-//	app := fiber.New()
-//	if err := lockfiber.CheckRoutes(app); err != nil {
-//		log.Fatal(err)
-//	}
-//
-// It checks the routes app has now, walking app.GetRoutes(), and every
-// route added later as it is added (app.Hooks().OnRoute): a tag its route
-// cannot resolve makes the registration (app.Post, app.Use, group.Get,
-// ...) panic with the error, the way Fiber answers a route it cannot add.
-// Calling it again is harmless: the hook is installed once per app.
-//
-// It calls no handler but the Locks, which recognise the check and return
-// at once. Errors are joined: each wraps ErrBadRule and names the method,
-// route and a *keyexpr.TagError (tag, placeholder, position). Without
-// CheckRoutes such a tag is found at the first request of the route:
-// answered with 500 and logged (docs/routes.md). Routes of a mounted
-// sub-app are app's only once it starts: call CheckRoutes on the sub-app
-// before mounting it. With a "path" WithSource the application reads path
-// parameters itself and its {path.X} are not checked.
+// CheckRoutes checks the lock tags on app's routes, before or after they are
+// added: those app has when it is called (app.GetRoutes()) and each one
+// added later, as it is added (app.Hooks().OnRoute). Every {path.X} must name
+// a parameter of the route its Lock is on, and a Lock in app.Use or a group
+// prefix must not read {path.X} or {route} that its Use route lacks. A bad
+// tag added later makes its registration (app.Post, app.Use, ...) panic; the
+// routes app has give joined errors, each wrapping ErrBadRule. A nil app is
+// an error wrapping ErrNotChecked; calling it again is harmless. Check a
+// mounted sub-app before mounting it. Guide: docs/fiber.md, docs/routes.md.
 func CheckRoutes(app *fiber.App) error {
 	if app == nil {
 		return fmt.Errorf("%w: nil app", ErrNotChecked)

@@ -12,22 +12,16 @@ import (
 	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
-// Idempotency returns a route-level handler that runs the rest of the
-// route at most once per (route, caller scope, Idempotency-Key) and
-// replays the stored response to retries (IETF httpapi draft, Stripe's
-// rules), with the Gin adapter's semantics and stored-response format — a
-// record stored through any locktag HTTP adapter replays byte-identically
-// here:
+// Idempotency returns a route-level handler that runs the rest of the route at
+// most once per (route, caller scope, Idempotency-Key) and replays the stored
+// response to retries, from records any locktag HTTP adapter reads:
 //
 //	app.Post("/payments", lockfiber.Idempotency(lk, guard.WithScope(accountOf)), pay)
 //
-// accountOf is a func(fiber.Ctx) (string, error). Put it before Lock, on
-// the route. A handler's error is answered by the app's ErrorHandler
-// inside the guard, so that answer is the one stored; handlers before
-// Idempotency see nil. A body stream (c.SendStream) cannot be stored:
-// it counts as a response over guard.WithMaxResponseBytes. It panics with
-// NewIdempotency's error if an option is invalid or no scope is given.
-// Statuses and lifecycle: docs/idempotency.md.
+// accountOf is a func(fiber.Ctx) (string, error). Put it on the route, before
+// Lock. A handler's error is answered by the app's ErrorHandler inside the
+// guard, and that answer is stored; a body stream cannot be. It panics for an
+// invalid option or no scope. Statuses: docs/idempotency.md; guide: docs/fiber.md.
 func Idempotency(l *locker.Locker, opts ...Option) fiber.Handler {
 	h, err := NewIdempotency(l, opts...)
 	if err != nil {

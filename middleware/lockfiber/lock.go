@@ -19,21 +19,11 @@ import (
 //
 //	app.Post("/orders/:id/pay", lockfiber.Lock(lk, `key:"order:{path.id}" wait:"2s"`), pay)
 //
-// Register it on the route, not with app.Use: before c.Next a Use handler
-// sees the Use route, not the route the request will match, so
-// {path.X} and {route} would not be the route's (CheckRoutes reports
-// such tags). A rate tag makes it a rate limit on the key instead (429
-// when refused); that one may also sit in app.Use when its key does not
-// read the route.
-//
-// The handlers after it run with the lease's context as c.Context(),
-// which is cancelled with cause locker.ErrLockLost if the lock is lost;
-// fasthttp never cancels a request, so a handler that should stop on a
-// lost lock must watch c.Context() (c itself, as a context.Context, is
-// never cancelled). The handler never runs without the lock (unless
-// guard.WithFailOpen). Lock panics with NewLock's error if the tag or an
-// option is invalid: it is meant for tags written in code at
-// registration. Statuses: Status; the guide is docs/fiber.md.
+// Register it on the route, not with app.Use (there {path.X} and {route} are
+// not the route's); a rate tag, a rate limit on the key, may sit in app.Use.
+// The handlers after it run with the lease's context as c.Context(), cancelled
+// with cause locker.ErrLockLost if the lock is lost. Lock panics with NewLock's
+// error for an invalid tag or option. Statuses: Status; guide: docs/fiber.md.
 func Lock(l *locker.Locker, tag string, opts ...Option) fiber.Handler {
 	h, err := NewLock(l, tag, opts...)
 	if err != nil {

@@ -77,19 +77,15 @@ func hasParam(params []string, name string) bool {
 	return slices.Contains(paramNames(params), name)
 }
 
-// Locals returns a source that reads values an earlier
-// handler stored with c.Locals, for use with WithSource:
+// Locals returns a source, for WithSource, that reads values an earlier
+// handler stored with c.Locals:
 //
 //	lockfiber.WithSource("ctx", lockfiber.Locals("user", "tenant"))
 //
-// lets templates use {ctx.user} and {ctx.tenant}, read with
-// c.Locals("user") and c.Locals("tenant"). With allowed keys given, any
-// other key in a template is a registration error (so a typo cannot become
-// a 400 at request time); with none, every key is accepted. A key that is
-// not set, or set to "" or nil, is a missing value (400). Strings and
-// []byte are copied, integers and booleans written in decimal / "true" /
-// "false", fmt.Stringer values through String, and anything else through
-// fmt.Sprint.
+// lets templates use {ctx.user} and {ctx.tenant} (c.Locals("user"), ...).
+// With names given, any other is a registration error; a name not set, or
+// set to "" or nil, is a missing value (400). How values become text:
+// docs/keys.md#values-an-earlier-middleware-stored.
 func Locals(allowed ...string) keyexpr.Source[fiber.Ctx] {
 	return httpcore.ContextKeys("locals", "locals key", func(c fiber.Ctx, key string) any {
 		v := c.Locals(key)

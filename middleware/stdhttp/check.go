@@ -13,19 +13,12 @@ type WalkFunc = func(method, route string, h http.Handler, middlewares ...func(h
 
 // CheckRoutes checks, before traffic, the Locks on every route a router's
 // walk hands to check (CheckRoute for each), and joins the errors, one per
-// route, where a walk would stop at the first. walk adapts the router's
-// walk; for chi:
+// route and each wrapping ErrBadRule, with any error walk returns. For chi:
 //
 //	err := stdhttp.CheckRoutes(func(check stdhttp.WalkFunc) error { return chi.Walk(r, check) })
-//	if err != nil {
-//		log.Fatal(err)
-//	}
 //
-// An error walk returns is joined too. http.ServeMux lists no routes:
-// register a locked route with Lock.Handle, which checks its pattern.
-// Without a check, a tag naming a wildcard its pattern lacks is found at
-// the first request of the route: answered with 500 and logged
-// (docs/routes.md). Each error wraps ErrBadRule and names the route.
+// http.ServeMux lists no routes: register a locked route with Lock.Handle,
+// which checks its pattern. Every adapter's check: docs/routes.md.
 func CheckRoutes(walk func(check WalkFunc) error) error {
 	var errs []error
 	err := walk(func(method, route string, h http.Handler, middlewares ...func(http.Handler) http.Handler) error {

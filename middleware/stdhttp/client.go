@@ -37,22 +37,14 @@ var (
 // fits.
 const DefaultMaxBufferedBody = 1 << 20
 
-// WithMaxBufferedBody sets how many bytes of an answer to a request with
-// an idempotency key NewRetryTransport reads before it returns the
-// response. An answer of at most n bytes is read in full: a connection
-// lost in the middle of it is retried with the same key, and the caller
-// gets a complete body in memory (its ContentLength set to its length).
-// A longer answer (announced by Content-Length, or found by reading n+1
-// bytes) is returned as a stream, its first bytes from memory: a cut in
-// it is the caller's to retry, with the key from IdempotencyKeyOf.
-//
-// Memory: up to n bytes per round trip under way, and until the caller
-// drops the response; an answer without a Content-Length can briefly take
-// up to about twice n while it grows. The default is
-// DefaultMaxBufferedBody; n <= 0 buffers nothing, so every answer is
-// returned as a stream at once — for a keyed endpoint that streams (such
-// as server-sent events), which buffering would hold until it ends or
-// passes n.
+// WithMaxBufferedBody sets how many bytes of an answer to a keyed request
+// NewRetryTransport reads into memory before it returns the response. An
+// answer of at most n bytes is read in full (a connection lost in it is
+// retried with the same key) and returned from memory, its ContentLength
+// set; a longer one is returned as a stream, whose cut is the caller's to
+// retry with IdempotencyKeyOf's key. n <= 0 buffers nothing, for keyed
+// endpoints that stream. The default is DefaultMaxBufferedBody. Memory and
+// streaming: docs/clients.md#answers-nethttp.
 func WithMaxBufferedBody(n int64) RetryOption {
 	return func(s *retrySettings) { s.maxBuffered = max(n, 0) }
 }
@@ -60,11 +52,10 @@ func WithMaxBufferedBody(n int64) RetryOption {
 // RetryError is the error of a round trip of NewRetryTransport that was
 // retried or could be: given up (ErrBudgetExhausted), refused
 // (ErrKeyReused, ErrBodyNotRewindable) or ended by the request's context.
-// Whether the operation ran on the server is then unknown (except for
-// ErrKeyReused): a later request with the same Key, in the same header,
-// gets its answer, or runs it if it never ran. errors.Is matches the
-// sentinel and the context's error through it; errors.As finds it
-// through the *url.Error of an http.Client.
+// Except after ErrKeyReused, the operation may or may not have run: send it
+// again with Key, in the same header, to get its answer. errors.Is matches
+// the sentinel and the context's error through it; errors.As finds it
+// through an http.Client's *url.Error (docs/clients.md#getting-the-key-back).
 type RetryError struct {
 	// Key is the idempotency key header's value as every attempt sent it
 	// (a quoted Structured Field string when the transport minted it);
@@ -117,50 +108,16 @@ func IdempotencyKeyOf(resp *http.Response) string {
 	return resp.Request.Header.Get(DefaultIdempotencyHeader)
 }
 
-// NewRetryTransport returns an http.RoundTripper that sends requests
-// through base (nil: http.DefaultTransport) and retries them without
-// running any twice, following the retry policy p (nil: retry.New()).
-//
-// Keys: a request whose method is one of WithRetryKeyMethods' (POST and
-// PATCH by default) and that has no Idempotency-Key header
-// (WithRetryKeyHeader) gets a new key (p's NewKey, as a quoted Structured
-// Field string), once, before its first attempt; every retry of that
-// request sends the same key. A key the caller set is sent as it is. The
-// request passed in is not modified; each attempt sends a clone.
-// IdempotencyKeyOf returns the key from the response; a RetryError
-// carries it.
-//
-// Answers: the answer to a request with a key is read in full before it
-// is returned, up to WithMaxBufferedBody (DefaultMaxBufferedBody, 1 MiB):
-// a connection lost in the middle of its body counts as no answer and the
-// request is retried with the same key, so the server replays the answer.
-// A longer answer is returned as a stream. Other answers are returned as
-// they arrive.
-//
-// Retries: a request with a key, or with an idempotent method (GET, HEAD,
-// OPTIONS, TRACE, PUT, DELETE), is retried on a transport error (an
-// answer cut short included), on 409 whose problem type is
-// idempotency-key-in-flight (409 lock-busy only under
-// retry.WithRetryBusy; any other 409 is the application's and is
-// returned), on 429 and on 503, waiting at least Retry-After (seconds or
-// an HTTP date) up to retry.WithMaxRetryAfter; a cut answer's Retry-After
-// counts too. Other requests go to base once. The body of a retry comes
-// from Request.GetBody (http.NewRequest sets it for in-memory bodies);
-// when it cannot be rewound the round trip fails with
-// ErrBodyNotRewindable instead of a retry. Response bodies that are not
-// returned are drained a little and closed.
-//
-// Errors: every error of a retried request is a *RetryError. 422 whose
-// problem type is idempotency-key-reused fails with ErrKeyReused; a
-// request given up wraps ErrBudgetExhausted and the last attempt's error
-// or status; a context ended while waiting wraps its error. The request's
-// context bounds everything, reading a buffered answer included.
-//
-// Put it outermost: a retry layer above it that calls RoundTrip again for
-// the same operation gets a new key each time, unless it sets the key
-// itself. Retry layers below it (base) resend the key it set. net/http's
-// own Transport is one: it resends a request with an Idempotency-Key once,
-// same key, when a reused keep-alive connection fails before an answer.
+// NewRetryTransport returns an http.RoundTripper that sends requests through
+// base (nil: http.DefaultTransport) and retries them without running any
+// twice, following p (nil: retry.New()). A request whose method is in
+// WithRetryKeyMethods (POST, PATCH) and that has no key header gets one key,
+// sent on every attempt, and its answer is read into memory first
+// (WithMaxBufferedBody). Keyed and idempotent-method requests are retried on
+// a lost connection, 409 in flight, 429 and 503; others are sent once. Every
+// error of a retried request is a *RetryError (ErrKeyReused,
+// ErrBudgetExhausted, ErrBodyNotRewindable, the context's error). Put it
+// outermost. Keys, retries, answers and bodies: docs/clients.md.
 func NewRetryTransport(base http.RoundTripper, p *retry.Policy, opts ...RetryOption) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport

@@ -51,19 +51,15 @@ func WithHealthRetryAfter(d time.Duration) HealthOption {
 	}
 }
 
-// Health returns a /healthz-style handler that follows Redis reachability
-// through lk.Healthy (guard.Health): 200 {"status":"SERVING"}, or 503
-// {"status":"NOT_SERVING","reason":"..."} with Retry-After, where the
-// reason is guard.ReasonUnavailable or guard.ReasonUnsupported (Redis
-// answers but refuses what locktag needs: permissions, server version),
-// or guard.ReasonMisconfigured from the first request a lock guard on lk
-// refused for a mistake in its tag — a route no start-up check saw
-// (docs/routes.md) — within guard.MistakeWindow of the process's start,
-// until the process restarts, so that a rolling deploy stops on it.
-// The reason never carries the Redis error (it names addresses); the log
-// record does, once each time the answer changes (slog.Default). Each
-// request runs one check, bounded by its context and WithHealthTimeout.
-// The error wraps locker.ErrBadOption, naming each invalid option.
+// Health returns a /healthz-style handler that follows lk.Healthy
+// (guard.Health): 200 {"status":"SERVING"}, or 503
+// {"status":"NOT_SERVING","reason":"..."} with Retry-After while Redis is
+// unreachable or refuses what locktag needs, and until restart from the first
+// request a lock guard refused for a mistake in its tag within
+// guard.MistakeWindow of the process's start. The reason never carries the
+// Redis error; the log record does. Each request runs one check, bounded by
+// its context and WithHealthTimeout. The error wraps locker.ErrBadOption,
+// naming each invalid option. The answers: docs/operations.md#health-checks.
 func Health(lk *locker.Locker, opts ...HealthOption) (http.Handler, error) {
 	o := healthOptions{timeout: 2 * time.Second, retryAfter: 5 * time.Second}
 	for _, opt := range opts {

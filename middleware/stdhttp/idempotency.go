@@ -39,18 +39,14 @@ func MustIdempotency(l *locker.Locker, opts ...Option) *Idempotency {
 	return m
 }
 
-// Wrap returns next guarded: it runs at most once per (route, caller
-// scope, Idempotency-Key), and retries get the stored response with
-// "Idempotent-Replayed: true". Before Redis is touched the key header is
-// required (400; guard.WithOptionalKey lets requests without it through)
-// and must be valid (400), the scope resolved (401) and the body read up
-// to its cap (413) and restored. The fingerprint covers the method, route,
-// path, query and body. A retry while the first request runs gets 409 +
-// Retry-After (or waits, guard.WithReplayWait); a key reused for another
-// request 422; Redis down 503 + Retry-After. A panic, or a Lock inside
-// that refuses the request, frees the key. An error once the response is
-// out is logged through the guard.WithLogger logger. The route is
-// WithRoute's (the ServeMux pattern), or the path where there is none.
+// Wrap returns next guarded: it runs at most once per (route, caller scope,
+// Idempotency-Key), and retries get the stored response with
+// "Idempotent-Replayed: true". A missing or bad key is 400 (unless
+// guard.WithOptionalKey), no scope 401, a body over its cap 413; a retry
+// while the first request runs 409 + Retry-After, a key reused for another
+// request 422, Redis down 503 + Retry-After. A panic, or a Lock inside that
+// refuses the request, frees the key. The route is WithRoute's (the ServeMux
+// pattern), else the path. Statuses and lifecycle: docs/idempotency.md.
 func (m *Idempotency) Wrap(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		route := m.s.Route(r)
