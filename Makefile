@@ -11,7 +11,7 @@ ALL := github.com/locktag/locktag/...
 # fails.
 STATICCHECK := v0.8.2
 
-.PHONY: test deps vet fmt lint footprint unit reliability valkey fips versions apicheck mixed bench fuzz soak
+.PHONY: test deps vet fmt lint footprint unit reliability valkey fips versions apicheck mixed bench bench-smoke fuzz soak
 
 ## test: install what the tests need and run the whole suite: vet, staticcheck, gofmt,
 ## the footprint check (one fresh consumer per transport), every module's
@@ -20,8 +20,9 @@ STATICCHECK := v0.8.2
 ## versions (Go 1.26) and on the latest (Go 1.27), and the
 ## API-compatibility check against the last release, and the
 ## mixed-version stage; every library module's tests again in FIPS
-## 140-only mode.
-test: deps lint footprint unit reliability valkey fips versions apicheck mixed
+## 140-only mode; and a smoke run of the lock+unlock benchmarks with
+## allocations (bench-smoke).
+test: deps lint footprint unit reliability valkey fips bench-smoke versions apicheck mixed
 
 ## deps: install redis-server and redis-cli (the Cluster tests need the
 ## CLI), chromium (for the ops page's browser test), protoc (for the
@@ -122,6 +123,15 @@ mixed:
 ## bench: the locker benchmarks beside the sleep-retry baseline (see docs/benchmarks.md).
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem -count 5 ./locker/ ./keyexpr/
+
+## bench-smoke: the uncontended lock+unlock benchmarks with allocations, 200
+## pairs each, so that they compile and run: redigo (locker's
+## BenchmarkUncontended and BenchmarkUncontendedParallel), go-redis
+## (locker/goredis's BenchmarkPair) and every driver beside the peers on
+## the same clients (bench/'s BenchmarkPair, rueidis included). It checks
+## that they run, not their figures (docs/benchmarks.md).
+bench-smoke:
+	$(GO) test -run '^$$' -bench '^Benchmark(Uncontended|UncontendedParallel|Pair)$$' -benchmem -benchtime 200x ./locker/ ./locker/goredis/ ./bench/
 
 ## fuzz: run each fuzzer for a short while.
 fuzz:

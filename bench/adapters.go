@@ -34,7 +34,7 @@ type Lock interface {
 type subject struct {
 	name   string
 	isLock bool // false for the SET+DEL reference, which excludes nothing
-	nodes  int  // servers it needs: 1, or 5 for Redlock
+	nodes  int  // servers it needs: 1, 5 for Redlock, or 3 Cluster masters
 	open   func(addrs []string, c int, reqs *atomic.Int64) (l Lock, close func(), err error)
 }
 
@@ -56,9 +56,21 @@ func subjects() []subject {
 		{name: "locktag-rueidis", isLock: true, nodes: 1, open: openLocktagRueidis},
 		{name: "redsync", isLock: true, nodes: 1, open: openRedsync},
 		{name: "redislock", isLock: true, nodes: 1, open: openRedislock},
+		{name: "rueidislock", isLock: true, nodes: 1, open: openRueidislock},
 		{name: "seed", isLock: true, nodes: 1, open: openSeed},
 		{name: "set+del", isLock: false, nodes: 1, open: openSetDel},
 	}
+}
+
+// peerNames are the other libraries' single-node locks: a table's "best
+// peer" is the best of those that ran.
+var peerNames = []string{"redsync", "redislock", "rueidislock", "seed"}
+
+// samePeers pairs locktag on a driver with the peer that runs on the same
+// Redis client library, configured alike: the tables compare each pair.
+var samePeers = [][2]string{
+	{"locktag-goredis", "redislock"},
+	{"locktag-rueidis", "rueidislock"},
 }
 
 // redlockSubjects are the 5-node Redlock contenders; the Redlock scenario
@@ -248,11 +260,14 @@ func goredisLocktag(addr string, poolSize int, reqs *atomic.Int64, p locker.Para
 // (locker/rueidis) on a rueidis client with rueidis' defaults:
 // auto-pipelining over its own connections.
 func openLocktagRueidis(addrs []string, _ int, reqs *atomic.Int64) (Lock, func(), error) {
-	return rueidisLocktag(addrs[0], reqs, locker.Params{TTL: lockTTL, Wait: time.Minute})
+	return rueidisLocktag(addrs[:1], reqs, locker.Params{TTL: lockTTL, Wait: time.Minute})
 }
 
-func rueidisLocktag(addr string, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{addr}})
+// rueidisLocktag opens locktag on a rueidis client of initAddrs: a single
+// server's client, or a Cluster client when they are Cluster nodes
+// (rueidis.NewClient tells which).
+func rueidisLocktag(initAddrs []string, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: initAddrs})
 	if err != nil {
 		return nil, nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -61,7 +62,7 @@ func runBurst(cfg *config, rep *report) {
 	fmt.Fprintf(md, "### Burst: a flash sale on one key (%d processes, hold %s, wait %s, limit %s)\n\n", cfg.burstProcs, cfg.burstHold, cfg.burstWait, cfg.burstLimit)
 	fmt.Fprintf(md, "N buyers arrive at once; stock N·5/12. Each loops Lock(wait %s) → if stock is left, sell one (GET, hold, SET) → release; busy is retried at once, errors after %s, until the buyer has bought, the stock is gone, or %s have passed. The %d-buyer rows are the baseline: %d buyers at a time, a new one arriving each time one has bought, until %d are sold. locktag runs on example-app's pool (MaxIdle 64, no MaxActive) with `Params{Wait: %s}` and a watchdog lease. Sold/s runs from the first sale to the last; wait is a buyer's arrival → its Lock returning, over the buyers that bought; ideal is FIFO: (buyers served − 1)·(hold + hand-over p50), buyers served being min(sold, buyers at a time). Stalls are gaps between sales (from t0, and to the end if stock was left) while buyers waited. Ghost grants are `!` notices on the lock's channel.\n\n",
 		cfg.burstWait, errBackoff, cfg.burstLimit, burstBase, burstBase, cfg.burstBaseStock, cfg.burstWait)
-	md.WriteString("| library | buyers | stock | sold | sold/s | × 16-buyer | busy | unavailable | other err | wait p50 | wait p99 | ideal FIFO | p99 / ideal | hold mean | hand-over p50 | Redis CPU/acq | Redis CPU / run | Redis busy after | max queue | longest stall | stalls > 100ms | ghost grants / notices | oversold | overlaps | client req/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	md.WriteString(burstHeader)
 	var libs []burstLib
 	for _, b := range burstLibs() {
 		if cfg.wantLib(b.name) {
@@ -84,6 +85,32 @@ func runBurst(cfg *config, rep *report) {
 		}
 	}
 	md.WriteString("\n")
+	rep.burstNotes(all)
+	md.WriteString("\n| target | measured | met |\n|---|---|---|\n")
+	for _, r := range all {
+		b, ok := base[r.lib]
+		if r.closed || !ok || (r.lib != "locktag" && r.lib != "locktag-pooled") {
+			continue
+		}
+		x := ratioF(r.sustained, b.sustained)
+		met := "yes"
+		if x < 0.8 || !r.soldOut {
+			met = "**no**"
+		}
+		fmt.Fprintf(md, "| %s, %d buyers: sustained sales/s ≥ 0.8× the 16-buyer rate, sold out | %.2f× (%.0f vs %.0f/s; sold %d of %d) | %s |\n",
+			r.lib, r.buyers, x, r.sustained, b.sustained, r.sold, r.stock, met)
+	}
+	md.WriteString("\n")
+}
+
+// burstHeader heads the burst tables: a line per library and burst
+// (burstLine).
+const burstHeader = "| library | buyers | stock | sold | sold/s | × 16-buyer | busy | unavailable | other err | wait p50 | wait p99 | ideal FIFO | p99 / ideal | hold mean | hand-over p50 | Redis CPU/acq | Redis CPU / run | Redis busy after | max queue | longest stall | stalls > 100ms | ghost grants / notices | oversold | overlaps | client req/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+
+// burstNotes lists, under a burst table, each run's notes and its most
+// frequent error texts.
+func (rep *report) burstNotes(all []burstRun) {
+	md := &rep.md
 	for _, r := range all {
 		if len(r.errs) == 0 && len(r.notes) == 0 {
 			continue
@@ -101,21 +128,6 @@ func runBurst(cfg *config, rep *report) {
 		}
 		md.WriteString("\n")
 	}
-	md.WriteString("\n| target | measured | met |\n|---|---|---|\n")
-	for _, r := range all {
-		b, ok := base[r.lib]
-		if r.closed || !ok || (r.lib != "locktag" && r.lib != "locktag-pooled") {
-			continue
-		}
-		x := ratioF(r.sustained, b.sustained)
-		met := "yes"
-		if x < 0.8 || !r.soldOut {
-			met = "**no**"
-		}
-		fmt.Fprintf(md, "| %s, %d buyers: sustained sales/s ≥ 0.8× the 16-buyer rate, sold out | %.2f× (%.0f vs %.0f/s; sold %d of %d) | %s |\n",
-			r.lib, r.buyers, x, r.sustained, b.sustained, r.sold, r.stock, met)
-	}
-	md.WriteString("\n")
 }
 
 func (rep *report) burstLine(r, base burstRun) {
@@ -162,8 +174,12 @@ func sortedErrs(m map[string]int64) []string {
 func runBurstOne(cfg *config, lib burstLib, n, stock int, closed bool) burstRun {
 	logf("burst %s buyers=%d stock=%d", lib.name, n, stock)
 	r := burstRun{lib: lib.name, buyers: n, stock: stock, closed: closed, maxQueue: -1, notices: -1}
-	addr := cfg.addrs[0]
-	key := fmt.Sprintf("bench:%s:b:%s:%d", cfg.runID, lib.name, n)
+	// The lock's servers: the single server, or every Cluster master.
+	addrs, tag := cfg.addrs[:1], ""
+	if lib.cluster {
+		addrs, tag = cfg.cluster, "c"
+	}
+	key := fmt.Sprintf("bench:%s:b%s:%s:%d", cfg.runID, tag, lib.name, n)
 	stockKey := key + ":stock"
 	admin, err := redis.Dial("tcp", cfg.stockAddr, redis.DialConnectTimeout(2*time.Second), redis.DialReadTimeout(5*time.Second))
 	if err != nil {
@@ -180,6 +196,12 @@ func runBurstOne(cfg *config, lib burstLib, n, stock int, closed bool) burstRun 
 		// "locktag:{K}" (package doc), its waiter queue at ":q" and channel
 		// at ":c" beside it (internals: if they move, max queue and ghost
 		// grants read 0, which no burst of thousands can really show).
+		addr := addrs[0]
+		if lib.cluster { // the master of the lock's slot; the notices reach every node
+			if addr, err = slotOwner(addr, "locktag:{"+key+"}"); err != nil {
+				fatalf("burst: %v", err)
+			}
+		}
 		q = sampleQueue(addr, "locktag:{"+key+"}:q", 50*time.Millisecond)
 		if nc, err = countNotices(addr, "locktag:{"+key+"}:c"); err != nil {
 			fatalf("burst: subscribe: %v", err)
@@ -190,7 +212,7 @@ func runBurstOne(cfg *config, lib burstLib, n, stock int, closed bool) burstRun 
 	end := t0 + int64(cfg.burstLimit)
 	procs := min(cfg.burstProcs, n)
 	cs := startChildren("-burst-child", procs, func(p int) []string {
-		return []string{"-lib", lib.name, "-addrs", addr, "-key", key, "-stock", stockKey, "-stock-addr", cfg.stockAddr,
+		return []string{"-lib", lib.name, "-addrs", strings.Join(addrs, ","), "-cluster=" + strconv.FormatBool(lib.cluster), "-key", key, "-stock", stockKey, "-stock-addr", cfg.stockAddr,
 			"-c", strconv.Itoa(n/procs + btoi(p < n%procs)), "-base", strconv.Itoa(p * 1_000_000),
 			"-t0", strconv.FormatInt(t0, 10), "-end", strconv.FormatInt(end, 10),
 			"-hold", cfg.burstHold.String(), "-wait", cfg.burstWait.String(),
@@ -198,16 +220,19 @@ func runBurstOne(cfg *config, lib burstLib, n, stock int, closed bool) burstRun 
 	})
 	defer cs.remove()
 	time.Sleep(time.Duration(t0 - mono()))
-	c0, err0 := serverStats(addr)
+	c0, err0 := serverStatsOf(addrs)
 	waitChildren(cs.cmds, end+int64(30*time.Second), &r)
 	tExit := mono()
 	// Commands the buyers sent are still run after they have gone; the
 	// run's Redis CPU includes them, and the next run must not meet them.
-	var idle bool
-	if r.drain, idle = awaitIdle(addr, 2*time.Minute); !idle {
-		r.notes = append(r.notes, fmt.Sprintf("Redis still slow %s after the buyers left", fmtD(r.drain)))
+	for _, a := range addrs {
+		d, idle := awaitIdle(a, 2*time.Minute)
+		r.drain += d
+		if !idle {
+			r.notes = append(r.notes, fmt.Sprintf("Redis %s still slow %s after the buyers left", a, fmtD(d)))
+		}
 	}
-	c1, err1 := serverStats(addr)
+	c1, err1 := serverStatsOf(addrs)
 	if q != nil {
 		r.maxQueue = q.stop()
 	}

@@ -30,9 +30,10 @@ import (
 // call a wait of its own; queue says whether the lock keeps a Redis-side
 // queue and channel the parent can watch (locktag's).
 type burstLib struct {
-	name  string
-	queue bool
-	open  func(addr string, buyers int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error)
+	name    string
+	queue   bool
+	cluster bool // on the Cluster's masters (the cluster scenario), not the single server
+	open    func(addrs []string, buyers int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error)
 }
 
 // burstLibs are the single-node locks of subjects().
@@ -58,18 +59,52 @@ func burstLibOf(s subject) burstLib {
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(0))}
 	case "locktag-goredis":
 		// A pool as large as example-app's redigo pool keeps idle (64).
-		return burstLib{name: s.name, queue: true, open: func(addr string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
-			return goredisLocktag(addr, 64, reqs, locker.Params{Wait: wait})
+		return burstLib{name: s.name, queue: true, open: func(addrs []string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+			return goredisLocktag(addrs[0], 64, reqs, locker.Params{Wait: wait})
 		}}
 	case "locktag-rueidis":
-		return burstLib{name: s.name, queue: true, open: func(addr string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
-			return rueidisLocktag(addr, reqs, locker.Params{Wait: wait})
+		return burstLib{name: s.name, queue: true, open: func(addrs []string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+			return rueidisLocktag(addrs[:1], reqs, locker.Params{Wait: wait})
 		}}
 	}
 	return burstLib{name: s.name, open: waitByDeadline(s)}
 }
 
-func burstLibByName(name string) (burstLib, bool) {
+// clusterBurstLibs are the locks of clusterSubjects as the burst runs them:
+// locktag with Params.Wait and a watchdog lease (go-redis with a pool of
+// 64 per node, as in the single-server burst), the peers with the wait as
+// a deadline on ctx.
+func clusterBurstLibs() []burstLib {
+	var out []burstLib
+	for _, s := range clusterSubjects() {
+		if !s.isLock {
+			continue
+		}
+		b := burstLib{name: s.name, cluster: true, open: waitByDeadline(s)}
+		switch s.name {
+		case "locktag-goredis":
+			b.queue, b.open = true, func(addrs []string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+				return goredisClusterLocktag(addrs, 64, reqs, locker.Params{Wait: wait})
+			}
+		case "locktag-rueidis":
+			b.queue, b.open = true, func(addrs []string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+				return rueidisLocktag(addrs, reqs, locker.Params{Wait: wait})
+			}
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func burstLibByName(name string, cluster bool) (burstLib, bool) {
+	if cluster {
+		for _, b := range clusterBurstLibs() {
+			if b.name == name {
+				return b, true
+			}
+		}
+		return burstLib{}, false
+	}
 	s, ok := subjectByName(name)
 	if !ok || s.nodes != 1 {
 		return burstLib{}, false
@@ -99,16 +134,16 @@ func readmePool(addr string, reqs *atomic.Int64) *redis.Pool {
 
 // openLocktagBurst obtains with Params{Wait: wait} and no TTL: the watchdog
 // lease a tag without `expire` asks for.
-func openLocktagBurst(dopts ...redigo.Option) func(string, int, *atomic.Int64, time.Duration) (Lock, func(), error) {
-	return func(addr string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
-		return locktagOn([]*redis.Pool{readmePool(addr, reqs)}, locker.Params{Wait: wait}, dopts...)
+func openLocktagBurst(dopts ...redigo.Option) func([]string, int, *atomic.Int64, time.Duration) (Lock, func(), error) {
+	return func(addrs []string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+		return locktagOn([]*redis.Pool{readmePool(addrs[0], reqs)}, locker.Params{Wait: wait}, dopts...)
 	}
 }
 
 // waitByDeadline opens s and bounds each of its Lock calls by wait.
-func waitByDeadline(s subject) func(string, int, *atomic.Int64, time.Duration) (Lock, func(), error) {
-	return func(addr string, buyers int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
-		l, closeFn, err := s.open([]string{addr}, buyers, reqs)
+func waitByDeadline(s subject) func([]string, int, *atomic.Int64, time.Duration) (Lock, func(), error) {
+	return func(addrs []string, buyers int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {
+		l, closeFn, err := s.open(addrs, buyers, reqs)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -336,14 +371,13 @@ func burstChildMain(args []string) int {
 	if err := fs.fs.Parse(args); err != nil {
 		return 2
 	}
-	lib, ok := burstLibByName(*fs.lib)
+	lib, ok := burstLibByName(*fs.lib, *fs.cluster)
 	if !ok {
 		fmt.Fprintf(os.Stderr, "burst child: unknown lib %q\n", *fs.lib)
 		return 2
 	}
-	addr := strings.Split(*fs.addrs, ",")[0]
 	var reqs atomic.Int64
-	l, closeFn, err := lib.open(addr, *fs.c, &reqs, *fs.wait)
+	l, closeFn, err := lib.open(strings.Split(*fs.addrs, ","), *fs.c, &reqs, *fs.wait)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "burst child: %v\n", err)
 		return 1

@@ -72,6 +72,7 @@ type childFlags struct {
 	wait      *time.Duration
 	end       *int64 // mono time at which the buyers give up
 	closed    *bool  // a new buyer takes the place of each one that bought
+	cluster   *bool  // -addrs are a Cluster's masters (the cluster scenario's libraries)
 }
 
 func newChildFlags() *childFlags {
@@ -94,5 +95,6 @@ func newChildFlags() *childFlags {
 		wait:      fs.Duration("wait", 0, ""),
 		end:       fs.Int64("end", 0, ""),
 		closed:    fs.Bool("closed", false, ""),
+		cluster:   fs.Bool("cluster", false, ""),
 	}
 }

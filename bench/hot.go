@@ -15,8 +15,8 @@ func runHot(cfg *config, rep *report) {
 	if rounds > 1 {
 		fmt.Fprintf(md, "%d interleaved rounds per contention level; each library's row is its round with the median CS/s, and the targets use the median over rounds of each round's own ratios.\n\n", rounds)
 	}
-	fmt.Fprintf(md, "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
-	var drivers []string
+	md.WriteString(hotHeader)
+	var drivers, peers []string
 	for _, c := range cfg.cs {
 		var libs []subject
 		for _, s := range subjects() {
@@ -26,6 +26,7 @@ func runHot(cfg *config, rep *report) {
 		}
 		byRound := measureRounds(cfg, "hot", libs, c, rounds, cfg.hotLoad, true)
 		drivers = append(drivers, driverRatios(byRound, libs, c, func(r row) float64 { return r.st.rate })...)
+		peers = append(peers, samePeerRatios(byRound, c, func(r row) float64 { return r.st.rate })...)
 		for _, s := range libs {
 			r := medianBy(byRound, s.name, func(r row) float64 { return r.st.rate })
 			if s.name == "locktag" && rounds > 1 {
@@ -37,6 +38,7 @@ func runHot(cfg *config, rep *report) {
 	}
 	md.WriteString("\n")
 	writeDriverRatios(md, "CS/s", drivers)
+	writeSamePeerRatios(md, "CS/s", peers)
 }
 
 // hotRounds are locktag's per-round hot-key ratios, summarised.
@@ -54,7 +56,7 @@ func hotRoundRatios(byRound []map[string]row) *hotRounds {
 			continue
 		}
 		top := 0.0
-		for _, p := range []string{"redsync", "redislock", "seed"} {
+		for _, p := range peerNames {
 			if r, ok := m[p]; ok {
 				top = max(top, r.st.rate)
 			}
@@ -88,6 +90,10 @@ func medianBy(byRound []map[string]row, lib string, key func(row) float64) row {
 	slices.SortFunc(all, func(a, b row) int { return cmp.Compare(key(a), key(b)) })
 	return all[len(all)/2]
 }
+
+// hotHeader heads the hot-key tables: a line per library and contention
+// level (hotLine).
+const hotHeader = "| library | c | CS/s | hold mean | wait p50 | wait p99 | ideal wait | p99 / ideal | hand-over p50 | in idle RTT | in loaded RTT | hand-over p99 | fairness min/max | fails | violations | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
 
 func (rep *report) hotLine(r row) {
 	id := r.ideal()

@@ -1,7 +1,8 @@
 // Command bench is locktag's side-by-side load tool: it measures locktag,
-// go-redsync/redsync v4, bsm/redislock, the seed articles' sleep-retry lock
-// and a SET+DEL pair (not a lock: the two-round-trip floor) on the same
-// redis-server in the same run, and prints markdown tables.
+// go-redsync/redsync v4, bsm/redislock, redis/rueidis' rueidislock, the
+// seed articles' sleep-retry lock and a SET+DEL pair (not a lock: the
+// two-round-trip floor) on the same redis-server in the same run, and on a
+// Redis Cluster those that run on one, and prints markdown tables.
 //
 //	cd bench && go run . [flags]
 //
@@ -13,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -40,12 +42,17 @@ type config struct {
 	burstLimit     time.Duration
 	burstBaseStock int
 	stockAddr      string // burst: the server holding the stock (the shop's own store)
+	// cluster
+	cluster      []string // the Cluster's masters
+	clusterCs    []int    // uncontended contention levels
+	clusterBurst []int    // buyer counts; none: no burst
 }
 
 func (c *config) want(scenario string) bool { return c.scenarios == nil || c.scenarios[scenario] }
 func (c *config) wantLib(lib string) bool   { return c.libs == nil || c.libs[lib] }
 
-// allScenarios run by default; burst and burst-kinds run only when named.
+// allScenarios run by default; burst, burst-kinds, waiters, hotloop and
+// cluster run only when named.
 var allScenarios = []string{"uncontended", "hot", "procs", "redlock", "e2e", "kinds"}
 
 func main() {
@@ -66,10 +73,13 @@ func main() {
 		csFlag     = flag.String("c", "2,16,64", "worker counts (contention levels), comma-separated")
 		quick      = flag.Bool("quick", false, "CI-sized run: 400ms windows, c=2,16")
 		libs       = flag.String("libs", "", "libraries to run, comma-separated (default all): "+libNames())
-		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst, burst-kinds, waiters and hotloop, which run only when named")
+		scen       = flag.String("scenarios", "", "scenarios to run, comma-separated (default all): "+strings.Join(allScenarios, ",")+"; and burst, burst-kinds, waiters, hotloop and cluster, which run only when named")
 		burst      = flag.String("burst", "1000,6000", "burst: buyer counts, comma-separated (stock N·5/12)")
 		addr       = flag.String("addr", "", "use this redis-server (host:port) instead of starting one; it must be idle, since INFO commandstats deltas are read")
 		addrs      = flag.String("addrs", "", "five redis-server masters for Redlock (comma-separated) instead of starting them")
+		clAddrs    = flag.String("cluster-addrs", "", "cluster: the masters of an idle Redis Cluster (comma-separated) instead of starting a 3-master one")
+		clCs       = flag.String("cluster-c", "1,16,64", "cluster: uncontended worker counts, comma-separated (the hot key runs at 16)")
+		clBurst    = flag.String("cluster-burst", "1000", "cluster: burst buyer counts, comma-separated (stock N·5/12); 0: no burst")
 		cpuprofile = flag.String("cpuprofile", "", "write a CPU profile of this process to `file`")
 		out        = flag.String("o", "", "also write the markdown report to `file`")
 	)
@@ -86,6 +96,7 @@ func main() {
 	flag.IntVar(&cfg.procWorkers, "proc-workers", 16, "many processes: workers per process")
 	flag.BoolVar(&cfg.control, "control", false, "control run: show the overlap detector catching the SET+DEL reference (exit 1 if it does not)")
 	flag.DurationVar(&redislockBackoff, "redislock-backoff", redislockBackoff, "bsm/redislock LinearBackoff interval")
+	flag.BoolVar(&rueidislockNoLoop, "rueidislock-noloop", false, "rueidislock: set LockerOption.NoLoopTracking (off by default, as in rueidislock; its README turns it on for Redis 7.0.5 and later)")
 	flag.Usage = func() {
 		fmt.Fprintf(os.Stderr, "usage: cd bench && go run . [flags]\n\n")
 		flag.PrintDefaults()
@@ -103,6 +114,12 @@ func main() {
 		if !flagSet("burst") {
 			*burst = "300"
 		}
+		if !flagSet("cluster-c") {
+			*clCs = "1,16"
+		}
+		if !flagSet("cluster-burst") {
+			*clBurst = "300"
+		}
 		if !flagSet("burst-limit") {
 			cfg.burstLimit = 20 * time.Second
 		}
@@ -113,6 +130,10 @@ func main() {
 		fatalf("-procs, -burst-limit and -burst-wait must be positive")
 	}
 	cfg.cs = counts("c", *csFlag, 1<<20)
+	cfg.clusterCs = counts("cluster-c", *clCs, 1<<20)
+	if *clBurst != "0" {
+		cfg.clusterBurst = counts("cluster-burst", *clBurst, 20000)
+	}
 	cfg.libs = set(*libs)
 	cfg.scenarios = set(*scen)
 	cfg.runID = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
@@ -169,7 +190,22 @@ func main() {
 		}
 	}
 
-	if cfg.control || cfg.scenarios["burst"] || cfg.scenarios["burst-kinds"] {
+	if !cfg.control && cfg.scenarios["cluster"] {
+		if *clAddrs != "" {
+			cfg.cluster = strings.Split(*clAddrs, ",")
+		} else {
+			logf("starting a %d-master Redis Cluster", clusterMasters)
+			cl, err := startCluster(clusterMasters)
+			if err != nil {
+				fatalf("%v", err)
+			}
+			servers = append(servers, cl...)
+			cfg.cluster = serverAddrs(cl)
+		}
+	}
+
+	clusterBurst := cfg.scenarios["cluster"] && len(cfg.clusterBurst) > 0
+	if cfg.control || cfg.scenarios["burst"] || cfg.scenarios["burst-kinds"] || clusterBurst {
 		// The burst's stock lives on a server of its own, as a shop's data
 		// would: its reads and writes neither queue behind the lock's
 		// Redis (stretching the hold) nor count in that server's INFO.
@@ -213,11 +249,10 @@ func main() {
 
 func libNames() string {
 	var n []string
-	for _, s := range subjects() {
-		n = append(n, s.name)
-	}
-	for _, s := range redlockSubjects() {
-		n = append(n, s.name)
+	for _, s := range slices.Concat(subjects(), redlockSubjects(), clusterSubjects()) {
+		if !slices.Contains(n, s.name) {
+			n = append(n, s.name)
+		}
 	}
 	return strings.Join(n, ",")
 }

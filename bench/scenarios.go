@@ -182,6 +182,9 @@ func runAll(cfg *config, rep *report) {
 	if cfg.scenarios["burst-kinds"] { // only when named
 		runBurstKinds(cfg, rep) // bench/burst_kinds.go
 	}
+	if cfg.scenarios["cluster"] { // only when named
+		runCluster(cfg, rep) // bench/cluster_run.go
+	}
 	rtt2 := pingRTT(cfg.addrs[0], 300*time.Millisecond)
 	fmt.Fprintf(&rep.md, "PING p50 at the end of the run: %s (start: %s).\n\n", fmtD(rtt2), fmtD(rep.rtt))
 	rep.targets()
@@ -214,7 +217,7 @@ func runUncontended(cfg *config, rep *report) {
 		fmt.Fprintf(md, "%d interleaved rounds per contention level: every library once per round, one after another, so each ratio is paired with a set+del cell measured seconds away, and a burst of outside load spoils one round rather than one library's whole result. × set+del is the median of the per-round ratios (range in brackets); the other columns are from the round whose ratio is that median.\n\n", rounds)
 	}
 	md.WriteString("The last column is the whole machine during that row's window: CPUs busy (every process, this tool and redis-server included) / stolen by the hypervisor / one-minute load average. Below each contention level, the range over all its windows. A ratio taken while other work keeps the CPUs busy, or while steal is high, says more about the machine than about the libraries.\n\n")
-	fmt.Fprintf(md, "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq | busy / steal / load |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	md.WriteString(uncontendedHeader)
 	var machines, drivers, peers []string
 	for _, c := range cfg.cs {
 		var libs []subject
@@ -230,16 +233,11 @@ func runUncontended(cfg *config, rep *report) {
 		ref, _ := rep.find("uncontended", "set+del", c)
 		for _, s := range libs {
 			r, _ := rep.find("uncontended", s.name, c)
-			x := fmt.Sprintf("%.2f×", r.vsRef(ref))
-			if r.ratioMed > 0 {
-				x += fmt.Sprintf(" (%.2f–%.2f)", r.ratioMin, r.ratioMax)
-			}
-			fmt.Fprintf(md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s | %.1f | %s |\n", r.lib, c, r.st.rate, x,
-				fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq), r.allocs, r.mach)
+			rep.uncontendedLine(r, ref)
 		}
 		machines = append(machines, fmt.Sprintf("- c = %d: %s\n", c, machineRange(byRound)))
 		drivers = append(drivers, driverRatios(byRound, libs, c, func(r row) float64 { return r.st.rate })...)
-		peers = append(peers, goredisPeerRatio(byRound, c)...)
+		peers = append(peers, samePeerRatios(byRound, c, func(r row) float64 { return r.st.rate })...)
 	}
 	md.WriteString("\nThe machine during each contention level's windows:\n\n")
 	for _, m := range machines {
@@ -247,32 +245,56 @@ func runUncontended(cfg *config, rep *report) {
 	}
 	md.WriteString("\n")
 	writeDriverRatios(md, "pairs/s", drivers)
-	if len(peers) > 0 {
-		md.WriteString("locktag on go-redis against redislock on the same go-redis client settings, pairs/s: the median of the per-round ratios (range).\n\n| c | locktag-goredis ÷ redislock | rounds |\n|---:|---:|---:|\n")
-		for _, l := range peers {
-			md.WriteString(l)
-		}
-		md.WriteString("\n")
-	}
+	writeSamePeerRatios(md, "pairs/s", peers)
 }
 
-// goredisPeerRatio compares locktag-goredis with redislock, both on
-// goredisClient, at c: the median and range over the rounds of each
-// round's ratio of pairs/s; nothing unless both ran.
-func goredisPeerRatio(byRound []map[string]row, c int) []string {
-	var x []float64
-	for _, m := range byRound {
-		a, ok1 := m["locktag-goredis"]
-		b, ok2 := m["redislock"]
-		if ok1 && ok2 && b.st.rate > 0 {
-			x = append(x, a.st.rate/b.st.rate)
+// uncontendedHeader heads the uncontended tables: a line per library and
+// contention level (uncontendedLine).
+const uncontendedHeader = "| library | c | pairs/s | × set+del | p50 | p99 | client req/acq | server cmds/acq | server CPU/acq | client CPU/acq | client allocs/acq | busy / steal / load |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n"
+
+// uncontendedLine writes r's line, its pairs/s against ref's (set+del).
+func (rep *report) uncontendedLine(r, ref row) {
+	x := fmt.Sprintf("%.2f×", r.vsRef(ref))
+	if r.ratioMed > 0 {
+		x += fmt.Sprintf(" (%.2f–%.2f)", r.ratioMin, r.ratioMax)
+	}
+	fmt.Fprintf(&rep.md, "| %s | %d | %.0f | %s | %s | %s | %.2f | %.2f | %s | %s | %.1f | %s |\n", r.lib, r.c, r.st.rate, x,
+		fmtD(r.st.pairP50), fmtD(r.st.pairP99), r.reqPerAcq, r.cmdPerAcq, fmtD(r.cpuPerAcq), fmtD(r.cliPerAcq), r.allocs, r.mach)
+}
+
+// samePeerRatios compares, for each pair of samePeers that ran, locktag
+// on the driver with the peer on the same client library at c: the
+// median and range over the rounds of each round's ratio of metric.
+func samePeerRatios(byRound []map[string]row, c int, metric func(row) float64) []string {
+	var out []string
+	for _, pair := range samePeers {
+		var x []float64
+		for _, m := range byRound {
+			a, ok1 := m[pair[0]]
+			b, ok2 := m[pair[1]]
+			if ok1 && ok2 && metric(b) > 0 {
+				x = append(x, metric(a)/metric(b))
+			}
 		}
+		if len(x) == 0 {
+			continue
+		}
+		v := medRange(x)
+		out = append(out, fmt.Sprintf("| %s ÷ %s | %d | %.2f× (%.2f–%.2f) | %d |\n", pair[0], pair[1], c, v[0], v[1], v[2], len(x)))
 	}
-	if len(x) == 0 {
-		return nil
+	return out
+}
+
+// writeSamePeerRatios writes the lines of samePeerRatios as a table.
+func writeSamePeerRatios(md *strings.Builder, metric string, lines []string) {
+	if len(lines) == 0 {
+		return
 	}
-	v := medRange(x)
-	return []string{fmt.Sprintf("| %d | %.2f× (%.2f–%.2f) | %d |\n", c, v[0], v[1], v[2], len(x))}
+	fmt.Fprintf(md, "locktag on a driver against the peer on the same client library (go-redis: both on goredisClient's settings; rueidis: locktag on rueidis' defaults, rueidislock on the client it builds), %s: the median of the per-round ratios (range).\n\n| locktag ÷ peer | c | %s | rounds |\n|---|---:|---:|---:|\n", metric, metric)
+	for _, l := range lines {
+		md.WriteString(l)
+	}
+	md.WriteString("\n")
 }
 
 // driverRatios compares locktag on its other drivers with locktag on
@@ -317,12 +339,17 @@ func writeDriverRatios(md *strings.Builder, metric string, lines []string) {
 // measureRounds measures every library once per round, one after another,
 // and returns each round's rows by library.
 func measureRounds(cfg *config, scenario string, libs []subject, c, rounds int, load func(c int, tag string) load, oneKey bool) []map[string]row {
+	return measureRoundsOn(cfg.addrs, scenario, libs, c, rounds, load, oneKey)
+}
+
+// measureRoundsOn is measureRounds on the servers addrs.
+func measureRoundsOn(addrs []string, scenario string, libs []subject, c, rounds int, load func(c int, tag string) load, oneKey bool) []map[string]row {
 	byRound := make([]map[string]row, rounds)
 	for i := range rounds {
 		byRound[i] = map[string]row{}
 		for _, s := range libs {
 			logf("%s %s c=%d round %d/%d", scenario, s.name, c, i+1, rounds)
-			r, err := measure(s, cfg.addrs, load(c, s.name), oneKey)
+			r, err := measure(s, addrs, load(c, s.name), oneKey)
 			if err != nil {
 				fatalf("%s: %v", s.name, err)
 			}

@@ -46,7 +46,12 @@ func startServers(n int) ([]*server, error) {
 	return out, nil
 }
 
-func startServer() (*server, error) {
+func startServer() (*server, error) { return startServerWith(nil) }
+
+// startServerWith starts a redis-server as startServer does, adding the
+// arguments more returns on each attempt (nil: none): a port of its own
+// chosen per attempt, say.
+func startServerWith(more func() ([]string, error)) (*server, error) {
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		return nil, errors.New("redis-server not found on PATH (apt-get install -y redis-server), or pass -addr")
 	}
@@ -56,18 +61,28 @@ func startServer() (*server, error) {
 	}
 	var last error
 	for range 5 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		// A failed attempt's stop removed dir.
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, err
+		}
+		port, err := freePort()
 		if err != nil {
 			last = err
 			continue
 		}
-		port := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, done: make(chan struct{})}
-		s.cmd = exec.Command("redis-server",
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		args := []string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", dir,
-			"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning")
+			"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning"}
+		if more != nil {
+			extra, err := more()
+			if err != nil {
+				last = err
+				continue
+			}
+			args = append(args, extra...)
+		}
+		s := &server{addr: "127.0.0.1:" + strconv.Itoa(port), dir: dir, done: make(chan struct{})}
+		s.cmd = exec.Command("redis-server", args...)
 		s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 		if err := s.cmd.Start(); err != nil {
 			last = err
@@ -81,6 +96,16 @@ func startServer() (*server, error) {
 	}
 	os.RemoveAll(dir)
 	return nil, fmt.Errorf("cannot start redis-server: %w", last)
+}
+
+// freePort is a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 func waitPing(addr string, exited <-chan struct{}) error {
@@ -156,6 +181,19 @@ func serverStats(addr string) (serverStat, error) {
 		}
 	}
 	return st, nil
+}
+
+// serverStatsOf sums serverStats over addrs, and fails if any fails.
+func serverStatsOf(addrs []string) (serverStat, error) {
+	var t serverStat
+	var errs []error
+	for _, a := range addrs {
+		s, err := serverStats(a)
+		errs = append(errs, err)
+		t.calls += s.calls
+		t.cpu += s.cpu
+	}
+	return t, errors.Join(errs...)
 }
 
 // serverStatsAll sums serverStats over addrs. Each snapshot itself runs two

@@ -23,7 +23,6 @@ func (rep *report) targets() {
 		}
 		fmt.Fprintf(md, "| %s | %s | %s |\n", target, measured, m)
 	}
-	peers := []string{"redsync", "redislock", "seed"}
 	for _, c := range rep.cfg.cs {
 		lt, ok1 := rep.find("uncontended", "locktag", c)
 		ref, ok2 := rep.find("uncontended", "set+del", c)
@@ -47,7 +46,7 @@ func (rep *report) targets() {
 		}
 		if c >= 16 {
 			best, bn := 0.0, ""
-			for _, p := range peers {
+			for _, p := range peerNames {
 				if r, ok := rep.find("hot", p, c); ok && r.st.rate > best {
 					best, bn = r.st.rate, p
 				}
@@ -74,7 +73,7 @@ func (rep *report) targets() {
 	}
 	if lt, ok := rep.find("procs", "locktag", rep.cfg.procs*rep.cfg.procWorkers); ok {
 		best, bn := 0.0, ""
-		for _, p := range peers {
+		for _, p := range peerNames {
 			if r, ok := rep.find("procs", p, lt.c); ok && r.st.rate > best {
 				best, bn = r.st.rate, p
 			}
