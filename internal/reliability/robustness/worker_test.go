@@ -417,9 +417,9 @@ func runLockWorker(e workerEnv) {
 }
 
 // runIdemWorker runs idempotent requests from threads goroutines. Request
-// Half of the operations are rate decisions (rateDecision) on one of two
-// rate keys instead. Request keys come from a window that moves on every 400ms; one request in four
-// picks a key of any earlier window (a late retry). An execution claims
+// Half of the operations are rate decisions (rateDecision) instead.
+// Request keys come from a window that moves on every 400ms; one request
+// in four picks a key of any earlier window (a late retry). An execution claims
 // the key, checks that its claim still stands, counts itself on the
 // register's Redis (INCR: the n-th execution of that key) and completes
 // with n as its outcome; a replay returns the stored n.
@@ -444,7 +444,14 @@ func runIdemWorker(e workerEnv) {
 					w = rng.IntN(w)
 				}
 				if rng.IntN(2) == 0 {
-					rateDecision(ctx, lk, rec, cl, fmt.Sprintf("%srate%d", prefix, rng.IntN(2)))
+					// One rate key per 2s window (a fresh bucket, and a
+					// history porcupine checks quickly); one decision in
+					// four on an earlier window's key.
+					rw := int(time.Since(start) / (2 * time.Second))
+					if rng.IntN(4) == 0 && rw > 0 {
+						rw = rng.IntN(rw)
+					}
+					rateDecision(ctx, lk, rec, cl, fmt.Sprintf("%srate%d", prefix, rw))
 				} else {
 					key := fmt.Sprintf("%s%d.%d", prefix, w, rng.IntN(6))
 					idempotentRequest(ctx, lk, sp, rec, cl, key, e.lease)
