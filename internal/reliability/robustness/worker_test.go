@@ -516,7 +516,11 @@ func rateDecision(ctx context.Context, lk *locker.Locker, rec *recorder, cl int,
 	id := rec.call(cl, "allow", key, 0, 0)
 	_, err := lk.Allow(ctx, key, locker.RateParams{Limit: rateLimit, Period: ratePeriod, Burst: rateBurst, Name: "robustness"})
 	out := "limited"
-	if !errors.Is(err, locker.ErrRateLimited) {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		// Refused to the caller, but its decision may have been taken.
+		out = "unknown"
+	case !errors.Is(err, locker.ErrRateLimited):
 		out = outcome(err)
 	}
 	rec.ret(id, out, 0, 0, "", err)
