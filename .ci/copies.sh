@@ -10,6 +10,11 @@
 #
 # A copy holds the source's non-test .go files (and listed subpackages),
 # each behind a "Code generated" line; its tests stay with the source.
+#
+# The files every HTTP adapter holds in the same shape (its options,
+# errors, status table and guard constructors) are generated too, from
+# the templates in internal/httpcore/gen, which this script runs after
+# the copies (go run ./internal/httpcore/gen [-check]).
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 mode=${1:-write}
@@ -80,4 +85,8 @@ for line in "${copies[@]}"; do
 	done
 done
 [ $fail = 0 ] && [ "$mode" = check ] && echo "copies: every copy matches its source"
+case $mode in
+write) (cd "$root" && go run ./internal/httpcore/gen) || fail=1 ;;
+check) (cd "$root" && go run ./internal/httpcore/gen -check) || fail=1 ;;
+esac
 exit $fail

@@ -15,9 +15,6 @@ import (
 	"github.com/locktag/locktag/keyexpr"
 )
 
-// ErrNotChecked reports a route CheckRoutes could not check.
-var ErrNotChecked = errors.New("middleware: route not checked")
-
 // RouteCheck returns the middleware CheckRoutes needs: install it first,
 // before any route is registered,
 //
@@ -41,8 +38,9 @@ func routeCheck(c *gin.Context) {
 	}
 }
 
-// lockHandlerName is the name of the closures NewLock returns.
-var lockHandlerName = runtime.FuncForPC(reflect.ValueOf(NewLock).Pointer()).Name() + ".func"
+// lockHandlerName is the name of every Lock's middleware: the closures
+// (*locks).handler makes.
+var lockHandlerName = runtime.FuncForPC(reflect.ValueOf((*locks).handler).Pointer()).Name() + ".func"
 
 func isLockHandler(name string) bool { return strings.HasPrefix(name, lockHandlerName) }
 

@@ -21,30 +21,11 @@ import (
 // scope is given. Put it before Lock. Statuses and lifecycle:
 // docs/idempotency.md.
 func Idempotency(l *locker.Locker, opts ...Option) gin.HandlerFunc {
-	h, err := NewIdempotency(l, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return h
+	return httpcore.Must(NewIdempotency(l, opts...))
 }
 
-// NewIdempotency is like Idempotency but returns construction errors:
-// guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
-// locker.ErrBadOption.
-func NewIdempotency(l *locker.Locker, opts ...Option) (gin.HandlerFunc, error) {
-	g, s, err := httpcore.NewIdempotency[*gin.Context](l, opts, evaluateOptions)
-	if err != nil {
-		return nil, err
-	}
-	m := &idempotency{g: g, s: s}
-	return m.serve, nil
-}
-
-// idempotency is one built Idempotency middleware.
-type idempotency struct {
-	g *guard.Idempotency[*gin.Context]
-	s *settings
-}
+// handler is the middleware of one Idempotency.
+func (m *idempotency) handler() gin.HandlerFunc { return m.serve }
 
 func (m *idempotency) serve(c *gin.Context) {
 	route := c.FullPath()

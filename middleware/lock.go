@@ -2,12 +2,10 @@ package middleware
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware/internal/httpcore"
@@ -24,80 +22,26 @@ import (
 // without the lock (unless guard.WithFailOpen); a lost lock cancels the
 // request's context with cause locker.ErrLockLost. Statuses: docs/problems.md.
 func Lock(l *locker.Locker, tag string, opts ...Option) gin.HandlerFunc {
-	h, err := NewLock(l, tag, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return h
+	return httpcore.Must(NewLock(l, tag, opts...))
 }
 
-// NewLock is like Lock but returns construction errors instead of panicking:
-// guard.ErrNilLocker, errors wrapping locker.ErrBadOption, or a
-// *keyexpr.TagError for a bad tag — including a key template that names an
-// unknown source or a path its source rejects (errors.Is(err,
-// keyexpr.ErrUnknownSource)).
-func NewLock(l *locker.Locker, tag string, opts ...Option) (gin.HandlerFunc, error) {
-	m, err := newLocks(l, opts)
-	if err != nil {
-		return nil, err
-	}
-	g, err := m.compile(tag)
-	if err != nil {
-		return nil, err
-	}
+// handler is the middleware of one Lock. CheckRoutes recognises it by the
+// name of its code (lockHandlerName): it must not be inlined, which would
+// give its closure another name.
+//
+//go:noinline
+func (m *locks) handler(g *guard.Lock[*gin.Context]) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if p := probeOf(c); p != nil {
 			p.check(c, m, g.Spec()) // CheckRoutes
 			return
 		}
 		m.serve(c, g)
-	}, nil
-}
-
-// FailedOpen returns the error for which a guard.WithFailOpen route ran
-// its handler without the lock, or nil if the request holds its lock (or
-// has no lock middleware). Handlers that must not run unprotected after all
-// can check it and refuse. It is guard.FailOpenCause of the request's
-// context.
-func FailedOpen(c *gin.Context) error {
-	return guard.FailOpenCause(c.Request.Context())
-}
-
-// locks is what one Lock or LockRules call built: the locker, the options
-// and the bound sources, shared by all its routes.
-type locks struct {
-	l       *locker.Locker
-	opts    []guard.Option
-	s       *settings
-	sources keyexpr.Sources[*gin.Context]
-	maxBody int64 // the guards' WithMaxRequestBytes, set before any request
-}
-
-func newLocks(l *locker.Locker, opts []Option) (*locks, error) {
-	if l == nil {
-		return nil, guard.ErrNilLocker
 	}
-	s, err := evaluateOptions(guard.LockGuards, opts)
-	if err != nil {
-		return nil, err
-	}
-	m := &locks{l: l, opts: opts, s: s, maxBody: guard.DefaultMaxRequestBytes}
-	m.sources = m.sourceSet()
-	return m, nil
 }
 
-// compile parses and binds one tag.
-func (m *locks) compile(tag string) (*guard.Lock[*gin.Context], error) {
-	g, err := guard.CompileLock(m.l, tag, m.sources, m.opts...)
-	if err != nil {
-		return nil, err
-	}
-	m.maxBody = g.MaxRequestBytes()
-	return g, nil
-}
-
-// errNotWritten tells the guard that the chain wrote nothing.
-var errNotWritten = errors.New("middleware: nothing written")
+// contextOf is the request's context.
+func contextOf(c *gin.Context) context.Context { return c.Request.Context() }
 
 // serve runs one request through g.
 func (m *locks) serve(c *gin.Context, g *guard.Lock[*gin.Context]) {

@@ -5,7 +5,6 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/middleware/internal/httpcore"
 )
@@ -29,33 +28,16 @@ type Rules map[string]string
 // error, in sorted key order, that NewLockRules would return. Rules.Check
 // finds rules that name no registered route. Guide: docs/gin.md.
 func LockRules(l *locker.Locker, rules Rules, opts ...Option) gin.HandlerFunc {
-	h, err := NewLockRules(l, rules, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return h
+	return httpcore.Must(NewLockRules(l, rules, opts...))
 }
 
-// NewLockRules is like LockRules but returns construction errors instead of
-// panicking: guard.ErrNilLocker, errors wrapping locker.ErrBadOption or
-// ErrBadRule, or a *keyexpr.TagError (wrapped with the rule's key) for a bad
-// tag.
-func NewLockRules(l *locker.Locker, rules Rules, opts ...Option) (gin.HandlerFunc, error) {
-	m, err := newLocks(l, opts)
-	if err != nil {
-		return nil, err
-	}
-	table, err := httpcore.CompileRules(rules, httpcore.RuleSyntax{
-		Prefix: "middleware", Route: "pattern", Params: routeParams, Check: m.checkParams,
-	}, m.compile)
-	if err != nil {
-		return nil, err
-	}
+// rules is the middleware of one LockRules.
+func (m *locks) rules(table httpcore.RuleTable[*gin.Context]) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if g := table.Lookup(c.Request.Method, c.FullPath()); g != nil && probeOf(c) == nil {
 			m.serve(c, g)
 		}
-	}, nil
+	}
 }
 
 // Check reports, wrapping ErrBadRule, the rules that name no route in
@@ -81,14 +63,4 @@ func routeParams(pattern string) []string {
 		}
 	}
 	return params
-}
-
-// checkParams fails, with a *keyexpr.TagError wrapping ErrBadRule, for a
-// {path.X} in spec whose X is not one of params, unless the application
-// replaced the path source.
-func (m *locks) checkParams(spec *keyexpr.Spec, params []string) error {
-	if _, custom := m.s.Sources["path"]; custom {
-		return nil
-	}
-	return httpcore.CheckParams(spec, params, ":", "")
 }

@@ -6,75 +6,17 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware/lockecho5/internal/httpcore"
 )
 
-// Idempotency returns a middleware that runs the rest of the chain at most
-// once per (route, caller scope, Idempotency-Key) and replays the stored
-// response to retries:
-//
-//	e.POST("/payments", pay, lockecho5.Idempotency(lk, guard.WithScope(accountOf)))
-//
-// accountOf is a func(*echo.Context) (string, error). Install it on the route, a
-// group or e.Use (never e.Pre), before Lock; a handler's error is answered
-// inside the guard, and that answer is stored. It panics for an invalid option
-// or no scope. Statuses: docs/idempotency.md; placement: docs/echo.md.
-func Idempotency(l *locker.Locker, opts ...Option) echo.MiddlewareFunc {
-	mw, err := NewIdempotency(l, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return mw
-}
-
-// NewIdempotency is like Idempotency but returns construction errors:
-// guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
-// locker.ErrBadOption.
-func NewIdempotency(l *locker.Locker, opts ...Option) (echo.MiddlewareFunc, error) {
-	g, s, err := httpcore.NewIdempotency[*echo.Context](l, opts, evaluateOptions)
-	if err != nil {
-		return nil, err
-	}
-	m := &idempotency{g: g, s: s}
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c *echo.Context) error { return m.serve(c, next) }
-	}, nil
-}
-
-// idempotency is one built Idempotency middleware.
-type idempotency struct {
-	g *guard.Idempotency[*echo.Context]
-	s *settings
-}
-
-func (m *idempotency) serve(c *echo.Context, next echo.HandlerFunc) error {
-	route := c.Path()
-	if route == "" {
-		return next(c) // no route matched (or e.Pre): nothing to guard
-	}
-	orig := c.Request()
-	q := httpcore.IdemRequest(orig, route, m.s.Header, func(max int64) ([]byte, error) { return httpcore.ReadBody(orig, max) })
-	var herr error
-	o := m.g.Run(orig.Context(), c, q, func(ctx context.Context) guard.Answer {
-		rec, unrecord := record(c, &httpcore.Capture{Max: m.g.MaxResponseBytes()})
-		defer unrecord()
-		herr = runChain(c, next, orig, ctx, rec)
-		rec.cap.Snapshot(rec.Header()) // nothing written: what Echo will send
-		return rec.cap.Answer(max(rec.written(), http.StatusOK), m.s.ReplayHeaders, rec.written() != 0)
-	})
-	switch o.Kind {
-	case guard.OK:
-		if o.Err != nil { // the response is sent; a retry may run the handler again
-			logAfter(c, m.g.Logger(), o)
-		}
-	case guard.Replay:
-		if err := httpcore.Replay(c.Response(), o.Record); err != nil {
-			refuse(c, m.s, guard.Outcome{Kind: guard.Internal, Err: err, Name: o.Name, Idempotency: true})
-		}
-	default:
-		refuse(c, m.s, o)
-	}
-	return herr
+// call runs the rest of the chain with ctx, capturing the response
+// through a recorder, and returns the guard's answer and the chain's
+// error.
+func (m *idempotency) call(c *echo.Context, next echo.HandlerFunc, orig *http.Request, ctx context.Context) (guard.Answer, error) {
+	rec, unrecord := record(c, &httpcore.Capture{Max: m.g.MaxResponseBytes()})
+	defer unrecord()
+	err := runChain(c, next, orig, ctx, rec)
+	rec.Cap.Snapshot(rec.Header()) // nothing written: what Echo will send
+	return rec.Cap.Answer(max(rec.written(), http.StatusOK), m.s.ReplayHeaders, rec.written() != 0), err
 }

@@ -7,110 +7,10 @@ import (
 
 	"github.com/labstack/echo/v5"
 
-	"github.com/locktag/locktag/keyexpr"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/guard"
 	"github.com/locktag/locktag/middleware/lockecho5/internal/httpcore"
 )
-
-// Lock returns a middleware that holds the lock described by tag while the
-// rest of the chain runs; a rate tag makes it a rate limit (429). Put it on
-// the route, a group or e.Use, never e.Pre (there is no route yet):
-//
-//	e.POST("/orders/:id/pay", pay, lockecho5.Lock(lk, `key:"order:{path.id}" wait:"2s"`))
-//
-// A lost lock cancels the request's context with cause locker.ErrLockLost; a
-// handler's error goes to Echo's HTTPErrorHandler while the lock is held. Lock
-// panics with NewLock's error for an invalid tag or option. Statuses: Status;
-// guide: docs/echo.md.
-func Lock(l *locker.Locker, tag string, opts ...Option) echo.MiddlewareFunc {
-	mw, err := NewLock(l, tag, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return mw
-}
-
-// NewLock is like Lock but returns construction errors instead of panicking:
-// guard.ErrNilLocker, errors wrapping locker.ErrBadOption, or a
-// *keyexpr.TagError for a bad tag — including a key template that names an
-// unknown source or a path its source rejects (errors.Is(err,
-// keyexpr.ErrUnknownSource)).
-func NewLock(l *locker.Locker, tag string, opts ...Option) (echo.MiddlewareFunc, error) {
-	m, err := newLocks(l, opts)
-	if err != nil {
-		return nil, err
-	}
-	g, err := m.compile(tag)
-	if err != nil {
-		return nil, err
-	}
-	return m.middleware(g), nil
-}
-
-// middleware is the middleware of one Lock. RouteCheck recognises it by
-// its code (lockMiddleware): it must not be inlined, which would give each
-// caller a copy of the closure.
-//
-//go:noinline
-func (m *locks) middleware(g *guard.Lock[*echo.Context]) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c *echo.Context) error {
-			if p := probeOf(c); p != nil {
-				p.found = append(p.found, probed{m, g.Spec()}) // RouteCheck: report the tag, run nothing
-				return nil
-			}
-			return m.serve(c, next, g)
-		}
-	}
-}
-
-// FailedOpen returns the error for which a guard.WithFailOpen route ran
-// its handler without the lock, or nil if the request holds its lock (or
-// has no lock middleware). Handlers that must not run unprotected after all
-// can check it and refuse. It is guard.FailOpenCause of the request's
-// context.
-func FailedOpen(c *echo.Context) error {
-	return guard.FailOpenCause(c.Request().Context())
-}
-
-// locks is what one Lock or LockRules call built: the locker, the options
-// and the bound sources, shared by all its routes.
-type locks struct {
-	l       *locker.Locker
-	opts    []guard.Option
-	s       *settings
-	sources keyexpr.Sources[*echo.Context]
-	maxBody int64 // the guards' WithMaxRequestBytes, set before any request
-	// missing knows the routes that only answer 404 (see notFound).
-	missing notFound
-}
-
-func newLocks(l *locker.Locker, opts []Option) (*locks, error) {
-	if l == nil {
-		return nil, guard.ErrNilLocker
-	}
-	s, err := evaluateOptions(guard.LockGuards, opts)
-	if err != nil {
-		return nil, err
-	}
-	m := &locks{l: l, opts: opts, s: s, maxBody: guard.DefaultMaxRequestBytes}
-	m.sources = m.sourceSet()
-	return m, nil
-}
-
-// compile parses and binds one tag.
-func (m *locks) compile(tag string) (*guard.Lock[*echo.Context], error) {
-	g, err := guard.CompileLock(m.l, tag, m.sources, m.opts...)
-	if err != nil {
-		return nil, err
-	}
-	m.maxBody = g.MaxRequestBytes()
-	return g, nil
-}
-
-// errNotWritten tells the guard that the chain wrote nothing.
-var errNotWritten = errors.New("lockecho5: nothing written")
 
 // serve runs one request through g.
 func (m *locks) serve(c *echo.Context, next echo.HandlerFunc, g *guard.Lock[*echo.Context]) error {
@@ -139,7 +39,7 @@ func (m *locks) serve(c *echo.Context, next echo.HandlerFunc, g *guard.Lock[*ech
 	case !o.Kind.Ran() && (o.Kind != guard.Lost || rec.written() == 0):
 		refuse(c, m.s, o)
 	case o.Err != nil && o.Kind != guard.FailedOpen: // the guard logs those once per outage
-		logAfter(c, g.Logger(), o)
+		httpcore.LogAfter(contextOf(c), g.Logger(), o)
 	}
 	return herr
 }
@@ -161,14 +61,4 @@ func runChain(c *echo.Context, next echo.HandlerFunc, orig *http.Request, ctx co
 		c.Echo().HTTPErrorHandler(c, err)
 	}
 	return err
-}
-
-// restore gives the chain back the request it had before a guard replaced
-// it with running; a handler may have replaced it again meanwhile.
-func restore(c *echo.Context, orig, running *http.Request) {
-	if r := c.Request(); r == running {
-		c.SetRequest(orig)
-	} else if r != nil {
-		c.SetRequest(r.WithContext(orig.Context()))
-	}
 }

@@ -1,30 +1,9 @@
 package lockecho5
 
-import (
-	"sync"
+import "github.com/labstack/echo/v5"
 
-	"github.com/labstack/echo/v5"
-)
-
-// notFound remembers, per method and route path, whether Echo routed a
-// request to a route-not-found handler: a group's catch-all, which Echo
-// adds so that group middleware runs for unknown paths under the group, or
-// an app's RouteNotFound. No route of the app matched such a request, so
-// no lock applies: it goes straight to the 404 (a tag reading a parameter
-// the catch-all lacks is no mistake of the tag).
-type notFound struct{ m sync.Map } // method+" "+path -> bool
-
-// of reports whether c was routed to a route-not-found handler.
-func (n *notFound) of(c *echo.Context) bool {
-	path, method := c.Path(), c.Request().Method
-	if path == "" {
-		return false // not routed yet (e.Pre): the guard's tag mistake
-	}
-	key := method + " " + path
-	if v, ok := n.m.Load(key); ok {
-		return v.(bool)
-	}
-	v := c.RouteInfo().Method == echo.RouteNotFound
-	n.m.Store(key, v)
-	return v
+// routedToNotFound reports whether Echo routed c to a route-not-found
+// handler.
+func routedToNotFound(c *echo.Context, _, _ string) bool {
+	return c.RouteInfo().Method == echo.RouteNotFound
 }

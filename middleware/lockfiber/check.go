@@ -170,10 +170,7 @@ func (m *locks) check(spec *keyexpr.Spec, params []string, use bool) error {
 			}
 		}
 	}
-	if _, custom := m.s.Sources["path"]; custom {
-		return nil
-	}
-	return httpcore.CheckParams(spec, paramNames(params), ":", "")
+	return m.checkParams(spec, paramNames(params))
 }
 
 // paramNames turns Fiber's parameter names into a tag's: the wildcards *1

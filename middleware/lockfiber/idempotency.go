@@ -23,30 +23,11 @@ import (
 // guard, and that answer is stored; a body stream cannot be. It panics for an
 // invalid option or no scope. Statuses: docs/idempotency.md; guide: docs/fiber.md.
 func Idempotency(l *locker.Locker, opts ...Option) fiber.Handler {
-	h, err := NewIdempotency(l, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return h
+	return httpcore.Must(NewIdempotency(l, opts...))
 }
 
-// NewIdempotency is like Idempotency but returns construction errors:
-// guard.ErrNilLocker, guard.ErrNoScope, or errors wrapping
-// locker.ErrBadOption.
-func NewIdempotency(l *locker.Locker, opts ...Option) (fiber.Handler, error) {
-	g, s, err := httpcore.NewIdempotency[fiber.Ctx](l, opts, evaluateOptions)
-	if err != nil {
-		return nil, err
-	}
-	m := &idempotency{g: g, s: s}
-	return m.serve, nil
-}
-
-// idempotency is one built Idempotency handler.
-type idempotency struct {
-	g *guard.Idempotency[fiber.Ctx]
-	s *settings
-}
+// handler is the fiber.Handler of one Idempotency.
+func (m *idempotency) handler() fiber.Handler { return m.serve }
 
 func (m *idempotency) serve(c fiber.Ctx) error {
 	orig := c.Context()
@@ -61,7 +42,7 @@ func (m *idempotency) serve(c fiber.Ctx) error {
 	switch o.Kind {
 	case guard.OK:
 		if o.Err != nil { // the response stands; a retry may run the handler again
-			logAfter(c, m.g.Logger(), o)
+			httpcore.LogAfter(contextOf(c), m.g.Logger(), o)
 		}
 		return nil
 	case guard.Replay:

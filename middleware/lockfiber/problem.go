@@ -9,18 +9,6 @@ import (
 	"github.com/locktag/locktag/middleware/lockfiber/internal/httpcore"
 )
 
-// ProblemContentType is the media type of the bodies WriteProblem writes.
-const ProblemContentType = httpcore.ProblemContentType
-
-// Status returns the HTTP status this package answers an outcome of kind k
-// with, the table of every locktag HTTP adapter: 200 where the handler ran or
-// a response is replayed; 400 for BadKey, MissingIdempotencyKey and
-// BadIdempotencyKey; 401 NoScope; 409 Busy, InFlight; 413 TooLarge; 422
-// Mismatch, NotStored; 429 LimitFull, RateLimited; 500 TagMistake, Internal;
-// 503 Unavailable, Deadline, Canceled, Lost. 409, 429 and 503 carry
-// Retry-After, RateLimited also the RateLimit fields: docs/problems.md.
-func Status(k guard.Kind) int { return httpcore.Status(k) }
-
 // refuse discards whatever the route wrote so far, sets the refusal's
 // headers and hands the outcome to the error handler.
 func refuse(c fiber.Ctx, s *settings, o guard.Outcome) error {

@@ -30,25 +30,6 @@ var (
 	ErrBodyNotRewindable = retry.ErrBodyNotRewindable
 )
 
-// DefaultMaxBufferedBody is how much of an answer to a keyed request
-// NewRetryTransport reads into memory by default (WithMaxBufferedBody):
-// 1 MiB, the most an idempotency guard stores by default
-// (guard.WithMaxResponseBytes), so every answer a retry can get replayed
-// fits.
-const DefaultMaxBufferedBody = 1 << 20
-
-// WithMaxBufferedBody sets how many bytes of an answer to a keyed request
-// NewRetryTransport reads into memory before it returns the response. An
-// answer of at most n bytes is read in full (a connection lost in it is
-// retried with the same key) and returned from memory, its ContentLength
-// set; a longer one is returned as a stream, whose cut is the caller's to
-// retry with IdempotencyKeyOf's key. n <= 0 buffers nothing, for keyed
-// endpoints that stream. The default is DefaultMaxBufferedBody. Memory and
-// streaming: docs/clients.md#answers-nethttp.
-func WithMaxBufferedBody(n int64) RetryOption {
-	return func(s *retrySettings) { s.maxBuffered = max(n, 0) }
-}
-
 // RetryError is the error of a round trip of NewRetryTransport that was
 // retried or could be: given up (ErrBudgetExhausted), refused
 // (ErrKeyReused, ErrBodyNotRewindable) or ended by the request's context.

@@ -32,11 +32,7 @@ func NewIdempotency(l *locker.Locker, opts ...Option) (*Idempotency, error) {
 
 // MustIdempotency is NewIdempotency, panicking with its error.
 func MustIdempotency(l *locker.Locker, opts ...Option) *Idempotency {
-	m, err := NewIdempotency(l, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return m
+	return httpcore.Must(NewIdempotency(l, opts...))
 }
 
 // Wrap returns next guarded: it runs at most once per (route, caller scope,
@@ -54,16 +50,16 @@ func (m *Idempotency) Wrap(next http.Handler) http.Handler {
 			route = r.URL.Path
 		}
 		q := httpcore.IdemRequest(r, route, m.s.Header, func(max int64) ([]byte, error) { return httpcore.ReadBody(r, max) })
-		rec := &recorder{ResponseWriter: w, cap: &httpcore.Capture{Max: m.g.MaxResponseBytes()}}
+		rec := &httpcore.Recorder{ResponseWriter: w, Cap: &httpcore.Capture{Max: m.g.MaxResponseBytes()}}
 		o := m.g.Run(r.Context(), r, q, func(ctx context.Context) guard.Answer {
 			next.ServeHTTP(rec, r.WithContext(ctx))
-			rec.cap.Snapshot(w.Header()) // nothing written: what net/http will send
-			return rec.cap.Answer(max(rec.status, http.StatusOK), m.s.ReplayHeaders, rec.status != 0)
+			rec.Cap.Snapshot(w.Header()) // nothing written: what net/http will send
+			return rec.Cap.Answer(max(rec.Status, http.StatusOK), m.s.ReplayHeaders, rec.Status != 0)
 		})
 		switch o.Kind {
 		case guard.OK:
 			if o.Err != nil { // the response is sent; a retry may run the handler again
-				logAfter(r, m.g.Logger(), o)
+				httpcore.LogAfter(r.Context(), m.g.Logger(), o)
 			}
 		case guard.Replay:
 			if err := httpcore.Replay(w, o.Record); err != nil {

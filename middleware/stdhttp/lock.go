@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http"
 
 	"github.com/locktag/locktag/locker"
@@ -50,11 +49,7 @@ func NewLock(l *locker.Locker, tag string, opts ...Option) (*Lock, error) {
 // MustLock is NewLock for tags written in code: it panics with NewLock's
 // error.
 func MustLock(l *locker.Locker, tag string, opts ...Option) *Lock {
-	m, err := NewLock(l, tag, opts...)
-	if err != nil {
-		panic(err)
-	}
-	return m
+	return httpcore.Must(NewLock(l, tag, opts...))
 }
 
 // Wrap returns next guarded by the lock; m.Wrap is a
@@ -74,33 +69,26 @@ type guarded struct {
 
 func (h *guarded) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := h.m
-	rec := &recorder{ResponseWriter: w}
+	rec := &httpcore.Recorder{ResponseWriter: w}
 	o := m.g.Run(r.Context(), r, httpcore.RouteName(r.Method, m.s.Route(r)), func(ctx context.Context) error {
 		if q := guard.QuotaFromContext(ctx); q != nil && m.g.Spec().Rate.N > 0 {
 			httpcore.SetRateLimit(w.Header(), q, 0) // this guard's admission, before the handler writes
 		}
 		h.next.ServeHTTP(rec, r.WithContext(ctx))
-		if rec.status == 0 {
+		if rec.Status == 0 {
 			return errNotWritten
 		}
-		if rec.status < 200 || rec.status > 299 {
+		if rec.Status < 200 || rec.Status > 299 {
 			return guard.ErrUnsuccessful // a keep tag keeps the lock after 2xx only
 		}
 		return nil
 	})
 	switch {
-	case !o.Kind.Ran() && (o.Kind != guard.Lost || rec.status == 0):
+	case !o.Kind.Ran() && (o.Kind != guard.Lost || rec.Status == 0):
 		refuse(w, r, m.s, o)
 	case o.Err != nil && o.Kind != guard.FailedOpen: // the guard logs those once per outage
-		logAfter(r, m.g.Logger(), o)
+		httpcore.LogAfter(r.Context(), m.g.Logger(), o)
 	}
-}
-
-// logAfter logs an error the client cannot be told of: the handler ran
-// and answered, and then the release failed, or the lock was lost. The
-// Gin adapter puts the same errors in c.Errors.
-func logAfter(r *http.Request, l *slog.Logger, o guard.Outcome) {
-	l.WarnContext(r.Context(), "locktag: error after the handler answered", "name", o.Name, "outcome", o.Kind.String(), "error", o.Err)
 }
 
 // WrapFunc is Wrap for a handler function.

@@ -102,3 +102,10 @@ func wildcards(pattern string) []string {
 func hasWildcard(pattern, name string) bool {
 	return slices.Contains(wildcards(pattern), name)
 }
+
+// SourceFunc returns a source without a path, for WithSource: get runs
+// once per request, and a template that gives it a path is a registration
+// error.
+func SourceFunc(get func(r *http.Request) (string, error)) keyexpr.Source[*http.Request] {
+	return httpcore.SourceFunc(get)
+}

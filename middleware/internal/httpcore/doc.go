@@ -18,4 +18,8 @@
 // The source is internal/httpcore, in the core module; each HTTP adapter
 // module holds a generated copy in its own internal/httpcore
 // (.ci/copies.sh), so that no adapter imports another module's internals.
+// What every adapter package holds in the same shape on top of it (its
+// options, sentinel errors, Status, New... constructors, and what the two
+// Echo adapters share) is generated into the adapter from the templates in
+// internal/httpcore/gen, which .ci/copies.sh runs too.
 package httpcore

@@ -31,7 +31,8 @@ type Settings[R, EH any] struct {
 	Sources       keyexpr.Sources[R] // the application's
 	Header        string
 	ReplayHeaders []string // canonical
-	// PathValue and Route are the net/http adapter's (nil: its defaults).
+	// PathValue and Route are read by the net/http adapter only (its
+	// WithPathValue and WithRoute); the defaults are ServeMux's.
 	PathValue func(r *http.Request, name string) string
 	Route     func(r *http.Request) string
 }
@@ -44,6 +45,8 @@ func Evaluate[R, EH any](adapter string, t guard.Target, opts []guard.Option, eh
 		ErrorHandler:  eh,
 		Header:        DefaultIdempotencyHeader,
 		ReplayHeaders: canonical(DefaultReplayHeaders()),
+		PathValue:     (*http.Request).PathValue,
+		Route:         pattern,
 	}
 	return s, guard.ApplyAdapterOptions(adapter, t, opts, s)
 }
@@ -62,6 +65,18 @@ func NewIdempotency[R, EH any](l *locker.Locker, opts []guard.Option,
 		return nil, nil, err
 	}
 	return g, s, nil
+}
+
+// pattern is the ServeMux pattern that matched r.
+func pattern(r *http.Request) string { return r.Pattern }
+
+// Must returns v, or panics with err: the adapters' Lock, LockRules and
+// Idempotency are their New... constructors for tags written in code.
+func Must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func canonical(names []string) []string {

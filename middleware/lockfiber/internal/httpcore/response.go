@@ -4,7 +4,9 @@ package httpcore
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
+	"log/slog"
 	"net/http"
 
 	"github.com/locktag/locktag/locker/guard"
@@ -114,4 +116,56 @@ func RouteName(method, route string) string { return httprecord.RouteName(method
 // (httprecord.Request).
 func IdemRequest(r *http.Request, route, header string, body func(max int64) ([]byte, error)) guard.Request {
 	return httprecord.Request(r, route, header, body)
+}
+
+// Recorder passes a response through, notes its status and, for an
+// idempotency guard, keeps a copy (Cap): the writer the net/http and Echo
+// adapters run the chain on.
+type Recorder struct {
+	http.ResponseWriter
+	Status int      // the status written, 0 before
+	Cap    *Capture // nil: not capturing
+}
+
+// WriteHeader notes the first final status (and the headers it is sent
+// with) and passes it on.
+func (w *Recorder) WriteHeader(code int) {
+	if w.Status == 0 && code >= 200 {
+		w.Status = code
+		if w.Cap != nil {
+			w.Cap.Snapshot(w.Header())
+		}
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// Write passes p on, keeping a copy when capturing; the first write sends
+// 200 if no status was.
+func (w *Recorder) Write(p []byte) (int, error) {
+	if w.Status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	n, err := w.ResponseWriter.Write(p)
+	if w.Cap != nil {
+		w.Cap.Keep(p[:n])
+	}
+	return n, err
+}
+
+// Flush lets streaming handlers flush through the recorder.
+func (w *Recorder) Flush() {
+	if w.Status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *Recorder) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// LogAfter logs, at Warn, an error the client cannot be told of: the
+// handler answered, and then the release failed, or the lock or claim was
+// lost. The Gin adapter puts the same errors in c.Errors instead.
+func LogAfter(ctx context.Context, l *slog.Logger, o guard.Outcome) {
+	l.WarnContext(ctx, "locktag: error after the handler answered", "name", o.Name, "outcome", o.Kind.String(), "error", o.Err)
 }
