@@ -95,14 +95,17 @@ func (l *Locker) idempotent(ctx context.Context, name, fingerprint string, p Ide
 	if lease <= 0 {
 		lease, every = l.o.lease, l.o.renewEvery
 	}
-	return records.Claim(ctx, st, k, records.Fingerprint(fingerprint), lease, p.Wait, func(b records.Begun, token string, sent time.Time) *Claim {
-		if b.Status != records.Claimed {
-			return &Claim{replay: true, outcome: b.Outcome, ctx: ctx}
-		}
-		ttl := p.TTL
-		if ttl <= 0 {
-			ttl = DefaultIdempotencyTTL
-		}
-		return l.newClaim(ctx, st, k, logs.ClaimName(p.Name), token, ttl, lease, every, sent)
-	})
+	r, err := records.Claim(ctx, st, k, records.Fingerprint(fingerprint), lease, p.Wait)
+	if err != nil {
+		return nil, err
+	}
+	if r.Replay() {
+		return &Claim{replay: true, outcome: r.Outcome, ctx: ctx}, nil
+	}
+	ttl := p.TTL
+	if ttl <= 0 {
+		ttl = DefaultIdempotencyTTL
+	}
+	// The marker's lease counts from when the claiming call was sent.
+	return l.newClaim(ctx, st, k, logs.ClaimName(p.Name), r.Token, ttl, lease, every, r.Sent), nil
 }

@@ -85,7 +85,7 @@ func (l *Locker) Inspect(ctx context.Context, name string) (*State, error) {
 	}
 	v, err := admin.Inspect(ctx, l.admin(), &l.sh.Layout, name, l.o.callTimeout)
 	if err != nil {
-		return nil, err
+		return nil, quorumError(err)
 	}
 	return state(v), nil
 }

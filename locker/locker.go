@@ -121,7 +121,7 @@ func NewRedlock(ds []driver.Driver, opts ...Option) (*Locker, error) {
 		nodes[i] = backend.New(d, l.sh)
 		l.control(nodes[i])
 	}
-	l.be = quorum.New(l.sh, nodes)
+	l.be = redlock{quorum.New(l.sh, nodes)} // its quorum errors made *QuorumError
 	return l, nil
 }
 

@@ -1,10 +1,12 @@
 package locker
 
 import (
-	"errors"
-	"fmt"
-	"strings"
+	"context"
+	"time"
 
+	"github.com/locktag/locktag/locker/internal/backend"
+	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/quorum"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
@@ -20,7 +22,7 @@ import (
 // refusal (never failed open) as on one deployment. Each master's own
 // error stays in Errs.
 type QuorumError struct {
-	// Op is the operation: "obtain", "release", "extend", "ttl",
+	// Op is the operation: "obtain", "release", "keep", "extend", "ttl",
 	// "inspect", "force-release".
 	Op string
 	// Need is the quorum: N/2+1 of N masters.
@@ -32,37 +34,54 @@ type QuorumError struct {
 	Errs []error
 }
 
-func init() {
-	tally.NewError = func(op string, need, ok int, errs []error) error {
-		return &QuorumError{Op: op, Need: need, OK: ok, Errs: errs}
-	}
-}
-
 // Error names the operation, the count of masters that answered as hoped
 // and each failing master's error.
-func (e *QuorumError) Error() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "locker: quorum not reached: %s: %d of %d masters (need %d)", e.Op, e.OK, len(e.Errs), e.Need)
-	for i, err := range e.Errs {
-		if err != nil {
-			fmt.Fprintf(&b, "; master %d: %v", i, err)
-		}
-	}
-	return b.String()
-}
+func (e *QuorumError) Error() string { return (*tally.Error)(e).Error() }
 
 // Unwrap makes a QuorumError match ErrQuorum and ErrUnavailable, and
 // ErrProtocol when protocol refusals alone deny the quorum (see
 // QuorumError).
-func (e *QuorumError) Unwrap() []error {
-	refused := 0
-	for _, err := range e.Errs {
-		if err != nil && errors.Is(err, ErrProtocol) {
-			refused++
-		}
+func (e *QuorumError) Unwrap() []error { return (*tally.Error)(e).Unwrap() }
+
+// quorumError returns err, with the engine's error of an undecided tally
+// (*tally.Error, which the engine returns unwrapped) made a *QuorumError:
+// every error of a Redlock call passes through it on its way up.
+func quorumError(err error) error {
+	if te, ok := err.(*tally.Error); ok {
+		return (*QuorumError)(te) // the same fields: no copy
 	}
-	if refused > 0 && len(e.Errs)-refused < e.Need {
-		return []error{ErrQuorum, ErrUnavailable, ErrProtocol}
-	}
-	return []error{ErrQuorum, ErrUnavailable}
+	return err
+}
+
+// redlock is the Redlock backend as this package calls it: each method
+// whose error may be an undecided tally's returns it as a *QuorumError.
+// The others (Quorum, Handoff, Masters, Ping, ...) are the engine's own.
+type redlock struct{ *quorum.Backend }
+
+func (r redlock) Obtain(ctx context.Context, key string, n names.Names, token string, t backend.Terms) (backend.Held, error) {
+	h, err := r.Backend.Obtain(ctx, key, n, token, t)
+	return h, quorumError(err)
+}
+
+func (r redlock) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
+	holds, ok, err := r.Backend.Reenter(ctx, n, token, ttl)
+	return holds, ok, quorumError(err)
+}
+
+func (r redlock) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
+	ok, err := r.Backend.Extend(ctx, n, token, ttl)
+	return ok, quorumError(err)
+}
+
+func (r redlock) Release(ctx context.Context, n names.Names, token string, ttl time.Duration) error {
+	return quorumError(r.Backend.Release(ctx, n, token, ttl))
+}
+
+func (r redlock) Keep(ctx context.Context, n names.Names, token string, ttl, d time.Duration) error {
+	return quorumError(r.Backend.Keep(ctx, n, token, ttl, d))
+}
+
+func (r redlock) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
+	d, err := r.Backend.PTTL(ctx, n, token)
+	return d, quorumError(err)
 }

@@ -115,7 +115,7 @@ func forceKind(ctx context.Context, ad backend.Admin, lay *names.Layout, name, k
 }
 
 // failed is a failed operator call's error: one deployment's failure
-// (ErrUnavailable), or Redlock's *QuorumError.
+// (ErrUnavailable), or Redlock's *tally.Error (locker's *QuorumError).
 func failed(t tally.Tally) error {
 	if len(t.Errs) == 1 {
 		return lockerr.Unavailable(t.Errs[0])

@@ -15,8 +15,9 @@ import (
 // Everything that differs between the two is behind this interface: the
 // Locker and Lease code above it reads along one path.
 //
-// Errors are final: they match ErrUnavailable (quorum: *QuorumError) when
-// Redis failed, except Reenter's, which Obtain turns into its own.
+// Errors are final: they match ErrUnavailable when Redis failed (quorum:
+// an unwrapped *tally.Error, which locker returns as its *QuorumError),
+// except Reenter's, which Obtain turns into its own.
 type Backend interface {
 	// Obtain takes key's lock (names n) for the new owner token under t,
 	// waiting up to t.Wait, and returns the grant; or an error matching

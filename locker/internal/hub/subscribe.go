@@ -135,8 +135,15 @@ func (h *Hub) subscribe(s *subscription) {
 	}
 	h.mu.Lock()
 	s.lis, s.err, s.readyAt = lis, err, time.Now()
-	if err != nil && h.chans[s.channel] == s {
+	switch {
+	case err != nil && h.chans[s.channel] == s:
 		h.forgetLocked(s)
+	case err == nil && s.refs == 0 && h.chans[s.channel] == nil:
+		// Dropped while the SUBSCRIBE was on its way, when dropLocked had
+		// no listener to unsubscribe on, and not subscribed again since:
+		// unsubscribe now, under h.mu as dropLocked does. (A subscription
+		// made since owns the channel, and unsubscribes it when dropped.)
+		_ = lis.Unsubscribe(s.channel)
 	}
 	h.mu.Unlock()
 	close(s.ready)
@@ -196,8 +203,9 @@ func (h *Hub) forgetLocked(s *subscription) {
 	}
 }
 
-// dropLocked unsubscribes s; h.mu is held, which orders the UNSUBSCRIBE
-// before any later SUBSCRIBE of the same channel.
+// dropLocked unsubscribes s (one whose SUBSCRIBE is still on its way is
+// unsubscribed by subscribe, when it completes); h.mu is held, which
+// orders the UNSUBSCRIBE before any later SUBSCRIBE of the same channel.
 func (h *Hub) dropLocked(s *subscription) {
 	h.forgetLocked(s)
 	if s.lis != nil {

@@ -67,7 +67,7 @@ type quorumTry struct {
 	holds    int           // the hold count reached (re-entry)
 	sent     time.Time     // when the round was sent
 	pttl     time.Duration // the shortest remaining lease of a busy master
-	err      error         // a *QuorumError when too many masters failed
+	err      error         // a *tally.Error when too many masters failed
 }
 
 // try runs acquire.lua on every master and decides by majority. A round

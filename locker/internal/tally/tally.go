@@ -1,24 +1,7 @@
 // Package tally decides every Redlock operation: the masters' answers to
 // one fanned-out call are counted once (Count), and the count says whether
-// the operation won, was refused, or cannot be decided (Err: package
-// locker's *QuorumError).
+// the operation won, was refused, or cannot be decided (Err: an *Error).
 package tally
-
-import (
-	"fmt"
-
-	"github.com/locktag/locktag/locker/internal/lockerr"
-)
-
-// NewError makes the error of a tally that cannot decide (Tally.Err) from
-// the operation, the quorum, the masters that answered as hoped and each
-// master's error (nil where it answered). Package locker sets it, while
-// initialising, to make its *QuorumError, the type users match with
-// errors.As; the default (this package's own tests) makes an error that
-// matches ErrQuorum and ErrUnavailable.
-var NewError = func(op string, need, ok int, errs []error) error {
-	return fmt.Errorf("%w: %w: %s: %d of %d masters (need %d)", lockerr.ErrQuorum, lockerr.ErrUnavailable, op, ok, len(errs), need)
-}
 
 // Reply is one master's answer to a fanned-out call.
 type Reply struct {
@@ -71,6 +54,5 @@ func (t Tally) Refused() bool { return t.No > len(t.Errs)-t.Need }
 // decide: the operation's outcome is unknown.
 func (t Tally) Broken() bool { return t.Failed > len(t.Errs)-t.Need }
 
-// Err is the error of a tally that cannot decide (NewError's: package
-// locker's *QuorumError).
-func (t Tally) Err() error { return NewError(t.Op, t.Need, t.Yes, t.Errs) }
+// Err is the error of a tally that cannot decide: an *Error.
+func (t Tally) Err() error { return &Error{Op: t.Op, Need: t.Need, OK: t.Yes, Errs: t.Errs} }
