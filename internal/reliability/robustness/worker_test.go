@@ -520,6 +520,10 @@ func rateDecision(ctx context.Context, lk *locker.Locker, rec *recorder, cl int,
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		// Refused to the caller, but its decision may have been taken.
 		out = "unknown"
+	case err != nil && strings.Contains(err.Error(), "OOM command not allowed"):
+		// The script's one write refused (a full server): a script
+		// stops at its failing command, and rate's writes nothing before.
+		out = "fail"
 	case !errors.Is(err, locker.ErrRateLimited):
 		out = outcome(err)
 	}
