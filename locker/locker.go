@@ -153,7 +153,7 @@ func newLocker(o options, lastKey bool) *Locker {
 		Drift:         o.drift,
 		NodeTimeout:   o.nodeTimeout,
 		AllowEviction: o.allowEvict,
-	}, o.grantWindow, lastKey, backend.Hooks{Waiting: l.waiting, Risk: l.risk})
+	}, o.grantWindow, lastKey, backend.Hooks{Waiting: l.waiting, Risk: l.risk, Skipped: l.log.Skipped})
 	l.log.SID = l.sh.SID
 	l.sh.Clock.Tolerance = o.clockStep
 	l.sh.Layout.Bridge = o.bridge

@@ -3,16 +3,17 @@ package locker
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
 )
 
-// ServerFacts are what one Redis master's INFO says about the settings a
-// lock's guarantees depend on (see Locker.ServerFacts).
+// ServerFacts are what one Redis master's (or replica's) INFO says about
+// the settings a lock's guarantees depend on (see Locker.ServerFacts).
 type ServerFacts struct {
 	// Known is false where INFO is refused to the Locker's user (or the
-	// server does not answer it, as an in-memory fake); the rest is then
-	// zero.
+	// server does not answer it, as an in-memory fake); the settings
+	// below are then zero.
 	Known bool
 	// MaxMemory is the server's maxmemory in bytes; 0: none.
 	MaxMemory int64
@@ -28,6 +29,13 @@ type ServerFacts struct {
 	// written since the last snapshot (Check logs it once, and it is in
 	// Risks).
 	AOF bool
+	// Replica reports a replica, which a failover may promote: its
+	// settings matter from then on (Check refuses an evicting policy on
+	// it as on a master).
+	Replica bool
+	// Addr is a replica's host:port, as its master or the Cluster names
+	// it; "" for a master.
+	Addr string
 }
 
 // Evicting reports whether the server may evict a held lock's key: a
@@ -37,9 +45,12 @@ func (f ServerFacts) Evicting() bool {
 }
 
 // ServerFacts reads INFO on every master the Locker's locks live on (a
-// Cluster's every master, every Redlock master), in a stable order, with
-// one script call each; it writes nothing. lockotel's server metrics and
-// the ops page show them. Errors: ErrUnavailable.
+// Cluster's every master, every Redlock master), in a stable order, then
+// on every replica its drivers list (driver.Replicas: go-redis' and
+// rueidis' Sentinel and Cluster clients), by address, with one script
+// call each; it writes nothing. A replica that does not answer is left
+// out. lockotel's server metrics and the ops page show them. Errors:
+// ErrUnavailable.
 func (l *Locker) ServerFacts(ctx context.Context) ([]ServerFacts, error) {
 	ctx, cancel := context.WithTimeout(ctx, l.o.callTimeout)
 	defer cancel()
@@ -56,6 +67,17 @@ func (l *Locker) ServerFacts(ctx context.Context) ([]ServerFacts, error) {
 			out = append(out, ServerFacts(f))
 		}
 	}
+	// Every master before any replica: a master's position stays put
+	// while replicas come and go (lockotel names servers by it).
+	slices.SortStableFunc(out, func(a, b ServerFacts) int {
+		switch {
+		case a.Replica == b.Replica:
+			return 0
+		case b.Replica:
+			return -1
+		}
+		return 1
+	})
 	if err := errors.Join(errs...); err != nil {
 		return out, lockerr.Unavailable(err)
 	}

@@ -22,6 +22,7 @@
 //     broken subscriber connection reported, never silently re-made.
 //
 // Optional: [Validator] (options checked when the Locker is built),
-// [Masters] (a Cluster's masters), [Acker] (a script followed by WAIT on its
-// own connection, for locker.WithReplicaAck), and io.Closer.
+// [Masters] (a Cluster's masters), [Replicas] (the replicas a failover may
+// promote, whose settings Locker.Check reads), [Acker] (a script followed
+// by WAIT on its own connection, for locker.WithReplicaAck), and io.Closer.
 package driver

@@ -77,3 +77,27 @@ var (
 type Masters interface {
 	Masters(ctx context.Context) ([]Driver, error)
 }
+
+// Replicas is implemented by a Driver whose deployment has replicas a
+// failover can promote (Sentinel, Cluster, a master with replicas).
+// Replicas returns every replica the driver knows of, sorted by address;
+// the Locker sends them only read-only scripts (Locker.Check and
+// Locker.ServerFacts read their settings) and closes each Driver that
+// implements io.Closer once done with it. A replica that does not answer
+// fails those calls and is skipped. A Driver without it has no replicas
+// checked: redigo's driver reaches one server and follows no failover.
+type Replicas interface {
+	Replicas(ctx context.Context) ([]Replica, error)
+}
+
+// Replica is one replica a [Replicas] driver lists.
+type Replica struct {
+	// Addr is its host:port, as its master (or the Cluster) names it.
+	Addr string
+	// Driver sends calls to this replica alone; nil when the driver has
+	// no way to reach it (Err says why: no credentials to dial it with).
+	Driver Driver
+	// Err is why Driver is nil; the Locker reports the replica as not
+	// checked.
+	Err error
+}

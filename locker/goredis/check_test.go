@@ -132,3 +132,32 @@ func goredisWorkload(t *testing.T, a, b *locker.Locker, rdb redis.UniversalClien
 		t.Fatal("force-released holder's context not cancelled")
 	}
 }
+
+// TestCheckReplicaOfPlainClient: on a plain client, Check reads the
+// settings of the replicas the master's INFO replication names, dialled
+// with the client's options: here as the locktag user, the only one the
+// replica lets in (its default user is off), so a probe without the
+// client's credentials would find nothing to refuse. The replica's
+// allkeys-lru with a maxmemory is refused by its address.
+func TestCheckReplicaOfPlainClient(t *testing.T) {
+	master := redistest.Start(t)
+	host, port, _ := strings.Cut(master.Addr(), ":")
+	replica := redistest.Start(t, redistest.WithArgs("--replicaof", host, port, "--maxmemory", "50mb", "--maxmemory-policy", "allkeys-lru"))
+	probe := newLocker(t, plainClient(t, master))
+	for _, srv := range []*redistest.Server{master, replica} {
+		srv.SetUser(t, "locktag", aclPassword, probe.ACLRules()...)
+	}
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "the master lists its replica", func() bool {
+		info, err := plainClient(t, master).Info(ctx, "replication").Result()
+		return err == nil && strings.Contains(info, "port="+replica.Addr()[strings.LastIndexByte(replica.Addr(), ':')+1:])
+	})
+	if _, err := replica.Do("ACL", "SETUSER", "default", "off"); err != nil {
+		t.Fatal(err)
+	}
+	rdb := plainClient(t, master, func(o *redis.Options) { o.Username, o.Password = "locktag", aclPassword })
+	err := newLocker(t, rdb).Check(ctx)
+	if !errors.Is(err, locker.ErrEvictionPolicy) || !strings.Contains(err.Error(), "replica "+replica.Addr()+": maxmemory-policy allkeys-lru") {
+		t.Fatalf("Check = %v, want ErrEvictionPolicy naming replica %s", err, replica.Addr())
+	}
+}

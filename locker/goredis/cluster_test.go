@@ -17,3 +17,9 @@ func TestCluster(t *testing.T) {
 	lockertest.Cluster(t, topology, c, keys)
 	t.Run("MinimalACL", func(t *testing.T) { testClusterACL(t, c, keys) })
 }
+
+// TestClusterReplicaEviction: lockertest.ClusterReplicaEviction through
+// this driver's Cluster client: Check reads every replica's
+// maxmemory-policy (the cluster client's connections to them) and refuses
+// an evicting one by its address.
+func TestClusterReplicaEviction(t *testing.T) { lockertest.ClusterReplicaEviction(t, topology) }

@@ -77,6 +77,16 @@
 // A Cluster client (and a pool under 4) keeps go-redis's own path: one
 // command per call on a pooled connection, which the client routes.
 //
+// # Replicas
+//
+// Locker.Check and Locker.ServerFacts read the eviction policy of every
+// replica a failover may promote (driver.Replicas): a Cluster client's
+// replicas over its own connections to them; a Sentinel or plain client's,
+// as its master's INFO replication names them, each over one connection
+// opened for the call with the client's options (not a Sentinel client's
+// dialer, which dials the master) and closed after it. The calls are one
+// read-only script each.
+//
 // # Pub/sub
 //
 // Listen opens one go-redis [redis.PubSub] with classic SUBSCRIBE. A

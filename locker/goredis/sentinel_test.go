@@ -31,3 +31,9 @@ func TestSentinelFailover(t *testing.T) { lockertest.SentinelFailover(t, topolog
 // TestSentinelMasterCrash: lockertest.SentinelMasterCrash through this
 // driver's Sentinel client.
 func TestSentinelMasterCrash(t *testing.T) { lockertest.SentinelMasterCrash(t, topology) }
+
+// TestSentinelReplicaEviction: lockertest.SentinelReplicaEviction through
+// this driver's Sentinel client: Check reads the maxmemory-policy of every
+// replica the master's INFO replication names, dialled with the client's
+// options, and refuses an evicting one by its address.
+func TestSentinelReplicaEviction(t *testing.T) { lockertest.SentinelReplicaEviction(t, topology) }

@@ -28,7 +28,7 @@
 // (locker.MistakeObserver). The
 // scope is ScopeName with the core module's version from the build
 // information. ObserveServer adds, for one Locker, what its Redis masters
-// say about the settings a lock's guarantees depend on:
+// and replicas say about the settings a lock's guarantees depend on:
 // locktag.redis.evicted_keys, locktag.redis.eviction and
 // locktag.redis.aof.
 //

@@ -14,24 +14,29 @@ import (
 // Attribute keys of the server metrics (ObserveServer).
 const (
 	// AttrServer is a master's position in Locker.ServerFacts' order,
-	// "0", "1", …: stable while the deployment's masters stay the same.
+	// "0", "1", …: stable while the deployment's masters stay the same;
+	// a replica's host:port.
 	AttrServer = attribute.Key("locktag.redis.server")
-	// AttrPolicy is a master's maxmemory-policy.
+	// AttrRole is "master", or "replica" for a replica a failover may
+	// promote (driver.Replicas).
+	AttrRole = attribute.Key("locktag.redis.role")
+	// AttrPolicy is a server's maxmemory-policy.
 	AttrPolicy = attribute.Key("locktag.redis.maxmemory_policy")
 )
 
-// ObserveServer reports what the Redis masters behind lk say about the
-// settings a lock's guarantees depend on (locker.Locker.ServerFacts), read
-// on each collection with one script call per master:
+// ObserveServer reports what the Redis masters and replicas behind lk say
+// about the settings a lock's guarantees depend on
+// (locker.Locker.ServerFacts), read on each collection with one script
+// call per server, by AttrServer and AttrRole:
 //
-//   - locktag.redis.evicted_keys (counter): keys each master evicted since
+//   - locktag.redis.evicted_keys (counter): keys each server evicted since
 //     it started; under an evicting policy each may have been a held lock;
-//   - locktag.redis.eviction (gauge): 1 where a master may evict a held
+//   - locktag.redis.eviction (gauge): 1 where a server may evict a held
 //     lock's key (a maxmemory and a policy but noeviction), else 0, with
 //     its policy as locktag.redis.maxmemory_policy;
 //   - locktag.redis.aof (gauge): 1 where appendonly is on, else 0.
 //
-// A master whose INFO is refused to the user reports nothing. Of opts,
+// A server whose INFO is refused to the user reports nothing. Of opts,
 // WithMeterProvider applies (the default is the global provider). Call
 // the returned Registration's Unregister when lk is closed.
 func ObserveServer(lk *locker.Locker, opts ...Option) (metric.Registration, error) {
@@ -45,17 +50,17 @@ func ObserveServer(lk *locker.Locker, opts ...Option) (metric.Registration, erro
 	}
 	m := mp.Meter(ScopeName, metric.WithInstrumentationVersion(moduleVersion))
 	evicted, err := m.Int64ObservableCounter("locktag.redis.evicted_keys", metric.WithUnit("{key}"),
-		metric.WithDescription("Keys the Redis master evicted since it started (INFO stats evicted_keys)."))
+		metric.WithDescription("Keys the Redis server evicted since it started (INFO stats evicted_keys)."))
 	if err != nil {
 		return nil, err
 	}
 	eviction, err := m.Int64ObservableGauge("locktag.redis.eviction", metric.WithUnit("{flag}"),
-		metric.WithDescription("1 where the Redis master may evict a held lock's key (a maxmemory with a policy but noeviction), else 0."))
+		metric.WithDescription("1 where the Redis server may evict a held lock's key (a maxmemory with a policy but noeviction), else 0."))
 	if err != nil {
 		return nil, err
 	}
 	aof, err := m.Int64ObservableGauge("locktag.redis.aof", metric.WithUnit("{flag}"),
-		metric.WithDescription("1 where the Redis master has appendonly on, else 0."))
+		metric.WithDescription("1 where the Redis server has appendonly on, else 0."))
 	if err != nil {
 		return nil, err
 	}
@@ -65,10 +70,13 @@ func ObserveServer(lk *locker.Locker, opts ...Option) (metric.Registration, erro
 			if !f.Known {
 				continue
 			}
-			server := AttrServer.String(strconv.Itoa(i))
-			ob.ObserveInt64(evicted, f.EvictedKeys, metric.WithAttributes(server))
-			ob.ObserveInt64(eviction, b2i(f.Evicting()), metric.WithAttributes(server, AttrPolicy.String(f.Policy)))
-			ob.ObserveInt64(aof, b2i(f.AOF), metric.WithAttributes(server))
+			server, role := AttrServer.String(strconv.Itoa(i)), AttrRole.String("master")
+			if f.Replica {
+				server, role = AttrServer.String(f.Addr), AttrRole.String("replica")
+			}
+			ob.ObserveInt64(evicted, f.EvictedKeys, metric.WithAttributes(server, role))
+			ob.ObserveInt64(eviction, b2i(f.Evicting()), metric.WithAttributes(server, role, AttrPolicy.String(f.Policy)))
+			ob.ObserveInt64(aof, b2i(f.AOF), metric.WithAttributes(server, role))
 		}
 		return nil
 	}, evicted, eviction, aof)

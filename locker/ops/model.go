@@ -49,16 +49,21 @@ type Page struct {
 	// accepted (Locker.Risks), e.g. an eviction policy allowed by
 	// locker.WithEvictionAllowed.
 	Risks []string `json:"risks,omitempty"`
-	// Servers are what each Redis master said about the settings a
-	// lock's guarantees depend on (Locker.ServerFacts), read with the
-	// page; masters whose INFO is refused to the Locker's user are left
-	// out.
+	// Servers are what each Redis master, then each replica, said about
+	// the settings a lock's guarantees depend on (Locker.ServerFacts),
+	// read with the page; servers whose INFO is refused to the Locker's
+	// user are left out.
 	Servers []Server `json:"servers,omitempty"`
 }
 
-// Server is one Redis master's settings, as the API and the page show
-// them (locker.ServerFacts).
+// Server is one Redis master's (or replica's) settings, as the API and
+// the page show them (locker.ServerFacts).
 type Server struct {
+	// Replica: a replica, which a failover may promote; false for a
+	// master.
+	Replica bool `json:"replica,omitempty"`
+	// Addr is a replica's host:port; "" for a master.
+	Addr string `json:"addr,omitempty"`
 	// MaxMemory is its maxmemory in bytes; 0: none.
 	MaxMemory int64 `json:"maxMemory"`
 	// Policy is its maxmemory-policy.
@@ -72,14 +77,15 @@ type Server struct {
 	AOF bool `json:"aof"`
 }
 
-// servers reads what lk's masters say (Locker.ServerFacts); none when
-// they do not answer, which the lock list reports.
+// servers reads what lk's masters and replicas say
+// (Locker.ServerFacts); none when they do not answer, which the lock list
+// reports.
 func servers(ctx context.Context, lk *locker.Locker) []Server {
 	facts, _ := lk.ServerFacts(ctx)
 	var out []Server
 	for _, f := range facts {
 		if f.Known {
-			out = append(out, Server{MaxMemory: f.MaxMemory, Policy: f.Policy, Evicting: f.Evicting(), EvictedKeys: f.EvictedKeys, AOF: f.AOF})
+			out = append(out, Server{Replica: f.Replica, Addr: f.Addr, MaxMemory: f.MaxMemory, Policy: f.Policy, Evicting: f.Evicting(), EvictedKeys: f.EvictedKeys, AOF: f.AOF})
 		}
 	}
 	return out

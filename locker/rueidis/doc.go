@@ -39,6 +39,16 @@
 // one whose connection could not be made, or whose context had ended,
 // wraps [driver.ErrNotSent].
 //
+// # Replicas
+//
+// Locker.Check and Locker.ServerFacts read the eviction policy of every
+// replica a failover may promote (driver.Replicas): a Cluster client's
+// replicas over its own connections to them; on a Sentinel set-up or a
+// single master, those its INFO replication names, each over a client
+// made for the call from NewFromOption's options and closed after it. A
+// client given to New carries no options to dial them with: Check then
+// lists each such replica as a risk (Locker.Risks), not checked.
+//
 // # Pub/sub
 //
 // Listen takes one dedicated connection (Client.Dedicate) for every
@@ -65,5 +75,7 @@
 //
 // A PUBLISH (also one made by a script) reaches subscribers on every node
 // of a Cluster over the cluster bus, so the subscriber connection may live
-// on any node; Listen's private keep-alive channel puts it on a random one.
+// on any node; Listen's private keep-alive channel puts it on a random one,
+// and Listen tries another when the one rueidis picked cannot be dialled
+// (a replica that is down).
 package rueidis

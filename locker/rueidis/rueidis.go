@@ -236,7 +236,7 @@ func (d clusterDriver) Masters(ctx context.Context) ([]driver.Driver, error) {
 	if c.Mode() != rueidis.ClientModeCluster {
 		return []driver.Driver{d}, nil
 	}
-	addrs, err := masterAddrs(ctx, c)
+	addrs, _, err := slotNodes(ctx, c)
 	if err != nil {
 		return nil, err
 	}
@@ -252,34 +252,67 @@ func (d clusterDriver) Masters(ctx context.Context) ([]driver.Driver, error) {
 	return out, nil
 }
 
-// masterAddrs reads the masters' addresses (host:port) from CLUSTER SLOTS,
-// sorted.
-func masterAddrs(ctx context.Context, c rueidis.Client) ([]string, error) {
-	ranges, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
+// slotNodes reads the masters' and the replicas' addresses (host:port)
+// from CLUSTER SLOTS, each sorted.
+func slotNodes(ctx context.Context, c rueidis.Client) (masters, replicas []string, err error) {
+	ranges, err := clusterSlots(ctx, c)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	seen := map[string]bool{}
-	var addrs []string
 	for _, r := range ranges {
 		f, err := r.ToArray()
 		if err != nil || len(f) < 3 {
-			return nil, fmt.Errorf("rueidis: unexpected CLUSTER SLOTS reply")
+			return nil, nil, fmt.Errorf("rueidis: unexpected CLUSTER SLOTS reply")
 		}
-		node, err := f[2].ToArray()
-		if err != nil || len(node) < 2 {
-			return nil, fmt.Errorf("rueidis: unexpected CLUSTER SLOTS reply")
-		}
-		host, _ := node[0].ToString()
-		port, _ := node[1].AsInt64()
-		a := net.JoinHostPort(host, strconv.FormatInt(port, 10))
-		if !seen[a] {
+		for i, n := range f[2:] {
+			node, err := n.ToArray()
+			if err != nil || len(node) < 2 {
+				return nil, nil, fmt.Errorf("rueidis: unexpected CLUSTER SLOTS reply")
+			}
+			host, _ := node[0].ToString()
+			port, _ := node[1].AsInt64()
+			a := net.JoinHostPort(host, strconv.FormatInt(port, 10))
+			if seen[a] {
+				continue
+			}
 			seen[a] = true
-			addrs = append(addrs, a)
+			if i == 0 {
+				masters = append(masters, a)
+			} else {
+				replicas = append(replicas, a)
+			}
 		}
 	}
+	sort.Strings(masters)
+	sort.Strings(replicas)
+	return masters, replicas, nil
+}
+
+// clusterSlots asks c for CLUSTER SLOTS. rueidis sends a command without
+// keys to any node it knows, a replica that is down included: when that
+// node does not answer, each other node is asked in turn, by address.
+func clusterSlots(ctx context.Context, c rueidis.Client) ([]rueidis.RedisMessage, error) {
+	ranges, err := c.Do(ctx, c.B().ClusterSlots().Build()).ToArray()
+	if _, refused := rueidis.IsRedisErr(err); err == nil || refused {
+		return ranges, err
+	}
+	nodes := c.Nodes()
+	addrs := make([]string, 0, len(nodes))
+	for a := range nodes {
+		addrs = append(addrs, a)
+	}
 	sort.Strings(addrs)
-	return addrs, nil
+	for _, a := range addrs {
+		if ctx.Err() != nil {
+			break
+		}
+		n := nodes[a]
+		if r, e := n.Do(ctx, n.B().ClusterSlots().Build()).ToArray(); e == nil {
+			return r, nil
+		}
+	}
+	return nil, err
 }
 
 // notSent marks err as the failure of a call that was never sent.

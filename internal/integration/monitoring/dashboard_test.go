@@ -92,7 +92,7 @@ func TestDashboardJSON(t *testing.T) {
 			if p.Type == "timeseries" && tg.LegendFormat == "" {
 				t.Errorf("panel %q query %s: no legend format", p.Title, tg.RefID)
 			}
-			// The Redis servers' metrics (locktag_redis_*) are per master,
+			// The Redis servers' metrics (locktag_redis_*) are per server,
 			// not per lock: they take $instance only.
 			perLock := !strings.Contains(tg.Expr, "locktag_redis_")
 			if !strings.Contains(tg.Expr, `instance=~"$instance"`) || perLock && !strings.Contains(tg.Expr, `locktag_lock_name=~"$lock"`) {

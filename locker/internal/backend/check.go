@@ -114,6 +114,12 @@ func (nd *Node) Check(ctx context.Context) error {
 				msg, nd.Sh.Cfg.Prefix, ListenerChannels))
 		}
 	}
+	if scripting {
+		if refused := nd.checkReplicas(ctx); len(refused) > 0 {
+			evicting = "replica" // the error matches ErrEvictionPolicy
+			missing = append(missing, refused...)
+		}
+	}
 	if len(missing) > 0 {
 		why := lockerr.ErrUnsupported
 		if evicting != "" {
@@ -126,7 +132,9 @@ func (nd *Node) Check(ctx context.Context) error {
 }
 
 // Facts runs the check's script on every master of the node, publishing
-// nothing, and returns what INFO said on each, in the order of Masters.
+// nothing, and facts.lua on every replica its driver lists
+// (driver.Replicas), and returns what INFO said on each: the masters in
+// the order of Masters, then the replicas that answered, by address.
 func (nd *Node) Facts(ctx context.Context) ([]Facts, error) {
 	ms, err := nd.Masters(ctx)
 	if err != nil {
@@ -145,7 +153,7 @@ func (nd *Node) Facts(ctx context.Context) ([]Facts, error) {
 		}
 		out = append(out, f.facts)
 	}
-	return out, nil
+	return append(out, nd.replicaFacts(ctx)...), nil
 }
 
 // errNotDelivered: a message a script published did not reach the
@@ -223,18 +231,21 @@ type checkFindings struct {
 	facts           Facts    // what INFO said, where the user may read it
 }
 
-// Facts are what one master's INFO says about the settings a lock's
-// safety depends on (Locker.Server). Known is false where INFO is refused
-// to the user (or the server does not answer it): the rest is then zero.
+// Facts are what one master's (or replica's) INFO says about the
+// settings a lock's safety depends on (Locker.ServerFacts). Known is false
+// where INFO is refused to the user (or the server does not answer it):
+// the rest but Replica and Addr is then zero.
 type Facts struct {
 	Known       bool
 	MaxMemory   int64  // maxmemory in bytes; 0: none
 	Policy      string // maxmemory-policy
 	EvictedKeys int64  // evicted_keys since the server started
 	AOF         bool   // appendonly is on
+	Replica     bool   // a replica (driver.Replicas), not a master
+	Addr        string // a replica's host:port; "" for a master
 }
 
-// checkReply reads check.lua's reply.
+// checkReply reads check.lua's reply (and facts.lua's, its facts alone).
 func checkReply(v any) (checkFindings, error) {
 	var f checkFindings
 	a, ok := v.([]any)

@@ -38,6 +38,11 @@ type Hooks struct {
 	// guarantees but does not refuse (an accepted eviction policy, a
 	// policy it cannot read); the same text comes again on every Check.
 	Risk func(what string)
+	// Skipped is called by Check with a replica it did not check because
+	// the replica did not answer (or the replicas could not be listed):
+	// no risk of its own, since a replica that is down cannot be promoted
+	// with the locks' data, yet worth a line at Debug.
+	Skipped func(what string)
 }
 
 // Shared is what a Locker's backend and nodes share with it.
@@ -83,6 +88,13 @@ func NewShared(cfg Config, grantWindow time.Duration, lastKey bool, hooks Hooks)
 func (sh *Shared) risk(what string) {
 	if sh.Hooks.Risk != nil {
 		sh.Hooks.Risk(what)
+	}
+}
+
+// skipped reports a replica Check did not check (see Hooks.Skipped).
+func (sh *Shared) skipped(what string) {
+	if sh.Hooks.Skipped != nil {
+		sh.Hooks.Skipped(what)
 	}
 }
 

@@ -24,6 +24,7 @@ const (
 	MsgClaimEnd  = "locktag: idempotency release failed"
 	MsgProtocol  = "locktag: redis holds records of another protocol; calls that meet them are refused (docs/versioning.md)"
 	MsgRisk      = "locktag: redis may break a lock's guarantees"
+	MsgSkipped   = "locktag: a redis replica was not checked"
 	keyRisk      = "risk"
 	keyCause     = "cause"
 	keyError     = "error"
@@ -160,6 +161,20 @@ func (g *Logger) Risk(what string) {
 		attrs = append(attrs, slog.String(KeyLocker, g.SID))
 	}
 	g.logger().LogAttrs(context.Background(), slog.LevelWarn, MsgRisk, attrs...)
+}
+
+// Skipped logs, at Debug, a replica Check did not check because it did
+// not answer (or the replicas could not be listed).
+func (g *Logger) Skipped(what string) {
+	lg, ctx := g.logger(), context.Background()
+	if !lg.Enabled(ctx, slog.LevelDebug) {
+		return
+	}
+	attrs := []slog.Attr{slog.String(keyCause, what)}
+	if g.SID != "" {
+		attrs = append(attrs, slog.String(KeyLocker, g.SID))
+	}
+	lg.LogAttrs(ctx, slog.LevelDebug, MsgSkipped, attrs...)
 }
 
 // Claim is what a record says of an idempotency claim.

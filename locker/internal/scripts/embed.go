@@ -94,10 +94,12 @@ var (
 	//go:embed lua/bridge_post.lua
 	luaBridgePost string
 
-	// CheckSource is check.lua: Locker.Check runs it under a comment
-	// naming the Locker, so that its first run meets NOSCRIPT.
+	//go:embed lua/info.lua
+	luaInfo string
+	//go:embed lua/facts.lua
+	luaFacts string
 	//go:embed lua/check.lua
-	CheckSource string
+	luaCheck string
 
 	//go:embed lua/*.lua
 	luaFiles embed.FS

@@ -211,6 +211,8 @@ var Layouts = []Layout{
 		Replies: []string{"{next cursor, key...}"}},
 	{Name: "ping",
 		Replies: []string{"1"}},
+	{Name: "replica_facts",
+		Replies: []string{"{0, fact...}: `=maxmemory:<bytes>`, `=policy:<maxmemory-policy>`, `=evicted:<evicted_keys>`, `=aof:<0|1>`, `~<policy>` where that policy may evict a held lock, `%aof` where appendonly is off; {0, `~?`} where INFO is refused"}},
 }
 
 // LayoutOf returns the layout of the script registered as name.

@@ -14,6 +14,7 @@ import (
 func ByName() map[string]*driver.Script {
 	return map[string]*driver.Script{
 		"ping":           Ping,
+		"replica_facts":  Facts,
 		"mutex_acquire":  Acquire,
 		"mutex_release":  Release,
 		"mutex_leave":    Leave,

@@ -51,6 +51,16 @@ var (
 	Ping         = driver.NewScript("return 1")
 )
 
+// CheckSource is the start-up check's script (info.lua's facts, then
+// check.lua): Locker.Check runs it on each master under a comment naming
+// the Locker, so that its first run meets NOSCRIPT.
+var CheckSource = luaInfo + luaCheck
+
+// Facts reads a replica's settings (facts.lua, with info.lua's facts).
+// Its flags let a read-only replica run it, and one whose link to its
+// master is down: it writes nothing and reads only INFO.
+var Facts = driver.NewScript("#!lua flags=no-writes,allow-stale\n" + luaInfo + luaFacts)
+
 // bridged is a mutex script run as the body of a bridged one (bridge.lua):
 // gate (if any) runs before it, bridge_post.lua after it.
 func bridged(gate, body string) *driver.Script {

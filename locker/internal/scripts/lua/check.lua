@@ -1,6 +1,6 @@
 -- check: what the locker needs from this server, as the user it logs in as
--- (Locker.Check). No KEYS, so that it runs as it is on every master of a
--- Cluster; it writes nothing.
+-- (Locker.Check). It runs after info.lua. No KEYS, so that it runs as it
+-- is on every master of a Cluster; it writes nothing.
 -- ARGV: key (a lock key under the locker's prefix), channel ('' or where
 -- to PUBLISH payload), payload, then the commands the locker's scripts call.
 -- Reply: {server_seconds, problem...}: each problem is "name" (this user
@@ -12,7 +12,7 @@
 -- "%aof" (the append-only file is off: a restart loses what was written
 -- since the last snapshot). Facts, read where INFO is allowed, follow
 -- as "=name:value": "=maxmemory:<bytes>", "=policy:<maxmemory-policy>",
--- "=evicted:<evicted_keys>", "=aof:<0|1>".
+-- "=evicted:<evicted_keys>", "=aof:<0|1>" (info.lua's info_facts).
 -- redis.acl_check_cmd and redis.REDIS_VERSION exist from Redis 7.0 (Valkey
 -- has both); before, only TIME is tried, and the version is read from INFO
 -- where the user may run it (a server that answers neither, as an
@@ -27,30 +27,7 @@ end
 if version and tonumber(string.match(version, '^(%d+)') or '7') < 7 then
   problems[#problems + 1] = '!' .. version
 end
-local ok, memory = pcall(redis.call, 'INFO', 'memory')
-if ok and type(memory) == 'string' then
-  local maxmemory = tonumber(string.match(memory, '\nmaxmemory:(%d+)') or '0')
-  local policy = string.match(memory, 'maxmemory_policy:([%w-]+)')
-  if maxmemory > 0 and policy and policy ~= 'noeviction' then
-    problems[#problems + 1] = '~' .. policy
-  end
-  problems[#problems + 1] = '=maxmemory:' .. maxmemory
-  problems[#problems + 1] = '=policy:' .. (policy or '')
-  local ok_stats, stats = pcall(redis.call, 'INFO', 'stats')
-  if ok_stats and type(stats) == 'string' then
-    problems[#problems + 1] = '=evicted:' .. (string.match(stats, 'evicted_keys:(%d+)') or '0')
-  end
-  local ok_p, persistence = pcall(redis.call, 'INFO', 'persistence')
-  if ok_p and type(persistence) == 'string' then
-    local aof = string.match(persistence, 'aof_enabled:(%d)')
-    if aof then
-      problems[#problems + 1] = '=aof:' .. aof
-      if aof == '0' then
-        problems[#problems + 1] = '%aof'
-      end
-    end
-  end
-elseif redis.acl_check_cmd then
+if not info_facts(problems) and redis.acl_check_cmd then
   problems[#problems + 1] = '~?'
 end
 local time_ok = true
