@@ -247,7 +247,12 @@ func goredisClient(addr string, poolSize int, reqs *atomic.Int64) *goredis.Clien
 }
 
 func goredisLocktag(addr string, poolSize int, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
-	rc := goredisClient(addr, poolSize, reqs)
+	return locktagOnGoredis(goredisClient(addr, poolSize, reqs), p)
+}
+
+// locktagOnGoredis is locktag through the go-redis driver on rc, which
+// it closes with the Lock.
+func locktagOnGoredis(rc goredis.UniversalClient, p locker.Params) (Lock, func(), error) {
 	lk, err := locker.New(lockgoredis.New(rc))
 	if err != nil {
 		rc.Close()

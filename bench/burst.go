@@ -57,14 +57,13 @@ type burstRun struct {
 	notes         []string
 }
 
-func runBurst(cfg *config, rep *report) {
-	md := &rep.md
-	fmt.Fprintf(md, "### Burst: a flash sale on one key (%d processes, hold %s, wait %s, limit %s)\n\n", cfg.burstProcs, cfg.burstHold, cfg.burstWait, cfg.burstLimit)
-	fmt.Fprintf(md, "N buyers arrive at once; stock N·5/12. Each loops Lock(wait %s) → if stock is left, sell one (GET, hold, SET) → release; busy is retried at once, errors after %s, until the buyer has bought, the stock is gone, or %s have passed. The %d-buyer rows are the baseline: %d buyers at a time, a new one arriving each time one has bought, until %d are sold. locktag runs on example-app's pool (MaxIdle 64, no MaxActive) with `Params{Wait: %s}` and a watchdog lease. Sold/s runs from the first sale to the last; wait is a buyer's arrival → its Lock returning, over the buyers that bought; ideal is FIFO: (buyers served − 1)·(hold + hand-over p50), buyers served being min(sold, buyers at a time). Stalls are gaps between sales (from t0, and to the end if stock was left) while buyers waited. Ghost grants are `!` notices on the lock's channel.\n\n",
-		cfg.burstWait, errBackoff, cfg.burstLimit, burstBase, burstBase, cfg.burstBaseStock, cfg.burstWait)
-	md.WriteString(burstHeader)
+// burstSales runs the sales of every library of cands that cfg wants —
+// the baseline, then each buyer count of ns — writes their rows and
+// notes, and returns every run and the baselines by library.
+func (rep *report) burstSales(cfg *config, cands []burstLib, ns []int) ([]burstRun, map[string]burstRun) {
+	rep.md.WriteString(burstHeader)
 	var libs []burstLib
-	for _, b := range burstLibs() {
+	for _, b := range cands {
 		if cfg.wantLib(b.name) {
 			libs = append(libs, b)
 		}
@@ -77,15 +76,24 @@ func runBurst(cfg *config, rep *report) {
 		all = append(all, r)
 		rep.burstLine(r, r)
 	}
-	for _, n := range cfg.burstNs {
+	for _, n := range ns {
 		for _, b := range libs {
 			r := runBurstOne(cfg, b, n, burstStock(n), false)
 			all = append(all, r)
 			rep.burstLine(r, base[b.name])
 		}
 	}
-	md.WriteString("\n")
+	rep.md.WriteString("\n")
 	rep.burstNotes(all)
+	return all, base
+}
+
+func runBurst(cfg *config, rep *report) {
+	md := &rep.md
+	fmt.Fprintf(md, "### Burst: a flash sale on one key (%d processes, hold %s, wait %s, limit %s)\n\n", cfg.burstProcs, cfg.burstHold, cfg.burstWait, cfg.burstLimit)
+	fmt.Fprintf(md, "N buyers arrive at once; stock N·5/12. Each loops Lock(wait %s) → if stock is left, sell one (GET, hold, SET) → release; busy is retried at once, errors after %s, until the buyer has bought, the stock is gone, or %s have passed. The %d-buyer rows are the baseline: %d buyers at a time, a new one arriving each time one has bought, until %d are sold. locktag runs on example-app's pool (MaxIdle 64, no MaxActive) with `Params{Wait: %s}` and a watchdog lease. Sold/s runs from the first sale to the last; wait is a buyer's arrival → its Lock returning, over the buyers that bought; ideal is FIFO: (buyers served − 1)·(hold + hand-over p50), buyers served being min(sold, buyers at a time). Stalls are gaps between sales (from t0, and to the end if stock was left) while buyers waited. Ghost grants are `!` notices on the lock's channel.\n\n",
+		cfg.burstWait, errBackoff, cfg.burstLimit, burstBase, burstBase, cfg.burstBaseStock, cfg.burstWait)
+	all, base := rep.burstSales(cfg, burstLibs(), cfg.burstNs)
 	md.WriteString("\n| target | measured | met |\n|---|---|---|\n")
 	for _, r := range all {
 		b, ok := base[r.lib]

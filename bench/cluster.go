@@ -13,7 +13,6 @@ import (
 	"github.com/bsm/redislock"
 	"github.com/gomodule/redigo/redis"
 	"github.com/locktag/locktag/locker"
-	lockgoredis "github.com/locktag/locktag/locker/goredis"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -229,13 +228,7 @@ func openLocktagGoredisCluster(addrs []string, c int, reqs *atomic.Int64) (Lock,
 }
 
 func goredisClusterLocktag(addrs []string, poolSize int, reqs *atomic.Int64, p locker.Params) (Lock, func(), error) {
-	cc := goredisClusterClient(addrs, poolSize, reqs)
-	lk, err := locker.New(lockgoredis.New(cc))
-	if err != nil {
-		cc.Close()
-		return nil, nil, err
-	}
-	return locktagLock{lk, p}, func() { lk.Close(); cc.Close() }, nil
+	return locktagOnGoredis(goredisClusterClient(addrs, poolSize, reqs), p)
 }
 
 // openLocktagRueidisCluster is locktag on a rueidis Cluster client with

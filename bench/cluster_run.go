@@ -87,29 +87,6 @@ func runClusterBurst(cfg *config, rep *report) {
 	md := &rep.md
 	fmt.Fprintf(md, "#### Burst: a flash sale on one key (%d processes, hold %s, wait %s, limit %s)\n\n", cfg.burstProcs, cfg.burstHold, cfg.burstWait, cfg.burstLimit)
 	fmt.Fprintf(md, "The burst scenario's sale (see its section) on the Cluster: the lock on the master of its slot, the stock on a server of its own. %d buyers at a time until %d are sold, then each burst. Redis CPU adds up every master; Redis busy after is the time until every master answered PINGs quickly again.\n\n", burstBase, cfg.burstBaseStock)
-	md.WriteString(burstHeader)
-	var libs []burstLib
-	for _, b := range clusterBurstLibs() {
-		if cfg.wantLib(b.name) {
-			libs = append(libs, b)
-		}
-	}
-	base := map[string]burstRun{}
-	var all []burstRun
-	for _, b := range libs {
-		r := runBurstOne(cfg, b, burstBase, cfg.burstBaseStock, true)
-		base[b.name] = r
-		all = append(all, r)
-		rep.burstLine(r, r)
-	}
-	for _, n := range cfg.clusterBurst {
-		for _, b := range libs {
-			r := runBurstOne(cfg, b, n, burstStock(n), false)
-			all = append(all, r)
-			rep.burstLine(r, base[b.name])
-		}
-	}
-	md.WriteString("\n")
-	rep.burstNotes(all)
+	rep.burstSales(cfg, clusterBurstLibs(), cfg.clusterBurst)
 	md.WriteString("\n")
 }
