@@ -41,7 +41,11 @@ func TestLateGrantConfirmed(t *testing.T) {
 	}
 
 	resetStats(t, srv)
-	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute}.env()...)
+	// The child's calls get 5s, not the usual 1s: a resumed process on a
+	// loaded machine (a whole test suite under -race) may wait for a CPU
+	// for over a second, and this test is about the grant's confirmation,
+	// not about the call bound.
+	ch := faults.StartChild(t, "holder", childEnv{addr: srv.Addr(), key: key, wait: time.Minute, call: 5 * time.Second}.env()...)
 	// Frozen while it waits, not while a call of its own is on its way: its
 	// try queued it, it listens on the key's channel, and its re-check for a
 	// release before it listened (a script call of its own) was answered.
