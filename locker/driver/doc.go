@@ -25,4 +25,7 @@
 // [Masters] (a Cluster's masters), [Replicas] (the replicas a failover may
 // promote, whose settings Locker.Check reads), [Acker] (a script followed
 // by WAIT on its own connection, for locker.WithReplicaAck), and io.Closer.
+//
+// Helpers a driver can build on: [Confirmations] and [KeepAlive] for a
+// Listener, [NormalizeReply] and [NotSent] for Eval.
 package driver

@@ -58,7 +58,7 @@ var (
 	// no connection could be had (a failed dial, an exhausted pool, no free
 	// call slot), or the context ended before anything was written. The core
 	// then knows the call changed nothing and sends no clean-up for it.
-	// Drivers wrap such errors with it: fmt.Errorf("%w: %w", ErrNotSent, err).
+	// Drivers wrap such errors with it, by [NotSent].
 	ErrNotSent = errors.New("locker: call not sent")
 	// ErrPoolExhausted: no connection could be taken from the client's pool.
 	// A driver wraps it together with ErrNotSent.

@@ -18,13 +18,13 @@ import (
 // would go elsewhere); a Sentinel client's goes to the current master.
 func (d *redisDriver) EvalAck(ctx context.Context, replicas int, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) (any, int, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, fmt.Errorf("%w: %w", driver.ErrNotSent, err)
+		return nil, 0, driver.NotSent(err)
 	}
 	var c redis.Cmdable = d.c
 	if cc, ok := d.c.(*redis.ClusterClient); ok && keys.Len() > 0 {
 		node, err := cc.MasterForKey(ctx, keys.Names()[0])
 		if err != nil {
-			return nil, 0, fmt.Errorf("%w: %w", driver.ErrNotSent, err)
+			return nil, 0, driver.NotSent(err)
 		}
 		c = node
 	}
@@ -38,7 +38,7 @@ func (d *redisDriver) EvalAck(ctx context.Context, replicas int, timeout time.Du
 	}
 	switch {
 	case err == nil:
-		return normalize(v), acked, nil
+		return driver.NormalizeReply(v), acked, nil
 	case errors.Is(err, redis.Nil):
 		return nil, acked, nil
 	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):

@@ -48,7 +48,7 @@ func New(c redis.UniversalClient) driver.Driver {
 
 func (d *redisDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("%w: %w", driver.ErrNotSent, err)
+		return nil, driver.NotSent(err)
 	}
 	if d.ctxAware || ctx.Done() == nil {
 		return d.eval(ctx, s, keys, args)
@@ -90,7 +90,7 @@ func (d *redisDriver) eval(ctx context.Context, s *driver.Script, keys driver.Ke
 		}
 		switch {
 		case err == nil:
-			v := normalize(c.cmd.Val())
+			v := driver.NormalizeReply(c.cmd.Val())
 			putCall(c)
 			return v, nil
 		case byHash && redis.HasErrorPrefix(err, "NOSCRIPT"):
@@ -129,12 +129,10 @@ func callError(err error) error {
 		return nil
 	case errors.Is(err, redis.ErrPoolTimeout), errors.Is(err, redis.ErrPoolExhausted):
 		return fmt.Errorf("%w: %w (go-redis: %w)", driver.ErrNotSent, driver.ErrPoolExhausted, err)
-	case errors.Is(err, driver.ErrNotSent):
-		return err
 	}
 	var oe *net.OpError
 	if errors.As(err, &oe) && oe.Op == "dial" {
-		return fmt.Errorf("%w: %w", driver.ErrNotSent, err)
+		return driver.NotSent(err)
 	}
 	return err
 }
@@ -152,28 +150,6 @@ func unwritten(err error) bool {
 		return false
 	}
 	return oe.Op == "write" || oe.Op == "set" && errors.Is(err, net.ErrClosed)
-}
-
-// normalize converts go-redis replies to the Driver contract's types. A
-// script's reply to a RESP3 connection can carry booleans where RESP2 has
-// 1 and nil; they are mapped the RESP2 way.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case bool:
-		if x {
-			return int64(1)
-		}
-		return nil
-	case []any:
-		for i := range x {
-			x[i] = normalize(x[i])
-		}
-		return v // v, not x: boxing x again would allocate
-	default:
-		return v
-	}
 }
 
 // Close returns the connections the driver holds to the client's pool

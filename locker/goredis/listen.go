@@ -128,22 +128,15 @@ func (l *listener) abort(err error) {
 	_ = l.ps.Close()
 }
 
+// ping pings until the listener ends; a failed PING aborts it.
 func (l *listener) ping() {
-	t := time.NewTicker(pingEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.c.Done():
-			return
-		case <-t.C:
-			ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
-			err := l.ps.Ping(ctx)
-			cancel()
-			if err != nil {
-				l.abort(fmt.Errorf("goredis: ping: %w", err))
-				return
-			}
-		}
+	err := driver.KeepAlive(pingEvery, l.c.Done(), func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), pingEvery)
+		defer cancel()
+		return l.ps.Ping(ctx)
+	})
+	if err != nil {
+		l.abort(fmt.Errorf("goredis: ping: %w", err))
 	}
 }
 

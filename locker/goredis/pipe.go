@@ -3,7 +3,6 @@ package goredis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -207,7 +206,7 @@ func (p *pipe) giveUp(c *call, cause error) (bool, error) {
 		}
 		c.state = idle
 		p.mu.Unlock()
-		return true, fmt.Errorf("%w: %w", driver.ErrNotSent, cause)
+		return true, driver.NotSent(cause)
 	case batched:
 		// Its batch may be on the wire already: the outcome is unknown,
 		// and the batch writes the reply into c later.
@@ -237,7 +236,7 @@ func (p *pipe) giveUp(c *call, cause error) (bool, error) {
 		c.batch, c.h, c.state = c.batch[:0], nil, idle
 		p.mu.Unlock()
 		<-c.done
-		return true, fmt.Errorf("%w: %w", driver.ErrNotSent, cause)
+		return true, driver.NotSent(cause)
 	}
 	// Answered meanwhile: take the reply.
 	p.mu.Unlock()

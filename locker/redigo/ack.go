@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -33,7 +32,7 @@ func (d *redigoDriver) EvalAck(ctx context.Context, replicas int, timeout time.D
 		if errors.Is(err, redis.ErrPoolExhausted) {
 			err = fmt.Errorf("%w (redigo MaxActive reached)", driver.ErrPoolExhausted)
 		}
-		return nil, 0, notSent(err)
+		return nil, 0, driver.NotSent(err)
 	}
 	defer c.Close()
 	return d.evalAck(ctx, c, replicas, timeout, s, keys, args)
@@ -47,23 +46,23 @@ func (d *redigoDriver) evalAck(ctx context.Context, c redis.Conn, replicas int, 
 	var read time.Duration // 0: the connection's own read timeout
 	if dl, ok := ctx.Deadline(); ok {
 		if read = time.Until(dl); read <= 0 {
-			return nil, 0, notSent(context.DeadlineExceeded)
+			return nil, 0, driver.NotSent(context.DeadlineExceeded)
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, 0, notSent(err)
+		return nil, 0, driver.NotSent(err)
 	}
 	argv := scriptArgs(nil, s, keys, args)
 	waitMS := max(timeout.Milliseconds(), 1)
 	v, acked, err := roundTripAck(cwt, read, "EVALSHA", argv, replicas, waitMS)
-	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
+	if isNoScript(err) {
 		argv[0] = s.SourceArg()
 		v, acked, err = roundTripAck(cwt, read, "EVAL", argv, replicas, waitMS)
 	}
 	if err != nil {
 		return nil, 0, err
 	}
-	return normalize(v), acked, nil
+	return driver.NormalizeReply(v), acked, nil
 }
 
 // roundTripAck writes cmd and WAIT together and reads both replies; a

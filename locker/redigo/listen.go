@@ -72,19 +72,15 @@ func (l *redigoListener) read() {
 	}
 }
 
+// ping pings until the listener ends. A failed PING is not acted on here:
+// read's timeout sees a silent connection.
 func (l *redigoListener) ping() {
-	t := time.NewTicker(pingEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.c.Done():
-			return
-		case <-t.C:
-			l.wmu.Lock()
-			_ = l.psc.Ping("")
-			l.wmu.Unlock()
-		}
-	}
+	_ = driver.KeepAlive(pingEvery, l.c.Done(), func() error {
+		l.wmu.Lock()
+		_ = l.psc.Ping("")
+		l.wmu.Unlock()
+		return nil
+	})
 }
 
 func (l *redigoListener) Subscribe(ctx context.Context, channel string) error {

@@ -39,7 +39,7 @@ type invalid struct{ err error }
 func (d invalid) Validate() error { return d.err }
 
 func (d invalid) Eval(context.Context, *driver.Script, driver.Keys, ...any) (any, error) {
-	return nil, notSent(d.err)
+	return nil, driver.NotSent(d.err)
 }
 
 func (d invalid) Listen(context.Context, func(string, string), func(error)) (driver.Listener, error) {

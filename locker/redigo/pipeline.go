@@ -3,7 +3,6 @@ package redigo
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -60,7 +59,7 @@ func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Key
 	c := callPool.Get().(*pipeCall)
 	c.args = scriptArgs(c.argv[:0], s, keys, args)
 	v, err, done := pc.do(ctx, "EVALSHA", c)
-	if e, ok := err.(redis.Error); ok && done && strings.HasPrefix(string(e), "NOSCRIPT") {
+	if done && isNoScript(err) {
 		c.args[0] = s.SourceArg()
 		v, err, done = pc.do(ctx, "EVAL", c)
 	}
@@ -74,7 +73,7 @@ func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Key
 	if err != nil {
 		return nil, err
 	}
-	return normalize(v), nil
+	return driver.NormalizeReply(v), nil
 }
 
 // callPool recycles the calls that were answered: a call, its two
@@ -163,7 +162,7 @@ func isClosed(ch <-chan struct{}) bool {
 // call whose caller left is still held by the session.
 func (pc *pipeConn) do(ctx context.Context, cmd string, c *pipeCall) (v any, err error, done bool) {
 	if err := ctx.Err(); err != nil {
-		return nil, notSent(err), true
+		return nil, driver.NotSent(err), true
 	}
 	c.cmd, c.deadline, c.reply, c.err = cmd, time.Time{}, nil, nil
 	c.fin.Store(false)
@@ -175,7 +174,7 @@ func (pc *pipeConn) do(ctx context.Context, cmd string, c *pipeCall) (v any, err
 	now := time.Now()
 	if dl, ok := ctx.Deadline(); ok {
 		if !now.Before(dl) {
-			return nil, notSent(context.DeadlineExceeded), true
+			return nil, driver.NotSent(context.DeadlineExceeded), true
 		}
 		c.deadline = dl
 	}
@@ -193,17 +192,17 @@ func (pc *pipeConn) submit(ctx context.Context, c *pipeCall, now time.Time) (*pi
 	for attempt := 0; ; attempt++ {
 		s, err := pc.session(ctx, now)
 		if err != nil {
-			return nil, notSent(err)
+			return nil, driver.NotSent(err)
 		}
 		if s.submit(c, now) {
 			return s, nil
 		}
 		if attempt > 0 {
 			if s.retired.Load() {
-				return nil, notSent(errPipeClosed)
+				return nil, driver.NotSent(errPipeClosed)
 			}
 			<-s.dead
-			return nil, notSent(s.err)
+			return nil, driver.NotSent(s.err)
 		}
 	}
 }

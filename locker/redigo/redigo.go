@@ -36,7 +36,7 @@ func (d *redigoDriver) Eval(ctx context.Context, s *driver.Script, keys driver.K
 		if errors.Is(err, redis.ErrPoolExhausted) {
 			err = fmt.Errorf("%w (redigo MaxActive reached)", driver.ErrPoolExhausted)
 		}
-		return nil, notSent(err)
+		return nil, driver.NotSent(err)
 	}
 	defer c.Close()
 	return d.eval(ctx, c, s, keys, args)
@@ -84,7 +84,7 @@ func (d *redigoDriver) reservedConnLocked(ctx context.Context) (redis.Conn, erro
 		}
 		c, err := d.dial(ctx)
 		if err != nil {
-			return nil, notSent(err)
+			return nil, driver.NotSent(err)
 		}
 		d.reserved.c = c
 	}
@@ -112,18 +112,18 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *driver.Script,
 	var timeout time.Duration
 	if dl, ok := ctx.Deadline(); ok {
 		if timeout = time.Until(dl); timeout <= 0 {
-			return nil, notSent(context.DeadlineExceeded)
+			return nil, driver.NotSent(context.DeadlineExceeded)
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, notSent(err)
+		return nil, driver.NotSent(err)
 	}
 	// The argument list is only read while the command is written, within
 	// DoWithTimeout: a pooled one saves an allocation per call.
 	buf := argvPool.Get().(*[]any)
 	argv := scriptArgs((*buf)[:0], s, keys, args)
 	v, err := cwt.DoWithTimeout(timeout, "EVALSHA", argv...)
-	if e, ok := err.(redis.Error); ok && strings.HasPrefix(string(e), "NOSCRIPT") {
+	if isNoScript(err) {
 		argv[0] = s.SourceArg()
 		v, err = cwt.DoWithTimeout(timeout, "EVAL", argv...)
 	}
@@ -133,7 +133,7 @@ func (d *redigoDriver) eval(ctx context.Context, c redis.Conn, s *driver.Script,
 	if err != nil {
 		return nil, err
 	}
-	return normalize(v), nil
+	return driver.NormalizeReply(v), nil
 }
 
 // argvPool holds argument lists for scriptArgs (as *[]any: putting a slice
@@ -149,31 +149,9 @@ func scriptArgs(dst []any, s *driver.Script, keys driver.Keys, args []any) []any
 	return append(dst, args...)
 }
 
-// normalize converts redigo replies to the driver.Driver contract's types.
-func normalize(v any) any {
-	switch x := v.(type) {
-	case []byte:
-		return string(x)
-	case []any:
-		for i := range x {
-			x[i] = normalize(x[i])
-		}
-		return v // v, not x: boxing x again would allocate
-	default:
-		return v
-	}
+// isNoScript reports whether err is Redis's NOSCRIPT reply: EVALSHA of a
+// script the server does not have, to be sent again by EVAL.
+func isNoScript(err error) bool {
+	e, ok := err.(redis.Error)
+	return ok && strings.HasPrefix(string(e), "NOSCRIPT")
 }
-
-// notSent marks err as the failure of a call that was never sent.
-func notSent(err error) error {
-	if errors.Is(err, driver.ErrNotSent) {
-		return err
-	}
-	return &notSentError{err: err}
-}
-
-// notSentError matches driver.ErrNotSent and the error it wraps.
-type notSentError struct{ err error }
-
-func (e *notSentError) Error() string   { return driver.ErrNotSent.Error() + ": " + e.err.Error() }
-func (e *notSentError) Unwrap() []error { return []error{driver.ErrNotSent, e.err} }

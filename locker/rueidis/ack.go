@@ -20,11 +20,11 @@ import (
 // (ClientOption.BlockingPoolSize).
 func (d *rueidisDriver) EvalAck(ctx context.Context, replicas int, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) (any, int, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, 0, notSent(err)
+		return nil, 0, driver.NotSent(err)
 	}
 	c, err := d.src.client(ctx)
 	if err != nil {
-		return nil, 0, notSent(err)
+		return nil, 0, driver.NotSent(err)
 	}
 	waitMS := max(timeout.Milliseconds(), 1)
 	dc, release, err := dedicate(ctx, c)
@@ -60,7 +60,7 @@ func roundTripAck(ctx context.Context, dc rueidis.DedicatedClient, cmd rueidis.C
 			werr = err // the script's error says more (NOSCRIPT, a broken connection)
 		}
 		if sentNothing(werr) {
-			werr = notSent(werr)
+			werr = driver.NotSent(werr)
 		}
 		return nil, 0, fmt.Errorf("rueidis: WAIT: %w", werr)
 	}

@@ -63,7 +63,7 @@ func (d *rueidisDriver) Listen(ctx context.Context, deliver func(channel, payloa
 	}
 	c, err := d.src.client(ctx)
 	if err != nil {
-		return nil, notSent(err)
+		return nil, driver.NotSent(err)
 	}
 	var b [8]byte
 	_, _ = rand.Read(b[:])

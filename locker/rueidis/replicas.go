@@ -24,7 +24,7 @@ var errNoOptions = errors.New("lockrueidis.New's client carries no options to di
 func (d *rueidisDriver) Replicas(ctx context.Context) ([]driver.Replica, error) {
 	c, err := d.src.client(ctx)
 	if err != nil {
-		return nil, notSent(err)
+		return nil, driver.NotSent(err)
 	}
 	if c.Mode() == rueidis.ClientModeCluster {
 		return clusterReplicas(ctx, c)

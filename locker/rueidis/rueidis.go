@@ -56,11 +56,11 @@ func NewFromOption(opt rueidis.ClientOption) driver.Driver {
 
 func (d *rueidisDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, notSent(err)
+		return nil, driver.NotSent(err)
 	}
 	c, err := d.src.client(ctx)
 	if err != nil {
-		return nil, notSent(err)
+		return nil, driver.NotSent(err)
 	}
 	cmd, err := evalsha(c.B(), s, keys, args)
 	if err != nil {
@@ -124,7 +124,7 @@ var errCrossSlot = errors.New("CROSSSLOT Keys in request don't hash to the same 
 
 func crossSlot(err *error) {
 	if r := recover(); r != nil {
-		*err = notSent(fmt.Errorf("%w: %v", errCrossSlot, r))
+		*err = driver.NotSent(fmt.Errorf("%w: %v", errCrossSlot, r))
 	}
 }
 
@@ -137,7 +137,7 @@ func isNoScript(err error) bool {
 func reply(res rueidis.RedisResult) (any, error) {
 	if err := res.NonRedisError(); err != nil {
 		if sentNothing(err) {
-			return nil, notSent(err)
+			return nil, driver.NotSent(err)
 		}
 		return nil, err
 	}
@@ -151,35 +151,19 @@ func reply(res rueidis.RedisResult) (any, error) {
 	return value(&m), nil
 }
 
-// value converts one message: integers to int64, strings to string,
-// arrays to []any, nil to nil. A script's reply to a RESP3 connection
-// carries Lua's booleans as booleans; they are mapped as RESP2 maps them
-// (true to 1, false to nil).
+// value converts one message to what driver.NormalizeReply takes and
+// returns its result. An error inside an array becomes nil.
 func value(m *rueidis.RedisMessage) any {
-	switch {
-	case m.IsInt64():
-		n, _ := m.AsInt64()
-		return n
-	case m.IsString():
-		s, _ := m.ToString()
-		return s
-	case m.IsArray():
+	if m.IsArray() {
 		a, _ := m.ToArray()
 		out := make([]any, len(a))
 		for i := range a {
 			out[i] = value(&a[i])
 		}
 		return out
-	case m.IsNil():
-		return nil
-	case m.IsBool():
-		if b, _ := m.AsBool(); b {
-			return int64(1)
-		}
-		return nil
 	}
-	v, _ := m.ToAny() // doubles, maps: never in the core's scripts' replies
-	return v
+	v, _ := m.ToAny() // an error: nil
+	return driver.NormalizeReply(v)
 }
 
 // sentNothing reports whether err is the failure of a call that never
@@ -231,7 +215,7 @@ func arg(a any) string {
 func (d clusterDriver) Masters(ctx context.Context) ([]driver.Driver, error) {
 	c, err := d.src.client(ctx)
 	if err != nil {
-		return nil, notSent(err)
+		return nil, driver.NotSent(err)
 	}
 	if c.Mode() != rueidis.ClientModeCluster {
 		return []driver.Driver{d}, nil
@@ -315,14 +299,6 @@ func clusterSlots(ctx context.Context, c rueidis.Client) ([]rueidis.RedisMessage
 	return nil, err
 }
 
-// notSent marks err as the failure of a call that was never sent.
-func notSent(err error) error {
-	if errors.Is(err, driver.ErrNotSent) {
-		return err
-	}
-	return fmt.Errorf("%w: %w", driver.ErrNotSent, err)
-}
-
 // invalid is the driver of a constructor call with bad arguments: Validate
 // reports them, and every call fails with them, having sent nothing.
 type invalid struct{ err error }
@@ -330,7 +306,7 @@ type invalid struct{ err error }
 func (d invalid) Validate() error { return d.err }
 
 func (d invalid) Eval(context.Context, *driver.Script, driver.Keys, ...any) (any, error) {
-	return nil, notSent(d.err)
+	return nil, driver.NotSent(d.err)
 }
 
 func (d invalid) Listen(context.Context, func(string, string), func(error)) (driver.Listener, error) {
