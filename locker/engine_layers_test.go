@@ -16,20 +16,21 @@ import (
 // below it. A package missing here fails the test: place it in the
 // layering (here and in the document) first.
 var engineImports = map[string][]string{
-	"single":  {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"quorum":  {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"admin":   {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"records": {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"rate":    {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"logs":    {"admin", "keeper", "records", "lockerr"},
-	"keeper":  {},
-	"backend": {"hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"hub":     {"callctx", "scripts"},
-	"names":   {"callctx", "scripts"},
-	"callctx": {"lockerr"},
-	"tally":   {"lockerr"},
-	"scripts": {},
-	"lockerr": {},
+	"single":    {"preflight", "backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"quorum":    {"preflight", "backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"admin":     {"preflight", "backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"records":   {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"rate":      {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"logs":      {"admin", "keeper", "records", "lockerr"},
+	"keeper":    {},
+	"preflight": {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"backend":   {"hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"hub":       {"callctx", "scripts"},
+	"names":     {"callctx", "scripts"},
+	"callctx":   {"lockerr"},
+	"tally":     {"lockerr"},
+	"scripts":   {},
+	"lockerr":   {},
 }
 
 // TestEngineLayers: the engine's packages import one another only as

@@ -2,6 +2,10 @@ package locker_test
 
 import (
 	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,19 +18,80 @@ import (
 )
 
 // callRecorder passes every call on and records, per script, the key and
-// argument counts it was called with.
+// argument counts it was called with, and the arguments as text.
 type callRecorder struct {
 	driver.Driver
 	mu    sync.Mutex
 	calls map[string][][2]int
+	args  map[string][][]string
 }
 
 func (d *callRecorder) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	d.mu.Lock()
 	name := scripts.NameOf(s)
 	d.calls[name] = append(d.calls[name], [2]int{keys.Len(), len(args)})
+	text := make([]string, len(args))
+	for i, a := range args {
+		if b, ok := a.([]byte); ok {
+			a = string(b)
+		}
+		text[i] = fmt.Sprint(a)
+	}
+	if d.args == nil {
+		d.args = map[string][][]string{}
+	}
+	d.args[name] = append(d.args[name], text)
 	d.mu.Unlock()
 	return d.Driver.Eval(ctx, s, keys, args...)
+}
+
+// argValues are the values each argument may take in
+// TestScriptCallsMatchLayouts, by its name in the layout (and the
+// script's, where one name means different things): distinct durations,
+// so that an argument sent in another's place fails.
+func argValue(script, arg, v string, sids map[string]bool) bool {
+	token := regexp.MustCompile(`^[A-Za-z0-9_-]{22}$`)
+	in := func(vs ...string) bool { return slices.Contains(vs, v) }
+	switch {
+	case arg == "token":
+		return token.MatchString(v)
+	case arg == "sid":
+		sids[v] = true
+		return v != "" && !token.MatchString(v)
+	case arg == "ttl_ms" && script == "idem_end":
+		return v != "" && !in("1100", "30", "5000", "777", "10")
+	case arg == "ttl_ms":
+		return in("1100")
+	case arg == "wait_ms":
+		return in("0", "30", "5000")
+	case arg == "window_ms":
+		return in("777", "0")
+	case arg == "keep_ms":
+		return in("10")
+	case arg == "mode" && strings.HasSuffix(script, "_acquire"):
+		return in("a", "e", "r", "n")
+	case arg == "mode" && strings.HasSuffix(script, "_leave"):
+		return in("k", "r")
+	case arg == "mode":
+		return in("c", "a")
+	case arg == "handoff":
+		return in("g", "n")
+	case arg == "label":
+		return in("job", "w", "x")
+	case arg == "limit":
+		return in("2")
+	case arg == "kind":
+		return in("r", "w")
+	case arg == "fingerprint":
+		return len(v) == 64
+	case arg == "reason":
+		return in("test")
+	case arg == "channel" && script == "idem_end":
+		return strings.HasSuffix(v, ":rc")
+	case arg == "outcome":
+		return in("done", "")
+	}
+	return true
 }
 
 // TestScriptCallsMatchLayouts: the locker calls each script with as many
@@ -35,7 +100,7 @@ func (d *callRecorder) Eval(ctx context.Context, s *driver.Script, keys driver.K
 func TestScriptCallsMatchLayouts(t *testing.T) {
 	srv := redistest.Start(t)
 	rec := &callRecorder{Driver: redigo.New(srv.Pool(t)), calls: map[string][][2]int{}}
-	lk := newLockerOn(t, rec)
+	lk := newLockerOn(t, rec, locker.WithGrantWindow(777*time.Millisecond))
 	ctx := context.Background()
 	run := func(what string, err error) {
 		t.Helper()
@@ -45,11 +110,11 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 	}
 
 	for _, p := range []locker.Params{
-		{TTL: time.Second},
-		{TTL: time.Second, Label: "job"},
-		{TTL: time.Second, Limit: 2},
-		{TTL: time.Second, Mode: locker.Read},
-		{TTL: time.Second, Mode: locker.Write, Label: "w"},
+		{TTL: 1100 * time.Millisecond},
+		{TTL: 1100 * time.Millisecond, Label: "job"},
+		{TTL: 1100 * time.Millisecond, Limit: 2},
+		{TTL: 1100 * time.Millisecond, Mode: locker.Read},
+		{TTL: 1100 * time.Millisecond, Mode: locker.Write, Label: "w"},
 	} {
 		le := mustObtain(t, lk, ctx, "calls", p)
 		run("reenter", func() error {
@@ -61,7 +126,7 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 		}())
 		_, err := le.TTL(ctx)
 		run("ttl", err)
-		run("extend", le.Extend(ctx, time.Second))
+		run("extend", le.Extend(ctx, 1100*time.Millisecond))
 		// A waiter queues, leaves, and another takes over on release.
 		wp := p
 		wp.Wait = 30 * time.Millisecond
@@ -85,7 +150,7 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 		run("force", lk.ForceRelease(ctx, "calls", "test"))
 		_, _ = lk.Inspect(ctx, "calls")
 	}
-	many, err := lk.ObtainMany(ctx, []string{"m1", "m2"}, locker.Params{TTL: time.Second, Label: "x"})
+	many, err := lk.ObtainMany(ctx, []string{"m1", "m2"}, locker.Params{TTL: 1100 * time.Millisecond, Label: "x"})
 	run("many", err)
 	run("many release", many.Release(ctx))
 	c, err := lk.Idempotent(ctx, "idem", "0000000000000000000000000000000000000000000000000000000000000000", locker.IdempotencyParams{})
@@ -121,6 +186,25 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 				t.Errorf("%s called with %d keys and %d arguments; its layout takes %v keys and %v arguments", name, c[0], c[1], keys, args)
 			}
 		}
+	}
+	// Each argument in its place: the value sent where the layout names
+	// it is one that argument takes.
+	sids := map[string]bool{}
+	for name, calls := range rec.args {
+		l, ok := scripts.LayoutOf(name)
+		if !ok || l.Repeat {
+			continue
+		}
+		for _, args := range calls {
+			for i, v := range args {
+				if i < len(l.Args) && !argValue(name, l.Args[i].Name, v, sids) {
+					t.Errorf("%s: argument %d (%s) is %q: %v", name, i+1, l.Args[i].Name, v, args)
+				}
+			}
+		}
+	}
+	if len(sids) != 1 {
+		t.Errorf("sid arguments %v: want the Locker's one", sids)
 	}
 	for _, want := range []string{"mutex_acquire", "mutex_release", "mutex_leave", "mutex_extend", "mutex_pttl", "mutex_keep", "mutex_force",
 		"sem_acquire", "sem_release", "sem_extend", "sem_pttl", "sem_force", "rw_acquire", "rw_release", "rw_force",

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/preflight"
 )
 
 // ServerFacts are what one Redis master's (or replica's) INFO says about
@@ -58,7 +59,7 @@ func (l *Locker) ServerFacts(ctx context.Context) ([]ServerFacts, error) {
 	var out []ServerFacts
 	var errs []error
 	for _, nd := range nodes {
-		fs, err := nd.Facts(ctx)
+		fs, err := preflight.ReadFacts(ctx, nd)
 		if err != nil {
 			errs = append(errs, err)
 			continue

@@ -3,7 +3,7 @@ package admin
 import (
 	"strings"
 
-	"github.com/locktag/locktag/locker/internal/backend"
+	"github.com/locktag/locktag/locker/internal/preflight"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -15,8 +15,8 @@ var clientCommands = []string{"EVALSHA", "EVAL", "SUBSCRIBE", "UNSUBSCRIBE", "PI
 // everything it does and nothing else (locker.Locker.ACLRules).
 func ACLRules(p string) []string {
 	rules := []string{"resetkeys", "~" + p + "*", "resetchannels", "&" + p + "*"}
-	if !strings.HasPrefix(strings.TrimSuffix(backend.ListenerChannels, "*"), p) {
-		rules = append(rules, "&"+backend.ListenerChannels)
+	if !strings.HasPrefix(strings.TrimSuffix(preflight.ListenerChannels, "*"), p) {
+		rules = append(rules, "&"+preflight.ListenerChannels)
 	}
 	rules = append(rules, "-@all")
 	for _, c := range clientCommands {

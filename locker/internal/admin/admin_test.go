@@ -75,7 +75,7 @@ func (d *deployment) take(t *testing.T, n names.Names, want int64, on ...int) {
 		}
 	}
 	for _, i := range on {
-		v, err := d.nodes[i].Drv.Eval(context.Background(), n.Scripts.Acquire, n.Keys, n.FirstArgs...)
+		v, err := d.nodes[i].Drv.Eval(context.Background(), n.Scripts.Acquire.Script, n.Keys, n.FirstArgs...)
 		if err != nil {
 			t.Fatalf("acquire on node %d: %v", i, err)
 		}

@@ -100,7 +100,11 @@ func scan(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, pattern,
 	if master >= len(masters) {
 		return nil, "", nil // the cluster shrank: nothing left to visit
 	}
-	v, err := masters[master].Eval(cctx, scripts.List, driver.Keys{}, step, pattern, listCount)
+	var args scripts.Args
+	args[scripts.ArgCursor] = step
+	args[scripts.ArgPattern] = pattern
+	args[scripts.ArgCount] = listCount
+	v, err := scripts.List.Eval(cctx, masters[master], driver.Keys{}, &args)
 	if err != nil {
 		return nil, "", lockerr.Unavailable(err)
 	}

@@ -18,7 +18,9 @@ import (
 // Redlock masters' views merged.
 func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name string, timeout time.Duration) (*View, error) {
 	nodes, need := ad.Quorum()
-	res := backend.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), maxWaiters)
+	var a scripts.Args
+	a[scripts.ArgMax] = maxWaiters
+	res := backend.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), &a)
 	var views []*View
 	t := tally.Count("inspect", need, res, func(_ int, v any) (bool, error) {
 		st, err := parseState(name, v)
@@ -41,8 +43,8 @@ func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name stri
 // and details.
 func inspectKeys(lay *names.Layout, name string) driver.Keys {
 	m, _ := lay.Mutex(name, nil)
-	sem, _ := lay.Kind(name, ":s", scripts.Sem, nil, nil)
-	rw, _ := lay.Kind(name, ":rw", scripts.RW, nil, nil)
+	sem, _ := lay.Kind(name, ":s", scripts.Sem, 0, nil, nil)
+	rw, _ := lay.Kind(name, ":rw", scripts.RW, 0, nil, nil)
 	mk, sk, rk := m.Keys.Names(), sem.Keys.Names(), rw.Keys.Names()
 	return driver.NewKeys(mk[0], mk[1], mk[2], sk[0], sk[1], sk[2], rk[0], rk[1], rk[2])
 }
@@ -68,20 +70,23 @@ func Force(ctx context.Context, ad backend.Admin, lay *names.Layout, kinds []str
 func forceKind(ctx context.Context, ad backend.Admin, lay *names.Layout, name, kind, channel, reason string, timeout time.Duration) ([]Freed, error) {
 	nodes, need := ad.Quorum()
 	var n names.Names
-	var sc *driver.Script
+	var sc *scripts.Call
 	switch kind {
 	case kindMutex:
 		n, _ = lay.Mutex(name, nil)
 		sc = scripts.Force
 	case kindSemaphore:
-		n, _ = lay.Kind(name, ":s", scripts.Sem, nil, nil)
+		n, _ = lay.Kind(name, ":s", scripts.Sem, 0, nil, nil)
 		sc = scripts.SemForce
 	default:
-		n, _ = lay.Kind(name, ":rw", scripts.RW, nil, nil)
+		n, _ = lay.Kind(name, ":rw", scripts.RW, 0, nil, nil)
 		sc = scripts.RWForce
 	}
-	mode, window := ad.Handoff()
-	res := backend.Fanout(ctx, nodes, timeout, sc, n.Keys, channel, reason, mode, window)
+	var a scripts.Args
+	a[scripts.ArgChannel] = channel
+	a[scripts.ArgReason] = reason
+	a[scripts.ArgHandoff], a[scripts.ArgWindowMS] = ad.Handoff()
+	res := backend.Fanout(ctx, nodes, timeout, sc, n.Keys, &a)
 	var all []Freed
 	t := tally.Count("force-release", need, res, func(i int, v any) (bool, error) {
 		got, g, err := parseForced(kind, v)

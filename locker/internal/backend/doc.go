@@ -3,7 +3,7 @@
 // Redlock): the Backend interface both implement, with Admin (what the
 // operator's calls need) and MultiFast (ObtainMany's one-script path);
 // the values that cross it (Terms down, Held up); the Redis Node a backend
-// runs on (a driver, its Hub, the start-up check) and Fanout over several;
+// runs on (a driver and its Hub; package preflight checks it) and Fanout over several;
 // and what a Locker shares with its backend (Shared: the Config taken
 // from its options, its key Layout, its subscriber id, the Hooks it is
 // told through).

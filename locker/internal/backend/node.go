@@ -8,7 +8,6 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/hub"
-	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Node is one Redis deployment (or Redlock master) with its shared
@@ -17,8 +16,10 @@ type Node struct {
 	Drv driver.Driver // bounded by Config.MaxCalls
 	Hub *hub.Hub
 	Sh  *Shared
-	// capable is set once Check passed on the node.
-	capable atomic.Bool
+	// Capable is set once the start-up check (preflight.Check) passed on
+	// the node; until then preflight.Ping runs the check, after it a
+	// trivial script.
+	Capable atomic.Bool
 }
 
 // New returns the node reached through d, its calls bounded by
@@ -26,18 +27,6 @@ type Node struct {
 func New(d driver.Driver, sh *Shared) *Node {
 	d = callctx.Limit(d, sh.Cfg.MaxCalls)
 	return &Node{Drv: d, Hub: hub.New(d, hub.Config{Bounds: sh.Cfg.Bounds, Linger: sh.Cfg.Linger, SID: sh.SID}), Sh: sh}
-}
-
-// Ping runs Check on the node until it has passed once, and a trivial
-// script after that: a start-up Ping or the first health checks find a
-// server that cannot serve the locker, and later health checks cost one
-// call.
-func (nd *Node) Ping(ctx context.Context) error {
-	if !nd.capable.Load() {
-		return nd.Check(ctx)
-	}
-	_, err := nd.Drv.Eval(ctx, scripts.Ping, driver.Keys{})
-	return err
 }
 
 // Masters are the node's masters when its driver exposes them

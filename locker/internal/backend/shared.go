@@ -56,8 +56,8 @@ type Shared struct {
 	SIDArg, WindowArg any
 	// CheckScript is check.lua under a comment naming this Locker, so
 	// that its first run meets NOSCRIPT and exercises the EVAL fallback;
-	// CheckCommands are its command arguments (see Node.Check).
-	CheckScript   *driver.Script
+	// CheckCommands are its command arguments (see preflight.Check).
+	CheckScript   *scripts.Call
 	CheckCommands []any
 	// Clock checks the server clock's readings (WithClockStepTolerance).
 	Clock Clock
@@ -77,25 +77,11 @@ func NewShared(cfg Config, grantWindow time.Duration, lastKey bool, hooks Hooks)
 	sh.SID = uuid.NewString() // the Locker's instance id; it names its waiters in queue entries
 	sh.SIDArg, sh.WindowArg = sh.SID, scripts.MS(grantWindow)
 	sh.Layout = names.Layout{Prefix: cfg.Prefix, LastKey: lastKey, WindowArg: sh.WindowArg, SIDArg: sh.SIDArg}
-	sh.CheckScript = driver.NewScript("-- check by " + sh.SID + "\n" + scripts.CheckSource)
+	sh.CheckScript = scripts.NewCall("check", driver.NewScript("-- check by "+sh.SID+"\n"+scripts.CheckSource))
 	for _, c := range scripts.Commands() {
 		sh.CheckCommands = append(sh.CheckCommands, c)
 	}
 	return sh
-}
-
-// risk reports what Check found and accepted (see Hooks.Risk).
-func (sh *Shared) risk(what string) {
-	if sh.Hooks.Risk != nil {
-		sh.Hooks.Risk(what)
-	}
-}
-
-// skipped reports a replica Check did not check (see Hooks.Skipped).
-func (sh *Shared) skipped(what string) {
-	if sh.Hooks.Skipped != nil {
-		sh.Hooks.Skipped(what)
-	}
 }
 
 // Waiting reports the start of a wait for the Obtain with Terms t; call

@@ -62,7 +62,7 @@ func (e *Protocol) Error() string {
 // Unwrap makes a Protocol match ErrProtocol.
 func (e *Protocol) Unwrap() error { return ErrProtocol }
 
-// protocolReply is the start of a script's refusal (refuse in value.lua).
+// protocolReply is the start of a script's refusal (refuse in fence.lua).
 const protocolReply = "LOCKTAG_PROTOCOL "
 
 // AsProtocol returns the Protocol error err carries, if it is or wraps a

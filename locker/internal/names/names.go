@@ -19,19 +19,29 @@ import (
 
 // Names are the Redis keys, the channel and the script arguments of one
 // holder of one lock. The arguments every call of one holder passes are
-// boxed once, here: a lock+unlock would box each twice otherwise.
+// boxed once, here: a lock+unlock would box each twice otherwise. Calls
+// name them (scripts.Args): no caller knows a position.
 type Names struct {
 	Keys     driver.Keys  // lock, waiter queue, a semaphore's or read/write lock's records (unused by a mutex), and on Redlock the last token (see Layout.LastKey)
-	Channel  string       // KEYS[1]+":c": the scripts make it themselves
+	Channel  string       // the lock's key + ":c": the scripts make it themselves
 	TokenArg any          // the holder's owner token as a script argument
 	Scripts  *scripts.Set // the lock kind's scripts
-	LimitArg any          // acquire's extra argument: a semaphore's limit, a read/write hold's kind; nil for a mutex
-	LabelArg any          // acquire's last argument: the holder's label; nil for none (not sent)
+	// Extra is acquire's argument of the lock's kind (a semaphore's
+	// scripts.ArgLimit, a read/write hold's scripts.ArgKind) and ExtraArg
+	// its value; nil for a mutex.
+	Extra    scripts.Arg
+	ExtraArg any
+	LabelArg any // the holder's label; nil for none (not sent)
+	// TTLArg, WaitArg and SIDArg are the first try's, boxed: its queue
+	// entry names them, so every call about the queued token passes them
+	// again (see entry in common.lua). nil for a holder made without
+	// WithFirstArgs, which never queues.
+	TTLArg, WaitArg, SIDArg any
 	// FirstArgs are acquire's arguments for the first try ('a'), and
-	// ReleaseArgs release's (token, HandoffGrant, window, sid), made once per
-	// holder in its lease's storage (Buf); nil where a holder has none
-	// (the caller builds them per call). Read-only once made, so nested
-	// holds and concurrent calls share them.
+	// ReleaseArgs release's, made once per holder in its lease's storage
+	// (Buf); nil where a holder has none (the caller builds them per
+	// call). Read-only once made, so nested holds and concurrent calls
+	// share them.
 	FirstArgs, ReleaseArgs []any
 }
 
@@ -43,8 +53,8 @@ type Names struct {
 type Buf struct {
 	keys     [4]string
 	keyArgs  [4]any
-	first    [8]any
-	release  [4]any
+	first    [8]any           // acquire takes at most 8 arguments (Layouts)
+	release  [4]any           // release takes at most 4
 	FirstCtx callctx.Deadline // the first try's (and a waiter's re-checks') call context, one call at a time
 }
 
@@ -53,7 +63,7 @@ type Layout struct {
 	Prefix string // WithKeyPrefix
 	// LastKey: a mutex's names carry a fourth key, prefix{key}:f, where a
 	// release leaves the lock for the rest of its lease, for its fencing
-	// token (gone in value.lua). Set on Redlock, whose masters each mint a
+	// token (gone in last.lua). Set on Redlock, whose masters each mint a
 	// token: the next holder's majority shares a master with the last
 	// one, which must remember that token to mint a larger one whatever
 	// its clock says.
@@ -73,12 +83,12 @@ type Layout struct {
 // names' storage in buf (nil: allocated).
 func (lay *Layout) Mutex(key string, buf *Buf) (Names, string) {
 	if lay.Bridge == nil {
-		return lay.Kind(key, "", scripts.Mutex, nil, buf)
+		return lay.Kind(key, "", scripts.Mutex, 0, nil, buf)
 	}
 	if buf == nil {
 		buf = new(Buf)
 	}
-	n, token := lay.Kind(key, "", scripts.MutexBridge, nil, buf)
+	n, token := lay.Kind(key, "", scripts.MutexBridge, 0, nil, buf)
 	nkeys := n.Keys.Len()
 	buf.keys[2] = lay.Bridge(key)
 	n.Keys = driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys])
@@ -89,7 +99,7 @@ func (lay *Layout) Mutex(key string, buf *Buf) (Names, string) {
 // a new owner token. Its keys are apart from the mutex of the same key
 // (":s" after the hash tag), so the two never meet in one Redis value.
 func (lay *Layout) Semaphore(key string, limit int, buf *Buf) (Names, string) {
-	return lay.Kind(key, ":s", scripts.Sem, int64(limit), buf)
+	return lay.Kind(key, ":s", scripts.Sem, scripts.ArgLimit, int64(limit), buf)
 }
 
 // RW returns the names of the read/write lock key (":rw") for a read
@@ -99,14 +109,14 @@ func (lay *Layout) RW(key string, write bool, buf *Buf) (Names, string) {
 	if write {
 		kind = scripts.RWWrite
 	}
-	return lay.Kind(key, ":rw", scripts.RW, kind, buf)
+	return lay.Kind(key, ":rw", scripts.RW, scripts.ArgKind, kind, buf)
 }
 
 // Kind returns the names of key's lock of the kind whose keys end in
-// suffix, run by sc with acquire's extra argument arg, and a new owner
-// token. The names and the token are slices of one string: building them
-// one by one costs an allocation each.
-func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) (Names, string) {
+// suffix, run by sc with acquire's argument extra of value arg (nil:
+// none), and a new owner token. The names and the token are slices of one
+// string: building them one by one costs an allocation each.
+func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, extra scripts.Arg, arg any, buf *Buf) (Names, string) {
 	if buf == nil {
 		buf = new(Buf)
 	}
@@ -143,48 +153,66 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, arg any, buf *Buf) 
 		nkeys = 4
 	}
 	var tokenArg any = token
-	buf.release = [4]any{tokenArg, scripts.HandoffGrant, lay.WindowArg, lay.SIDArg}
-	return Names{
-		Keys:        driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys]),
-		Channel:     part(3),
-		TokenArg:    tokenArg,
-		Scripts:     sc,
-		LimitArg:    arg,
-		ReleaseArgs: buf.release[:],
-	}, token
+	names := Names{
+		Keys:     driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys]),
+		Channel:  part(3),
+		TokenArg: tokenArg,
+		Scripts:  sc,
+		Extra:    extra,
+		ExtraArg: arg,
+	}
+	if lay.WindowArg != nil {
+		// One deployment's release (a layout without the window: none).
+		var a scripts.Args
+		a[scripts.ArgToken] = tokenArg
+		a[scripts.ArgHandoff] = scripts.HandoffGrant
+		a[scripts.ArgWindowMS] = lay.WindowArg
+		a[scripts.ArgSID] = lay.SIDArg
+		names.ReleaseArgs = sc.Release.Append(buf.release[:0], &a)
+	}
+	return names, token
 }
 
-// WithFirstArgs returns n with acquire's first-try arguments made in buf
-// (see FirstArgs): token, ttl, wait, mode 'a', sid and window, then a
-// semaphore's limit or a read/write hold's kind when it has one, n's
-// label last when it has one.
-func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) Names {
-	buf.first = [8]any{n.TokenArg, ttlArg, waitArg, scripts.AcquireNew.Arg(), sidArg, windowArg}
-	i := 6
-	for _, a := range [...]any{n.LimitArg, n.LabelArg} {
-		if a != nil {
-			buf.first[i] = a
-			i++
-		}
+// AcquireArgs sets in a acquire's arguments for n's holder: its token,
+// the kind's argument and the label, and ttl, wait, mode, sid and window
+// as given (boxed).
+func (n *Names) AcquireArgs(a *scripts.Args, ttl, wait, mode, sid, window any) {
+	a[scripts.ArgToken] = n.TokenArg
+	a[scripts.ArgTTLMS] = ttl
+	a[scripts.ArgWaitMS] = wait
+	a[scripts.ArgMode] = mode
+	a[scripts.ArgSID] = sid
+	a[scripts.ArgWindowMS] = window
+	a[scripts.ArgLabel] = n.LabelArg
+	if n.ExtraArg != nil {
+		a[n.Extra] = n.ExtraArg
 	}
-	n.FirstArgs = buf.first[:i]
+}
+
+// WithFirstArgs returns n with acquire's first-try arguments (mode 'a')
+// made in buf (see FirstArgs) and the entry its queue would name kept
+// (TTLArg, WaitArg, SIDArg).
+func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) Names {
+	var a scripts.Args
+	n.AcquireArgs(&a, ttlArg, waitArg, scripts.AcquireNew.Arg(), sidArg, windowArg)
+	n.FirstArgs = n.Scripts.Acquire.Append(buf.first[:0], &a)
+	n.TTLArg, n.WaitArg, n.SIDArg = ttlArg, waitArg, sidArg
 	return n
 }
 
-// EntryArgs appends to dst the arguments that name n's holder's queue
-// entry after a leave call's own: ttl, wait, sid and the label when it
-// has one, as its first try passed them (FirstArgs; each call about one
-// queued token must pass the same, see entry in common.lua). Nothing for a
-// holder without FirstArgs, which never queues.
-func (n Names) EntryArgs(dst []any) []any {
-	if len(n.FirstArgs) < 6 {
-		return dst
+// EntryArgs sets in a the arguments that name n's holder's queue entry in
+// a leave call: ttl, wait, sid and the label, as its first try passed
+// them (each call about one queued token must pass the same, see entry in
+// common.lua). Nothing for a holder without first-try arguments, which
+// never queues.
+func (n *Names) EntryArgs(a *scripts.Args) {
+	if n.TTLArg == nil {
+		return
 	}
-	dst = append(dst, n.FirstArgs[1], n.FirstArgs[2], n.FirstArgs[4])
-	if n.LabelArg != nil {
-		dst = append(dst, n.LabelArg)
-	}
-	return dst
+	a[scripts.ArgTTLMS] = n.TTLArg
+	a[scripts.ArgWaitMS] = n.WaitArg
+	a[scripts.ArgSID] = n.SIDArg
+	a[scripts.ArgLabel] = n.LabelArg
 }
 
 // tokenLen is the length of an owner token: 128 bits in base64url.

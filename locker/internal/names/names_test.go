@@ -37,8 +37,8 @@ func TestKindNames(t *testing.T) {
 			if _, other := tc.holder(); other == token {
 				t.Errorf("prefix %q %s: two holders share token %q", prefix, tc.suffix, token)
 			}
-			if n.LimitArg != tc.arg {
-				t.Errorf("prefix %q %s: acquire's argument %v, want %v", prefix, tc.suffix, n.LimitArg, tc.arg)
+			if n.ExtraArg != tc.arg {
+				t.Errorf("prefix %q %s: acquire's argument %v, want %v", prefix, tc.suffix, n.ExtraArg, tc.arg)
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
+	"github.com/locktag/locktag/locker/internal/preflight"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -21,12 +22,12 @@ func (b *Backend) Rates() (*backend.Node, error) {
 
 // Check runs Locker.Check on every master at once.
 func (b *Backend) Check(ctx context.Context) error {
-	return backend.Failed(errors.Join(b.everyMaster(ctx, (*backend.Node).Check)...))
+	return preflight.Failed(errors.Join(b.everyMaster(ctx, preflight.Check)...))
 }
 
 // Healthy pings every master in parallel and needs a majority.
 func (b *Backend) Healthy(ctx context.Context) error {
-	errs := b.everyMaster(ctx, (*backend.Node).Ping)
+	errs := b.everyMaster(ctx, preflight.Ping)
 	down := 0
 	for _, err := range errs {
 		if err != nil {
@@ -42,14 +43,14 @@ func (b *Backend) Healthy(ctx context.Context) error {
 
 // everyMaster runs op on every master at once, under one call timeout, and
 // returns each master's error (nil where it succeeded), named by index.
-func (b *Backend) everyMaster(ctx context.Context, op func(*backend.Node, context.Context) error) []error {
+func (b *Backend) everyMaster(ctx context.Context, op func(context.Context, *backend.Node) error) []error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
 	errs := make([]error, len(b.nodes))
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		wg.Go(func() {
-			if err := op(nd, cctx); err != nil {
+			if err := op(cctx, nd); err != nil {
 				errs[i] = fmt.Errorf("master %d: %w", i, err)
 			}
 		})

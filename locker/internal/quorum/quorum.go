@@ -19,6 +19,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/preflight"
 	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
@@ -56,8 +57,8 @@ func (b *Backend) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // fanout runs s on every master in parallel, each call bounded by timeout.
-func (b *Backend) fanout(ctx context.Context, timeout time.Duration, s *driver.Script, keys driver.Keys, args ...any) []tally.Reply {
-	return backend.Fanout(ctx, b.nodes, timeout, s, keys, args...)
+func (b *Backend) fanout(ctx context.Context, timeout time.Duration, c *scripts.Call, keys driver.Keys, a *scripts.Args) []tally.Reply {
+	return backend.Fanout(ctx, b.nodes, timeout, c, keys, a)
 }
 
 // quorumTry is the outcome of one acquire round.
@@ -74,12 +75,10 @@ type quorumTry struct {
 // that does not win undoes what it took.
 func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode scripts.AcquireMode, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
-	var res []tally.Reply
-	if n.LabelArg != nil {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg, n.LabelArg)
-	} else {
-		res = b.fanout(ctx, b.nodeTimeout(ttl), scripts.Acquire, n.Keys, token, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg)
-	}
+	var a scripts.Args
+	n.AcquireArgs(&a, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg)
+	a[scripts.ArgToken] = token
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Mutex.Acquire, n.Keys, &a)
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
 	same := true // every granting master minted the same token
@@ -136,16 +135,19 @@ func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wai
 // minted) back into the lock on the masters that granted it, and reports
 // whether a majority took it. The next holder's majority shares at least one
 // of those masters, whose lock (or what its release leaves there until
-// the lease would have ended: gone in value.lua) then gives it a larger
+// the lease would have ended: gone in last.lua) then gives it a larger
 // token.
 func (b *Backend) raiseFence(ctx context.Context, n names.Names, token string, ttl time.Duration, fence int64, took []bool) bool {
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.Keys.First(1), token, fence)
+	var a scripts.Args
+	a[scripts.ArgToken] = token
+	a[scripts.ArgFence] = fence
+	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.Keys.First(1), &a)
 	return tally.Count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).Won()
 }
 
 // undo releases a token on the masters where it holds, or may hold, the
 // lock, leaving its fencing token there as a release does (gone in
-// value.lua); on a fresh context, since it must happen even when ctx
+// last.lua); on a fresh context, since it must happen even when ctx
 // ended.
 func (b *Backend) undo(n names.Names, token string, took []bool) {
 	if !slices.Contains(took, true) {
@@ -153,10 +155,11 @@ func (b *Backend) undo(n names.Names, token string, took []bool) {
 	}
 	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
+	a := releaseArgs(token)
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		if took[i] {
-			wg.Go(func() { _, _ = nd.Drv.Eval(ctx, scripts.Release, n.Keys, token, scripts.HandoffNotify, 0) })
+			wg.Go(func() { _, _ = scripts.Mutex.Release.Eval(ctx, nd.Drv, n.Keys, a) })
 		}
 	}
 	wg.Wait()
@@ -317,9 +320,13 @@ func jitter(d time.Duration) time.Duration {
 func (b *Backend) withdraw(n names.Names, token string) {
 	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
-	// Its queue entry's arguments: the ttl, wait and sid try passes.
-	args := n.EntryArgs([]any{token, scripts.LeaveReleaseGrant.Arg(), scripts.HandoffNotify, 0})
-	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Leave, n.Keys, args...)
+	var a scripts.Args
+	a[scripts.ArgToken] = token
+	a[scripts.ArgMode] = scripts.LeaveReleaseGrant.Arg()
+	a[scripts.ArgHandoff] = scripts.HandoffNotify
+	a[scripts.ArgWindowMS] = int64(0)
+	n.EntryArgs(&a) // its queue entry's: the ttl, wait and sid try passes
+	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Mutex.Leave, n.Keys, &a)
 }
 
 // Semaphores refuses: a permit set kept by quorum would need each master
@@ -337,7 +344,7 @@ func (b *Backend) Records() (*backend.Node, error) {
 
 // Ping checks that every master answers.
 func (b *Backend) Ping(ctx context.Context) error {
-	return backend.Failed(errors.Join(b.everyMaster(ctx, (*backend.Node).Ping)...))
+	return preflight.Failed(errors.Join(b.everyMaster(ctx, preflight.Ping)...))
 }
 
 // Close closes every master's subscriber connection and driver.

@@ -36,7 +36,11 @@ func Take(ctx context.Context, nd *backend.Node, key string, period time.Duratio
 	// every Lua's tonumber reads it.
 	iv := strconv.FormatFloat(float64(period)/float64(limit)/float64(time.Microsecond), 'f', -1, 64)
 	cctx, cancel := nd.Sh.Cfg.Bounds.Call(ctx)
-	v, err := nd.Drv.Eval(cctx, scripts.Rate, driver.NewKeys(key), iv, burst, maxDelay.Microseconds())
+	var args scripts.Args
+	args[scripts.ArgIntervalUS] = iv
+	args[scripts.ArgBurst] = burst
+	args[scripts.ArgMaxDelayUS] = maxDelay.Microseconds()
+	v, err := scripts.Rate.Eval(cctx, nd.Drv, driver.NewKeys(key), &args)
 	cancel()
 	if err != nil {
 		return Decision{}, err
@@ -68,7 +72,7 @@ type State struct {
 func Inspect(ctx context.Context, nd *backend.Node, key string) (st State, ok bool, err error) {
 	cctx, cancel := nd.Sh.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	v, err := nd.Drv.Eval(cctx, scripts.RateInspect, driver.NewKeys(key))
+	v, err := scripts.RateInspect.Eval(cctx, nd.Drv, driver.NewKeys(key), &scripts.Args{})
 	if err != nil || v == nil {
 		return State{}, false, err
 	}

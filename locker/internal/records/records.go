@@ -89,7 +89,12 @@ type Begun struct {
 // outcome is unknown is cleaned up (the script may have claimed).
 func (s *Store) Begin(ctx context.Context, k Keys, fp, token string, lease, wait time.Duration) (Begun, error) {
 	cctx, cancel := s.nd.Sh.Cfg.Bounds.Call(ctx)
-	v, err := s.nd.Drv.Eval(cctx, scripts.IdemBegin, k.keys, fp, token, scripts.MS(lease), scripts.MS(max(wait, 0)))
+	var args scripts.Args
+	args[scripts.ArgFingerprint] = fp
+	args[scripts.ArgToken] = token
+	args[scripts.ArgLeaseMS] = scripts.MS(lease)
+	args[scripts.ArgWaitMS] = scripts.MS(max(wait, 0))
+	v, err := scripts.IdemBegin.Eval(cctx, s.nd.Drv, k.keys, &args)
 	cancel()
 	if err != nil {
 		if !errors.Is(err, lockerr.ErrNotSent) {
@@ -124,7 +129,7 @@ func (s *Store) Begin(ctx context.Context, k Keys, fp, token string, lease, wait
 func (s *Store) End(ctx context.Context, k Keys, token, mode string, outcome []byte, ttl time.Duration) error {
 	cctx, cancel := s.nd.Sh.Cfg.Bounds.Upkeep(ctx)
 	defer cancel()
-	v, err := s.nd.Drv.Eval(cctx, scripts.IdemEnd, k.keys, token, mode, outcome, scripts.MS(ttl), k.Channel)
+	v, err := scripts.IdemEnd.Eval(cctx, s.nd.Drv, k.keys, endArgs(k, token, mode, outcome, scripts.MS(ttl)))
 	if err != nil {
 		return lockerr.Unavailable(err)
 	}
@@ -134,10 +139,25 @@ func (s *Store) End(ctx context.Context, k Keys, token, mode string, outcome []b
 	return nil
 }
 
+// endArgs are idem_end.lua's arguments: token's record k ends by mode,
+// storing outcome for ttl_ms.
+func endArgs(k Keys, token, mode string, outcome, ttlMS any) *scripts.Args {
+	var a scripts.Args
+	a[scripts.ArgToken] = token
+	a[scripts.ArgMode] = mode
+	a[scripts.ArgOutcome] = outcome
+	a[scripts.ArgTTLMS] = ttlMS
+	a[scripts.ArgChannel] = k.Channel
+	return &a
+}
+
 // Renew resets the in-flight lease of token's record to ttl; false:
 // refused, token no longer owns it.
 func (s *Store) Renew(ctx context.Context, k Keys, token string, ttl time.Duration) (bool, error) {
-	v, err := s.nd.Drv.Eval(ctx, scripts.IdemRenew, k.keys.First(1), token, scripts.MS(ttl))
+	var a scripts.Args
+	a[scripts.ArgToken] = token
+	a[scripts.ArgLeaseMS] = scripts.MS(ttl)
+	v, err := scripts.IdemRenew.Eval(ctx, s.nd.Drv, k.keys.First(1), &a)
 	if err != nil {
 		return false, lockerr.Unavailable(err) // as a lock's renewal: the loss's log says so
 	}
@@ -163,7 +183,7 @@ type View struct {
 func (s *Store) Inspect(ctx context.Context, k Keys) (v View, ok bool, err error) {
 	cctx, cancel := s.nd.Sh.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	r, err := s.nd.Drv.Eval(cctx, scripts.IdemInspect, k.keys)
+	r, err := scripts.IdemInspect.Eval(cctx, s.nd.Drv, k.keys, &scripts.Args{})
 	if err != nil || r == nil {
 		return View{}, false, err
 	}
@@ -191,7 +211,7 @@ func (s *Store) cleanup(k Keys, token string) {
 	end := func() {
 		ctx, cancel := s.nd.Sh.Cfg.Bounds.Cleanup(context.Background())
 		defer cancel()
-		_, _ = s.nd.Drv.Eval(ctx, scripts.IdemEnd, k.keys, token, Abandon, "", 1, k.Channel)
+		_, _ = scripts.IdemEnd.Eval(ctx, s.nd.Drv, k.keys, endArgs(k, token, Abandon, "", int64(1)))
 	}
 	go end()
 	time.AfterFunc(s.nd.Sh.Cfg.Bounds.Timeout, end)

@@ -6,9 +6,12 @@
 //
 //	go test ./locker/internal/scripts -run TestScriptsGolden -args -update
 //
-// Layouts defines each script's keys, arguments and replies, once:
-// docs/protocol.md's tables are generated from it, and tests check the
-// scripts and their callers against it:
+// Layouts defines each script's keys, arguments and replies, once: each
+// script opens with a prologue made from it that names its keys and
+// arguments (prologue.go; the fragments read those names, never a
+// position), the Go callers name their arguments by it (Args, Call, and
+// the Arg constants generated in args_gen.go), docs/protocol.md's tables
+// are generated from it, and testdata/protocol-v1.txt freezes it:
 //
 //	go generate ./locker/internal/scripts
 //
@@ -20,5 +23,6 @@
 // The package is a leaf: it imports only the driver seam.
 package scripts
 
+//go:generate go test -run TestArgsGenerated -args -update
 //go:generate go test -run TestProtocolDoc -args -update
 //go:generate go test -run TestShippedHashes -args -update

@@ -9,8 +9,12 @@ import (
 )
 
 var (
+	//go:embed lua/fence.lua
+	luaFence string
 	//go:embed lua/value.lua
 	luaValue string
+	//go:embed lua/last.lua
+	luaLast string
 	//go:embed lua/common.lua
 	luaCommon string
 	//go:embed lua/acquire_free.lua

@@ -33,7 +33,7 @@ func generalOf(t *testing.T, src string, conds ...string) *driver.Script {
 var clock = regexp.MustCompile(`\d{10,}`)
 
 // eval runs s on srv with keys and args.
-func eval(t *testing.T, srv *redistest.Server, s *driver.Script, keys []string, args ...any) any {
+func eval(t *testing.T, srv *redistest.Server, s interface{ Source() string }, keys []string, args ...any) any {
 	t.Helper()
 	a := append([]any{s.Source(), len(keys)}, anys(keys)...)
 	v, err := srv.Do("EVAL", append(a, args...)...)
@@ -128,13 +128,13 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			return eval(t, srv, s, keys, "tok", handoff, 250)
 		}
 	}
-	mutexAcquire := luaAcquireFree + luaAcquireBusy + mutexLib + luaAcquire
-	mutexRelease := luaRelease + luaHandOver + mutexLib + luaReleaseHeld
-	const mutexGuard = "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"
-	const acquireGuard = "if ARGV[4] == 'a' and "
-	const releaseGuard = "if string.sub(v, 1, i - 1) == token .. ' ' and "
-	const handOverGuard = "if ARGV[2] == 'g' and "
-	const busyGuard = "if found and ARGV[4] == 'a' and "
+	mutexAcquire := Acquire.Source()
+	mutexRelease := Release.Source()
+	const mutexGuard = "if (a_mode == 'a' or a_mode == 'n') then"
+	const acquireGuard = "if a_mode == 'a' and "
+	const releaseGuard = "if string.sub(v, 1, i - 1) == a_token .. ' ' and "
+	const handOverGuard = "if a_handoff == 'g' and "
+	const busyGuard = "if found and a_mode == 'a' and "
 	generalRelease := generalOf(t, mutexRelease, releaseGuard, handOverGuard)
 	generalBusy := generalOf(t, mutexAcquire, busyGuard)
 	// wait is a first try of tok that waits, labelled with label ("": none).
@@ -285,17 +285,17 @@ func TestFastPathsMatchGeneral(t *testing.T) {
 			},
 			fast: handOver(Release, "sid"), general: handOver(generalRelease, "sid")},
 		{name: "semaphore acquire", suffix: ":s",
-			fast:    acquire(Sem.Acquire, int64(3)),
-			general: acquire(generalOf(t, luaSemAcquireIdle+luaValue+luaCommon+luaSemCommon+luaSemKind+luaSemAcquire, acquireGuard), int64(3))},
+			fast:    acquire(Sem.Acquire.Script, int64(3)),
+			general: acquire(generalOf(t, Sem.Acquire.Source(), acquireGuard), int64(3))},
 		{name: "semaphore acquire labelled", suffix: ":s",
-			fast:    acquire(Sem.Acquire, int64(3), "svc"),
-			general: acquire(generalOf(t, luaSemAcquireIdle+luaValue+luaCommon+luaSemCommon+luaSemKind+luaSemAcquire, acquireGuard), int64(3), "svc")},
+			fast:    acquire(Sem.Acquire.Script, int64(3), "svc"),
+			general: acquire(generalOf(t, Sem.Acquire.Source(), acquireGuard), int64(3), "svc")},
 		{name: "read acquire", suffix: ":rw",
-			fast:    acquire(RW.Acquire, "r"),
-			general: acquire(generalOf(t, luaRWAcquireIdle+luaValue+luaCommon+luaSemCommon+luaRWKind+luaRWAcquire, acquireGuard), "r")},
+			fast:    acquire(RW.Acquire.Script, "r"),
+			general: acquire(generalOf(t, RW.Acquire.Source(), acquireGuard), "r")},
 		{name: "write acquire", suffix: ":rw",
-			fast:    acquire(RW.Acquire, "w"),
-			general: acquire(generalOf(t, luaRWAcquireIdle+luaValue+luaCommon+luaSemCommon+luaRWKind+luaRWAcquire, acquireGuard), "w")},
+			fast:    acquire(RW.Acquire.Script, "w"),
+			general: acquire(generalOf(t, RW.Acquire.Source(), acquireGuard), "w")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var replies, states, notices [2]string
@@ -391,11 +391,13 @@ func TestFastPathComparisonFails(t *testing.T) {
 	srv := redistest.Start(t)
 	a, b := lockKeys("a", "", false), lockKeys("b", "", false)
 	eval(t, srv, Acquire, a, "tok", 10000, 0, AcquireNew.Arg(), "sid", 250)
-	eval(t, srv, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then"), b, "tok", 10000, 0, AcquireNew.Arg(), "sid", 250, "svc")
+	// Acquire without its queuing first try (acquire_busy.lua).
+	noBusy := source("mutex_acquire", slices.Concat([]string{luaAcquireFree}, redlockLib, []string{luaAcquire})...)
+	eval(t, srv, generalOf(t, noBusy, "if (a_mode == 'a' or a_mode == 'n') then"), b, "tok", 10000, 0, AcquireNew.Arg(), "sid", 250, "svc")
 	if state(t, srv, a) == state(t, srv, b) {
 		t.Fatal("a labelled and an unlabelled lock compare equal")
 	}
-	for i, s := range []*driver.Script{Acquire, generalOf(t, luaAcquireFree+mutexLib+luaAcquire, "if (ARGV[4] == 'a' or ARGV[4] == 'n') then")} {
+	for i, s := range []*driver.Script{Acquire, generalOf(t, noBusy, "if (a_mode == 'a' or a_mode == 'n') then")} {
 		keys := lockKeys(fmt.Sprintf("r%d", i), "", true)
 		_, _ = srv.Do("SET", keys[3], "old 1234567890123456 1 0 1234567890123 1234567900123 -", "PX", 10000)
 		v := eval(t, srv, s, keys, "tok", 10000, 0, AcquireNew.Arg(), "sid", 0)

@@ -113,33 +113,33 @@ func TestForeignRecordsRefused(t *testing.T) {
 		{"mutex extend", "mutex", mk[:1], Extend, []any{tok, 10000}},
 		{"mutex pttl", "mutex", mk[:1], PTTL, []any{tok}},
 		{"mutex keep", "mutex", mk, Keep, []any{tok, 1000}},
-		{"mutex force", "mutex", mk, Force, []any{"locktag:ctl", "test", HandoffGrant, 250}},
-		{"redlock raise", "mutex", mk[:1], Raise, []any{tok, 99}},
-		{"bridged acquire", "mutex", mk, MutexBridge.Acquire, acq(AcquireNew.Arg(), 5000)},
-		{"bridged release", "mutex", mk, MutexBridge.Release, []any{tok, HandoffGrant, 250, "sid"}},
-		{"bridged extend", "mutex", mk, MutexBridge.Extend, []any{tok, 10000}},
-		{"semaphore acquire", "sem", sk, Sem.Acquire, append(acq(AcquireNew.Arg(), 0), 2)},
-		{"semaphore acquire, waiting", "sem", sk, Sem.Acquire, append(acq(AcquireNew.Arg(), 5000), 2)},
-		{"semaphore re-enter", "sem", sk, Sem.Acquire, append(acq(AcquireReenter.Arg(), 0), 2)},
-		{"semaphore release", "sem", sk, Sem.Release, []any{tok, HandoffGrant, 250, "sid"}},
-		{"semaphore leave", "sem", sk, Sem.Leave, leave},
-		{"semaphore extend", "sem", sk, semExtend, []any{tok, 10000}},
-		{"semaphore pttl", "sem", sk, semPTTL, []any{tok}},
-		{"semaphore force", "sem", sk, SemForce, []any{"locktag:ctl", "test", HandoffGrant, 250}},
-		{"read acquire", "sem", rk, RW.Acquire, append(acq(AcquireNew.Arg(), 0), "r")},
-		{"write acquire, waiting", "sem", rk, RW.Acquire, append(acq(AcquireNew.Arg(), 5000), "w")},
-		{"read/write release", "sem", rk, RW.Release, []any{tok, HandoffGrant, 250, "sid"}},
-		{"read/write leave", "sem", rk, RW.Leave, leave},
-		{"read/write force", "sem", rk, RWForce, []any{"locktag:ctl", "test", HandoffGrant, 250}},
-		{"idempotency begin", "idem", ik, IdemBegin, []any{fp, tok, 10000, 5000}},
-		{"idempotency end", "idem", ik, IdemEnd, []any{tok, "c", "outcome", 10000, "locktag:{idem:x}:rc"}},
-		{"idempotency renew", "idem", ik[:1], IdemRenew, []any{tok, 10000}},
-		{"idempotency inspect", "idem", ik, IdemInspect, nil},
-		{"multi acquire", "multi", []string{"t:{a}", "t:{a}:q", mk[0], mk[1]}, MultiAcquire, []any{10000, tok, tok}},
-		{"rate", "rate", rate, Rate, []any{"100000", 10, 0}},
-		{"rate inspect", "rate", rate, RateInspect, nil},
-		{"inspect, mutex", "mutex", mk, Inspect, []any{10}},
-		{"inspect, semaphore", "sem", sk, Inspect, []any{10}},
+		{"mutex force", "mutex", mk, Force.Script, []any{"locktag:ctl", "test", HandoffGrant, 250}},
+		{"redlock raise", "mutex", mk[:1], Raise.Script, []any{tok, 99}},
+		{"bridged acquire", "mutex", mk, MutexBridge.Acquire.Script, acq(AcquireNew.Arg(), 5000)},
+		{"bridged release", "mutex", mk, MutexBridge.Release.Script, []any{tok, HandoffGrant, 250, "sid"}},
+		{"bridged extend", "mutex", mk, MutexBridge.Extend.Script, []any{tok, 10000}},
+		{"semaphore acquire", "sem", sk, Sem.Acquire.Script, append(acq(AcquireNew.Arg(), 0), 2)},
+		{"semaphore acquire, waiting", "sem", sk, Sem.Acquire.Script, append(acq(AcquireNew.Arg(), 5000), 2)},
+		{"semaphore re-enter", "sem", sk, Sem.Acquire.Script, append(acq(AcquireReenter.Arg(), 0), 2)},
+		{"semaphore release", "sem", sk, Sem.Release.Script, []any{tok, HandoffGrant, 250, "sid"}},
+		{"semaphore leave", "sem", sk, Sem.Leave.Script, leave},
+		{"semaphore extend", "sem", sk, semExtend.Script, []any{tok, 10000}},
+		{"semaphore pttl", "sem", sk, semPTTL.Script, []any{tok}},
+		{"semaphore force", "sem", sk, SemForce.Script, []any{"locktag:ctl", "test", HandoffGrant, 250}},
+		{"read acquire", "sem", rk, RW.Acquire.Script, append(acq(AcquireNew.Arg(), 0), "r")},
+		{"write acquire, waiting", "sem", rk, RW.Acquire.Script, append(acq(AcquireNew.Arg(), 5000), "w")},
+		{"read/write release", "sem", rk, RW.Release.Script, []any{tok, HandoffGrant, 250, "sid"}},
+		{"read/write leave", "sem", rk, RW.Leave.Script, leave},
+		{"read/write force", "sem", rk, RWForce.Script, []any{"locktag:ctl", "test", HandoffGrant, 250}},
+		{"idempotency begin", "idem", ik, IdemBegin.Script, []any{fp, tok, 10000, 5000}},
+		{"idempotency end", "idem", ik, IdemEnd.Script, []any{tok, "c", "outcome", 10000, "locktag:{idem:x}:rc"}},
+		{"idempotency renew", "idem", ik[:1], IdemRenew.Script, []any{tok, 10000}},
+		{"idempotency inspect", "idem", ik, IdemInspect.Script, nil},
+		{"multi acquire", "multi", []string{"t:{a}", "t:{a}:q", mk[0], mk[1]}, MultiAcquire.Script, []any{10000, tok, tok}},
+		{"rate", "rate", rate, Rate.Script, []any{"100000", 10, 0}},
+		{"rate inspect", "rate", rate, RateInspect.Script, nil},
+		{"inspect, mutex", "mutex", mk, Inspect.Script, []any{10}},
+		{"inspect, semaphore", "sem", sk, Inspect.Script, []any{10}},
 	}
 	for _, c := range cases {
 		for _, persist := range []bool{false, true} {
@@ -149,7 +149,7 @@ func TestForeignRecordsRefused(t *testing.T) {
 				}
 				future(t, srv, c.kind, c.keys, persist)
 				keys := c.keys
-				if c.s == Inspect {
+				if c.s == Inspect.Script {
 					all := append(append(lockKeys("x", "", false), lockKeys("x", ":s", false)...), lockKeys("x", ":rw", false)...)
 					keys = all
 					for i, k := range c.keys {
@@ -194,9 +194,9 @@ func TestUnreadableRecordsRefused(t *testing.T) {
 	}{
 		{"mutex acquire", mk, Acquire, []any{tok, 10000, 0, AcquireNew.Arg(), "sid", 250}},
 		{"mutex extend", mk[:1], Extend, []any{tok, 10000}},
-		{"idempotency begin", mk[:2], IdemBegin, []any{strings.Repeat("0", 64), tok, 10000, 0}},
-		{"idempotency inspect", mk[:2], IdemInspect, nil},
-		{"rate", mk[:1], Rate, []any{"100000", 10, 0}},
+		{"idempotency begin", mk[:2], IdemBegin.Script, []any{strings.Repeat("0", 64), tok, 10000, 0}},
+		{"idempotency inspect", mk[:2], IdemInspect.Script, nil},
+		{"rate", mk[:1], Rate.Script, []any{"100000", 10, 0}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if _, err := srv.Do("SET", mk[0], "not a record", "PX", 60000); err != nil {

@@ -15,10 +15,12 @@ type Field struct {
 }
 
 // Layout is one script's calling convention: its keys, its arguments and
-// its replies. Layouts is the one place each is defined: docs/protocol.md's
-// tables are generated from it (TestProtocolDoc), and tests check the
-// scripts' own use of KEYS and ARGV (TestLayoutsMatchScripts) and the
-// locker's calls (locker's TestScriptCallsMatchLayouts) against it.
+// its replies. Layouts is the one place each is defined: each script opens
+// with a prologue made from it that names its keys and arguments (the
+// fragments read those names, never a position: prologue.go),
+// docs/protocol.md's tables are generated from it (TestProtocolDoc), and
+// tests check the locker's calls (locker's TestScriptCallsMatchLayouts)
+// against it.
 type Layout struct {
 	Name string // as in ByName
 	// Keys; with Repeat, they are one group repeated once per lock.
@@ -202,7 +204,8 @@ var Layouts = []Layout{
 		Keys:    []Field{keyRate},
 		Replies: []string{"nil: no state", "{remaining, reset_us, interval_us, burst}", replyRefused}},
 	{Name: "inspect",
-		Keys: []Field{keyMutex, keyQueue, keyUnused, keySem, keySemQ, keySemRecs,
+		Keys: []Field{keyMutex, keyQueue, keyUnused,
+			{Name: "sem holders", Doc: keySem.Doc}, {Name: "sem queue", Doc: keySemQ.Doc}, {Name: "sem records", Doc: keySemRecs.Doc},
 			{Name: "rw holders", Doc: "`P{name}:rw`"}, {Name: "rw queue", Doc: "`P{name}:rw:q`"}, {Name: "rw records", Doc: "`P{name}:rw:w`"}},
 		Args:    []Field{{Name: "max", Doc: "most waiters to return"}},
 		Replies: []string{"{server_s, server_us, kind, limit, holders, (token, about, lease_ms, mode)..., queued, (token, arrival_us, details, mode)...}", replyRefused}},
@@ -214,6 +217,17 @@ var Layouts = []Layout{
 	{Name: "replica_facts",
 		Replies: []string{"{0, fact...}: `=maxmemory:<bytes>`, `=policy:<maxmemory-policy>`, `=evicted:<evicted_keys>`, `=aof:<0|1>`, `~<policy>` where that policy may evict a held lock, `%aof` where appendonly is off; {0, `~?`} where INFO is refused"}},
 }
+
+// checkLayout is the start-up check's layout (CheckSource: info.lua, then
+// check.lua). It is not a registered script (it carries the Locker's id),
+// so it is kept apart from Layouts; its arguments have Arg constants as
+// theirs do, and docs/protocol.md lists it after them.
+var checkLayout = Layout{Name: "check",
+	Args: []Field{{Name: "key", Doc: "a lock key under the Locker's prefix: the commands are checked on it (PUBLISH on its `:c` channel)"},
+		{Name: "channel", Doc: "'' or where to publish payload (Check's pub/sub round trip)"},
+		{Name: "payload", Doc: "what is published"},
+		{Name: "command...", Doc: "the commands the scripts call (Commands), one argument each"}},
+	Replies: []string{"{server_s, problem...}: `name` denied to this user, `name?` unknown to the server, `!version` older than Redis 7.0, `~policy` an eviction policy that may evict a held lock, `~?` INFO refused, `%aof` appendonly off; then info facts as replica_facts's `=name:value`. Not in testdata/scripts: Locker.Check runs it under a comment naming the Locker"}}
 
 // LayoutOf returns the layout of the script registered as name.
 func LayoutOf(name string) (Layout, bool) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -55,7 +56,7 @@ func maxIndex(re *regexp.Regexp, src string) int {
 // library is the fragments that several scripts share: a helper there may
 // name a key or an argument that only some of its scripts pass (guarded,
 // as KEYS[4] on Redlock alone).
-var library = []string{luaValue, luaCommon, luaMutex, luaSemCommon, luaSemKind, luaRWKind}
+var library = []string{luaFence, luaValue, luaLast, luaCommon, luaMutex, luaSemCommon, luaSemKind, luaRWKind}
 
 // code is src without its comments (they name KEYS and ARGV too).
 func code(src string) string {
@@ -142,11 +143,12 @@ func TestProtocolDoc(t *testing.T) {
 	}
 }
 
-// RenderLayouts writes Layouts as docs/protocol.md's tables.
+// RenderLayouts writes Layouts, then the start-up check's layout, as
+// docs/protocol.md's tables.
 func RenderLayouts() string {
 	var b strings.Builder
 	cell := func(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
-	for _, l := range Layouts {
+	for _, l := range append(slices.Clone(Layouts), checkLayout) {
 		fmt.Fprintf(&b, "### %s\n\n", l.Name)
 		fmt.Fprintf(&b, "| | # | name | meaning |\n|---|---|---|---|\n")
 		for i, f := range l.Keys {
@@ -164,7 +166,7 @@ func RenderLayouts() string {
 			if l.Repeat && i > 0 {
 				n = fmt.Sprintf("%d+i", i+1)
 				if i > 1 {
-					n = fmt.Sprintf("n+%d", i+1)
+					n = fmt.Sprintf("n+%d", i) // after 1 + n per-lock arguments
 				}
 			}
 			fmt.Fprintf(&b, "| ARGV | %s | %s | %s%s |\n", n, f.Name, cell(f.Doc), opt(f))

@@ -23,19 +23,19 @@ func (b *Backend) TakeAll(ctx context.Context, ns []names.Names, tokens []string
 		return nil, false, nil
 	}
 	keys := make([]string, 0, 2*len(ns))
-	args := make([]any, 0, 1+len(ns))
-	args = append(args, scripts.MS(ttl))
+	each := make([]any, len(ns))
 	for i, n := range ns {
 		all := n.Keys.Names()
 		keys = append(keys, all[0], all[1]) // lock, queue
-		args = append(args, tokens[i])
+		each[i] = tokens[i]
 	}
-	if ns[0].LabelArg != nil {
-		args = append(args, ns[0].LabelArg) // one label for every key
-	}
+	var args scripts.Args
+	args[scripts.ArgTTLMS] = scripts.MS(ttl)
+	args[scripts.ArgTokens] = each
+	args[scripts.ArgLabel] = ns[0].LabelArg // one label for every key
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	v, err := b.nd.Drv.Eval(cctx, scripts.MultiAcquire, driver.NewKeys(keys...), args...)
+	v, err := scripts.MultiAcquire.Eval(cctx, b.nd.Drv, driver.NewKeys(keys...), &args)
 	if err != nil {
 		if strings.Contains(err.Error(), "CROSSSLOT") {
 			b.multi.Store(false) // refused before it ran: nothing to clean up

@@ -17,6 +17,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/preflight"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
@@ -92,36 +93,27 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	ack := mode == scripts.AcquireNew && b.Cfg.AckReplicas > 0
 	if mode == scripts.AcquireNew && n.FirstArgs != nil {
 		// The first try's arguments, made with the holder (Names.FirstArgs).
-		v, err := b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.FirstArgs...)
+		v, err := b.eval(cctx, ack, n.Scripts.Acquire.Script, n.Keys, n.FirstArgs)
 		return parseAcked(v, err, ttl)
 	}
 	// A re-check passes the first try's wait (its queue entry names it: see
 	// entry in common.lua), the first try's argument where there is one.
-	var waitArg any
-	if mode == scripts.AcquireRecheck && len(n.FirstArgs) > 2 {
-		waitArg = n.FirstArgs[2]
-	} else {
+	waitArg := n.WaitArg
+	if mode != scripts.AcquireRecheck || waitArg == nil {
 		waitArg = b.MSArg(wait)
 	}
-	var v any
-	var err error
-	switch {
-	case n.LimitArg != nil && n.LabelArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LimitArg, n.LabelArg)
-	case n.LimitArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LimitArg)
-	case n.LabelArg != nil:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg, n.LabelArg)
-	default:
-		v, err = b.eval(cctx, ack, n.Scripts.Acquire, n.Keys, n.TokenArg, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg)
-	}
+	var a scripts.Args
+	n.AcquireArgs(&a, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg)
+	var buf [8]any
+	v, err := b.eval(cctx, ack, n.Scripts.Acquire.Script, n.Keys, n.Scripts.Acquire.Append(buf[:0], &a))
 	return parseAcked(v, err, ttl)
 }
 
-// eval runs s; with ack, acknowledged by WithReplicaAck's replicas: the
-// driver WAITs on the script's connection, and a shortfall is an error
-// matching lockerr.ErrNotReplicated, returned with the script's reply.
-func (b *Backend) eval(ctx context.Context, ack bool, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
+// eval runs s with args; with ack, acknowledged by WithReplicaAck's
+// replicas: the driver WAITs on the script's connection, and a shortfall
+// is an error matching lockerr.ErrNotReplicated, returned with the
+// script's reply.
+func (b *Backend) eval(ctx context.Context, ack bool, s *driver.Script, keys driver.Keys, args []any) (any, error) {
 	if !ack {
 		return b.nd.Drv.Eval(ctx, s, keys, args...)
 	}
@@ -183,9 +175,13 @@ func (b *Backend) granted(ctx context.Context, n names.Names, token string, fenc
 func (b *Backend) leave(ctx context.Context, n names.Names, token string, mode scripts.LeaveMode) (scripts.Reply, error) {
 	cctx, cancel := b.Cfg.Bounds.Cleanup(ctx)
 	defer cancel()
-	var buf [8]any
-	args := n.EntryArgs(append(buf[:0], token, mode.Arg(), scripts.HandoffGrant, b.WindowArg))
-	v, err := b.nd.Drv.Eval(cctx, n.Scripts.Leave, n.Keys, args...)
+	var a scripts.Args
+	a[scripts.ArgToken] = token
+	a[scripts.ArgMode] = mode.Arg()
+	a[scripts.ArgHandoff] = scripts.HandoffGrant
+	a[scripts.ArgWindowMS] = b.WindowArg
+	n.EntryArgs(&a)
+	v, err := n.Scripts.Leave.Eval(cctx, b.nd.Drv, n.Keys, &a)
 	if err != nil {
 		return scripts.Reply{}, err
 	}
@@ -242,7 +238,11 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 	// did not confirm fails like a call that did not answer (retried until
 	// the lease's local deadline).
 	sent := time.Now()
-	v, err := b.eval(cctx, b.Cfg.AckReplicas > 0, n.Scripts.Extend, n.Keys.First(n.Scripts.ExtendKeys), token, scripts.MS(ttl))
+	var a scripts.Args
+	a[scripts.ArgToken] = token
+	a[scripts.ArgTTLMS] = scripts.MS(ttl)
+	var buf [2]any
+	v, err := b.eval(cctx, b.Cfg.AckReplicas > 0, n.Scripts.Extend.Script, n.Keys.First(n.Scripts.ExtendKeys), n.Scripts.Extend.Append(buf[:0], &a))
 	if err != nil {
 		return false, lockerr.Unavailable(err)
 	}
@@ -275,9 +275,14 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 	var err error
 	sent := time.Now() // a hand-over in the reply happened after this
 	if n.ReleaseArgs != nil {
-		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.ReleaseArgs...)
+		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release.Script, n.Keys, n.ReleaseArgs...)
 	} else {
-		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release, n.Keys, n.TokenArg, scripts.HandoffGrant, b.WindowArg, b.SIDArg)
+		var a scripts.Args
+		a[scripts.ArgToken] = n.TokenArg
+		a[scripts.ArgHandoff] = scripts.HandoffGrant
+		a[scripts.ArgWindowMS] = b.WindowArg
+		a[scripts.ArgSID] = b.SIDArg
+		v, err = n.Scripts.Release.Eval(ctx, b.nd.Drv, n.Keys, &a)
 	}
 	if err != nil {
 		// The release may have run and handed the lock to a waiter of
@@ -311,7 +316,10 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 
 // Keep drops a hold, keeping the lock for d after the last.
 func (b *Backend) Keep(ctx context.Context, n names.Names, token string, _, d time.Duration) error {
-	v, err := b.nd.Drv.Eval(ctx, n.Scripts.Keep, n.Keys, n.TokenArg, scripts.MS(d))
+	var a scripts.Args
+	a[scripts.ArgToken] = n.TokenArg
+	a[scripts.ArgKeepMS] = scripts.MS(d)
+	v, err := n.Scripts.Keep.Eval(ctx, b.nd.Drv, n.Keys, &a)
 	if err != nil {
 		return lockerr.Unavailable(err)
 	}
@@ -325,7 +333,9 @@ func (b *Backend) Keep(ctx context.Context, n names.Names, token string, _, d ti
 func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	v, err := b.nd.Drv.Eval(cctx, n.Scripts.PTTL, n.Keys.First(n.Scripts.ExtendKeys), token)
+	var a scripts.Args
+	a[scripts.ArgToken] = token
+	v, err := n.Scripts.PTTL.Eval(cctx, b.nd.Drv, n.Keys.First(n.Scripts.ExtendKeys), &a)
 	if err != nil {
 		return 0, lockerr.Unavailable(err)
 	}
@@ -349,7 +359,7 @@ func (b *Backend) Semaphores() error { return nil }
 func (b *Backend) Ping(ctx context.Context) error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	return backend.Failed(b.nd.Ping(cctx))
+	return preflight.Failed(preflight.Ping(cctx, b.nd))
 }
 
 // Close closes the node's subscriber connection and driver.
@@ -362,7 +372,7 @@ func (b *Backend) Rates() (*backend.Node, error) { return b.nd, nil }
 func (b *Backend) Check(ctx context.Context) error {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	return backend.Failed(b.nd.Check(cctx))
+	return preflight.Failed(preflight.Check(cctx, b.nd))
 }
 
 // Healthy pings the node: one deployment is usable exactly when it answers.

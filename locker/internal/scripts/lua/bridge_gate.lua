@@ -6,13 +6,17 @@
 -- (less when the plain lock expires sooner): a waiter that looked only at
 -- the plain lock's expiry would find it taken again, every time.
 local PLAIN_POLL = 10
+-- clock and found: what acquire_free.lua hands acquire.lua elsewhere (a
+-- bridge runs the general path alone). A bridge is single-deployment
+-- only, so no lock's last value is kept (last.lua): last finds none.
 local clock, found
+local function last() return nil end
 if foreign then
   local t = redis.call('TIME')
   local nowms = now_ms(t)
-  local left = redis.call('PTTL', KEYS[3])
+  local left = redis.call('PTTL', k_plain)
   if left < 0 or left > PLAIN_POLL then left = PLAIN_POLL end
-  if ARGV[4] == 'e' then return {0, 0, 0, -2, 0} end
-  if tonumber(ARGV[3]) > 0 or ARGV[4] == 'r' then return {0, 0, 0, left, nowms} end
+  if a_mode == 'e' then return {0, 0, 0, -2, 0} end
+  if tonumber(a_wait_ms) > 0 or a_mode == 'r' then return {0, 0, 0, left, nowms} end
   return {0, 0, 0, left, 0}
 end

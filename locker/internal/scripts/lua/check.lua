@@ -1,10 +1,11 @@
 -- check: what the locker needs from this server, as the user it logs in as
 -- (Locker.Check). It runs after info.lua. No KEYS, so that it runs as it
 -- is on every master of a Cluster; it writes nothing.
--- ARGV: key (a lock key under the locker's prefix), channel ('' or where
--- to PUBLISH payload), payload, then the commands the locker's scripts call.
+-- Arguments: a_key (a lock key under the locker's prefix), a_channel (''
+-- or where to PUBLISH a_payload), a_payload, then a_commands, the commands
+-- the locker's scripts call.
 -- Reply: {server_seconds, problem...}: each problem is "name" (this user
--- may not run it on key; PUBLISH: on key..':c'), "name?" (the server
+-- may not run it on a_key; PUBLISH: on a_key..':c'), "name?" (the server
 -- does not know it), or "!version" (a Redis older than 7.0: the scripts
 -- need SET ... NX GET, GETDEL and PXAT), "~policy" (a maxmemory is set
 -- and its policy is not noeviction: the server may evict a held lock's
@@ -17,7 +18,6 @@
 -- has both); before, only TIME is tried, and the version is read from INFO
 -- where the user may run it (a server that answers neither, as an
 -- in-memory fake, is not judged).
-local key, channel, payload = ARGV[1], ARGV[2], ARGV[3]
 local problems = {}
 local version = redis.REDIS_VERSION
 if not version then
@@ -32,13 +32,12 @@ if not info_facts(problems) and redis.acl_check_cmd then
 end
 local time_ok = true
 if redis.acl_check_cmd then
-  for i = 4, #ARGV do
-    local cmd = ARGV[i]
+  for _, cmd in ipairs(a_commands) do
     local ok, allowed
     if cmd == 'PUBLISH' then
-      ok, allowed = pcall(redis.acl_check_cmd, cmd, key .. ':c', 'x')
+      ok, allowed = pcall(redis.acl_check_cmd, cmd, a_key .. ':c', 'x')
     else
-      ok, allowed = pcall(redis.acl_check_cmd, cmd, key)
+      ok, allowed = pcall(redis.acl_check_cmd, cmd, a_key)
     end
     if not ok then
       problems[#problems + 1] = cmd .. '?'
@@ -57,7 +56,7 @@ if time_ok then
     problems[#problems + 1] = 'TIME'
   end
 end
-if channel ~= '' then
-  redis.call('PUBLISH', channel, payload)
+if a_channel ~= '' then
+  redis.call('PUBLISH', a_channel, a_payload)
 end
 return {now, unpack(problems)}

@@ -1,8 +1,7 @@
 -- Shared by the scripts that queue waiters or hand a lock over, of every
--- kind (a mutex's own are in mutex.lua, after this file).
--- KEYS[1] lock: see value.lua, which comes before this file in every
---         script (now_ms, now_us, fmt, mint; the mutex's value).
--- KEYS[2] waiter queue: zset of entries "token wait_ms ttl_ms sid[ label]"
+-- kind (a mutex's own are in mutex.lua, a semaphore's in sem_common.lua,
+-- after this file), after fence.lua (now_ms, now_us, fmt, mint).
+-- k_queue waiter queue: zset of entries "token wait_ms ttl_ms sid[ label]"
 --         scored by arrival in server microseconds (first come, first
 --         served). An entry is all a waiter's details: its wait ends at
 --         floor(arrival / 1000) + wait_ms; ttl_ms is the lease it asked
@@ -11,9 +10,10 @@
 --         token passes the same token, ttl, wait (its first try's), sid
 --         and label (see entry), so each makes the same entry, found by
 --         ZSCORE and removed by ZREM: no queue operation reads the queue
---         but the fault path of cut_off. A mutex keeps nothing else; a
---         semaphore's and a read/write lock's KEYS[3] hash keeps their
---         permits' records (sem_common.lua).
+--         but the fault path of cut_off. A mutex keeps nothing else (its
+--         value is k_lock, value.lua); a semaphore's and a read/write
+--         lock's k_records hash keeps their permits' records
+--         (sem_common.lua).
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
 
@@ -23,10 +23,6 @@
 -- keeps them equal.)
 local QUEUE_MARGIN = 1000
 
--- The lock's channel is KEYS[1]..':c' (see package names): made
--- here, on the paths that publish, rather than sent with every call.
-local function chan() return KEYS[1] .. ':c' end
-
 -- keep makes key live at least ms milliseconds more.
 local function keep(key, ms)
   if redis.call('PTTL', key) < ms then
@@ -34,9 +30,10 @@ local function keep(key, ms)
   end
 end
 
--- entry is token's queue entry (see KEYS[2]) from the arguments of the
--- call, as passed: wait and ttl are ARGV strings, never reformatted, so
--- the entry is the same on every call that passes the same.
+-- entry is token's queue entry (see k_queue) from the arguments of the
+-- call, as passed: wait and ttl are the argument strings (a_wait_ms,
+-- a_ttl_ms), never reformatted, so the entry is the same on every call
+-- that passes the same.
 local function entry(token, wait, ttl, sid, label)
   local e = token .. ' ' .. wait .. ' ' .. ttl .. ' ' .. sid
   if label and label ~= '' then e = e .. ' ' .. label end
@@ -56,7 +53,7 @@ end
 -- removes.
 local function pop(nowms)
   while true do
-    local h = redis.call('ZPOPMIN', KEYS[2])
+    local h = redis.call('ZPOPMIN', k_queue)
     if #h == 0 then return nil end
     local w, dl, ttl, sid, label = waiter(h[1], h[2])
     if dl >= nowms then return w, ttl, sid, label end
@@ -73,7 +70,7 @@ end
 -- entries. Every lock kind's lapse ends here (lapse in mutex.lua;
 -- sem_purge in sem_common.lua). Returns the tokens dropped.
 local function cut_off(channel, sid, nowus)
-  local es = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. fmt(nowus))
+  local es = redis.call('ZRANGEBYSCORE', k_queue, '-inf', '(' .. fmt(nowus))
   local drop, tokens = {}, {}
   for _, e in ipairs(es) do
     local w, s = string.match(e, '^(%S+) %d+ %d+ (%S+)')
@@ -84,7 +81,7 @@ local function cut_off(channel, sid, nowus)
   end
   -- ZREM in slices: unpack's arguments are bounded.
   for i = 1, #drop, 1000 do
-    redis.call('ZREM', KEYS[2], unpack(drop, i, math.min(i + 999, #drop)))
+    redis.call('ZREM', k_queue, unpack(drop, i, math.min(i + 999, #drop)))
   end
   redis.call('PUBLISH', channel, '!' .. sid)
   return tokens
@@ -93,23 +90,7 @@ end
 -- add puts entry e in the queue; fresh says it cannot be there yet.
 -- Otherwise an entry it has keeps its place. Reports whether it added it.
 local function add(e, nowus, fresh)
-  if not fresh and redis.call('ZSCORE', KEYS[2], e) then return false end
-  redis.call('ZADD', KEYS[2], fmt(nowus), e)
+  if not fresh and redis.call('ZSCORE', k_queue, e) then return false end
+  redis.call('ZADD', k_queue, fmt(nowus), e)
   return true
-end
-
--- enqueue adds entry e to a semaphore's (or read/write lock's) queue (see
--- add) and makes the queue live until its wait is over and a second more;
--- the hash KEYS[3], which the caller wrote first (it holds the permits'
--- records and "Q", so it exists whenever the queue does), is only ever
--- stretched. The mutex keeps its queue's life in its value instead (join
--- in mutex.lua).
-local function enqueue(e, nowus, wait, fresh)
-  if add(e, nowus, fresh) then
-    local life = wait + QUEUE_MARGIN
-    if redis.call('PTTL', KEYS[2]) < life then
-      redis.call('PEXPIRE', KEYS[2], life)
-      keep(KEYS[3], life)
-    end
-  end
 end

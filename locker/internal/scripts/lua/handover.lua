@@ -6,7 +6,7 @@
 -- lock's idle time while others wait (docs/benchmarks.md, one hot key).
 -- Any other value falls through to release_held.lua, with v as GETDEL
 -- took it.
-if ARGV[2] == 'g' and string.sub(v, 1, i - 1) == token .. ' ' then
+if a_handoff == 'g' and string.sub(v, 1, i - 1) == a_token .. ' ' then
   -- "token fence 1 queue granted ends from[ label]", queue not 0.
   local f, q, e = string.match(v, '^(%d+) 1 ([1-9]%d*) %d+ (%d+) ', i)
   if f then
@@ -19,22 +19,22 @@ if ARGV[2] == 'g' and string.sub(v, 1, i - 1) == token .. ' ' then
       -- pop in common.lua, written out: the first waiter whose wait is
       -- not over.
       while true do
-        local h = redis.call('ZPOPMIN', KEYS[2])
+        local h = redis.call('ZPOPMIN', k_queue)
         if #h == 0 then return 0 end
         local w, wait, ttl, sid, label = string.match(h[1], '^(%S+) (%d+) (%d+) (%S+) ?(.*)$')
         if math.floor(h[2] / 1000) + wait >= nowms then
           -- take in value.lua with grant's lease: the whole ttl for a
-          -- waiter of the caller's subscriber (ARGV[4]), else the window.
+          -- waiter of the caller's subscriber (a_sid), else the window.
           local px = ttl + 0
-          if sid ~= ARGV[4] then px = math.min(px, ARGV[3] + 0) end
-          -- mint in value.lua: past the server clock too.
+          if sid ~= a_sid then px = math.min(px, a_window_ms + 0) end
+          -- mint in fence.lua: past the server clock too.
           local nf = string.format('%d', math.max(f + 1, tonumber(t[1] .. us)))
           local ends = nowms + px
           local nv = w .. ' ' .. nf .. ' 1 ' .. q .. ' ' .. ms .. ' ' .. string.format('%d', ends) .. ' ' .. sid
           if label ~= '' then nv = nv .. ' ' .. label end
-          redis.call('SET', KEYS[1], nv, 'PXAT', string.format('%d', math.max(ends, q + 0)))
-          if sid ~= ARGV[4] then
-            redis.call('PUBLISH', KEYS[1] .. ':c', w .. ' ' .. nf .. ' ' .. ms .. ' ' .. px)
+          redis.call('SET', k_lock, nv, 'PXAT', string.format('%d', math.max(ends, q + 0)))
+          if sid ~= a_sid then
+            redis.call('PUBLISH', k_lock .. ':c', w .. ' ' .. nf .. ' ' .. ms .. ' ' .. px)
           end
           return {0, w, nf + 0, nowms, px}
         end

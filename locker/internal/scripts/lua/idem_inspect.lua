@@ -1,14 +1,14 @@
 -- idem_inspect: a read-only view of one idempotency record, for operators.
--- It runs after value.lua, for refuse; it writes nothing.
--- KEYS[1] record, KEYS[2] waiters (see idem_begin.lua).
+-- It runs after fence.lua, for refuse; it writes nothing.
+-- k_record, k_waiters (see idem_begin.lua).
 -- Reply: nil when there is no record; else {state ('p' in flight, 'd'
 -- done), the fingerprint (64 hex digits), the record's PTTL in ms, the
 -- waiting callers, the owner token ('' when done)}. Waiting callers are
--- the tokens in KEYS[2] while the record is in flight (a done record is
+-- the tokens in k_waiters while the record is in flight (a done record is
 -- replayed at once: nobody waits for it), counted from SMEMBERS, which
 -- the other scripts call already. A done record's outcome is not
 -- returned.
-local v = redis.call('GET', KEYS[1])
+local v = redis.call('GET', k_record)
 if not v then
   return nil
 end
@@ -20,7 +20,7 @@ if string.byte(v) ~= 112 and string.byte(v) ~= 100 then
 end
 local waiting, owner = 0, ''
 if string.byte(v) == 112 then
-  waiting = #redis.call('SMEMBERS', KEYS[2])
+  waiting = #redis.call('SMEMBERS', k_waiters)
   owner = string.sub(v, 67)
 end
-return {string.sub(v, 1, 1), string.sub(v, 3, 66), redis.call('PTTL', KEYS[1]), waiting, owner}
+return {string.sub(v, 1, 1), string.sub(v, 3, 66), redis.call('PTTL', k_record), waiting, owner}

@@ -1,14 +1,15 @@
 -- keep: drop one hold; the last keeps the lock for keep_ms more instead of
 -- freeing it (keep after the handler: a resubmit within the window finds
 -- the lock busy). The owner token stays, but its holder is done: nobody
--- renews or releases it, and the lock ends by itself. ARGV: token, keep_ms.
+-- renews or releases it, and the lock ends by itself. Arguments: a_token,
+-- a_keep_ms.
 -- Reply: holds left (>= 0), or -1 when the caller does not hold the lock
 -- (nothing is touched then).
-local token, keepms = ARGV[1], tonumber(ARGV[2])
-local v = redis.call('GET', KEYS[1])
+local keepms = tonumber(a_keep_ms)
+local v = redis.call('GET', k_lock)
 if not v then return -1 end
 local l = parse(v)
-if l.owner ~= token then return -1 end
+if l.owner ~= a_token then return -1 end
 local nowms = now_ms(redis.call('TIME'))
 if not held(l, nowms) then return -1 end
 if l.holds > 1 then

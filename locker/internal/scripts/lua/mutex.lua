@@ -2,7 +2,12 @@
 -- lock's value keeps its queue's life (queue, see value.lua): the lock key
 -- lives at least as long as the queue, so that a lock without a key has
 -- nobody queued for it. A mutex's waiters are their queue entries alone
--- (KEYS[2], see common.lua): it writes no KEYS[3].
+-- (k_queue, see common.lua): it writes no third key (k_unused; a
+-- bridge's k_plain is bridge.lua's).
+
+-- The lock's channel is k_lock..':c' (see package names): made here, on
+-- the paths that publish, rather than sent with every call.
+local function chan() return k_lock .. ':c' end
 
 -- QUEUE_SLACK (ms) is how much longer than needed a queue's life is made
 -- when it must grow, so that a steady stream of waiters stretches it (and
@@ -24,10 +29,10 @@ local function join(life, e, nowus, wait, fresh)
   local need = math.floor(nowus / 1000) + wait + QUEUE_MARGIN
   if life < need then
     life = need + QUEUE_SLACK
-  elseif redis.call('PTTL', KEYS[2]) ~= -1 then
+  elseif redis.call('PTTL', k_queue) ~= -1 then
     return life
   end
-  redis.call('PEXPIREAT', KEYS[2], fmt(life))
+  redis.call('PEXPIREAT', k_queue, fmt(life))
   return life
 end
 
@@ -35,11 +40,11 @@ end
 -- (Redlock's free notices).
 local function live(nowms)
   while true do
-    local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    local h = redis.call('ZRANGE', k_queue, 0, 0, 'WITHSCORES')
     if #h == 0 then return false end
     local _, dl = waiter(h[1], h[2])
     if dl >= nowms then return true end
-    redis.call('ZREM', KEYS[2], h[1])
+    redis.call('ZREM', k_queue, h[1])
   end
 end
 
@@ -69,7 +74,7 @@ local function grant(channel, self, nowus, window, prev, life, near)
   local px = ttl
   if w ~= self and sid ~= near then px = math.min(ttl, window) end
   local f = take(w, px, life, nowus, label, prev, sid)
-  if sid ~= near and (w ~= self or redis.call('EXISTS', KEYS[2]) == 1) then
+  if sid ~= near and (w ~= self or redis.call('EXISTS', k_queue) == 1) then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
   end
   return w, f, px

@@ -1,12 +1,12 @@
 -- raise: lift the fencing token of a lock the caller holds to at least
--- ARGV[2] (Redlock writes the token it settled on back to the masters
+-- a_fence (Redlock writes the token it settled on back to the masters
 -- that granted it: it stays in the lock's value, which a release keeps
--- in KEYS[4], see gone in value.lua). ARGV: token, fence. Reply: 1.
-local v = redis.call('GET', KEYS[1])
+-- in k_last, see gone in last.lua). Arguments: a_token, a_fence. Reply: 1.
+local v = redis.call('GET', k_lock)
 if not v then return 1 end
 local l = parse(v)
-if l.owner == ARGV[1] and l.fence < tonumber(ARGV[2]) then
-  l.fence = tonumber(ARGV[2])
+if l.owner == a_token and l.fence < tonumber(a_fence) then
+  l.fence = tonumber(a_fence)
   put(l)
 end
 return 1

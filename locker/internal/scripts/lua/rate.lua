@@ -1,10 +1,10 @@
 -- rate: one rate-limit decision by GCRA (the generic cell rate algorithm)
 -- on one key, at the server's clock. One key, one GET and at most one SET.
--- KEYS[1]: the rate key, prefix{name}:rate.
--- ARGV[1]: interval, the share of one request (period / N) in
--- microseconds, a decimal; ARGV[2]: burst, the requests admitted at once;
--- ARGV[3]: max delay in microseconds: 0 refuses a request that does not
--- conform now, above 0 admits one whose slot comes within it (a
+-- k_rate: the rate key, prefix{name}:rate.
+-- a_interval_us: interval, the share of one request (period / N) in
+-- microseconds, a decimal; a_burst: the requests admitted at once;
+-- a_max_delay_us: max delay in microseconds: 0 refuses a request that
+-- does not conform now, above 0 admits one whose slot comes within it (a
 -- reservation: the caller waits for its slot).
 --
 -- The key holds "last debt interval burst": the server time of the last
@@ -23,16 +23,16 @@
 -- until the bucket is full again.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local iv = tonumber(ARGV[1])
-local cap = tonumber(ARGV[2]) * iv
-local maxdelay = tonumber(ARGV[3])
+local iv = tonumber(a_interval_us)
+local cap = tonumber(a_burst) * iv
+local maxdelay = tonumber(a_max_delay_us)
 local debt = 0
-local v = redis.call('GET', KEYS[1])
+local v = redis.call('GET', k_rate)
 if v then
   local last, d = string.match(v, '^(%d%S*) (%S+)')
   if not last then
     -- A record of another protocol ('@' first), or one no protocol
-    -- wrote: refused, nothing written (see refuse in value.lua).
+    -- wrote: refused, nothing written (see refuse in fence.lua).
     error({err = 'LOCKTAG_PROTOCOL ' .. (string.match(v, '^@(%d+)') or 'unknown') .. ' 1'})
   end
   -- A server clock that went back does not add debt.
@@ -45,7 +45,7 @@ local delay = after - cap
 if delay > maxdelay + 0.01 then
   return {0, 0, math.ceil(delay), math.ceil(debt)}
 end
-redis.call('SET', KEYS[1], string.format('%.0f %.17g %s %s', now, after, ARGV[1], ARGV[2]), 'PX', math.ceil(after / 1000))
+redis.call('SET', k_rate, string.format('%.0f %.17g %s %s', now, after, a_interval_us, a_burst), 'PX', math.ceil(after / 1000))
 if delay > 0.01 then
   return {1, 0, math.ceil(delay), math.ceil(after)}
 end

@@ -1,9 +1,10 @@
--- release, continued after mutex.lua (see release.lua, whose GETDEL took
--- v): the lock is not the caller's, another hold stays, or waiters may
--- be queued. A value that stays goes back with its expiry (restore, put
--- in value.lua).
+-- release, continued after the shared functions (see release.lua, whose
+-- GETDEL took v): the lock is not the caller's, another hold stays, or
+-- waiters may be queued. A value that stays goes back with its expiry
+-- (restore, put in value.lua); the last hold's value is kept for Redlock
+-- (gone in last.lua).
 local l = parse(v, true)
-if l.owner ~= token then
+if l.owner ~= a_token then
   restore(l, v)
   return -1
 end
@@ -20,8 +21,8 @@ if l.holds > 1 then
   put(l)
   return l.holds
 end
-gone(l, ARGV[2], v)
+gone(l, a_handoff, v)
 if l.queue == 0 then return 0 end
-local g, gf, ms, px = free(l, ARGV[2], tonumber(ARGV[3]), nowus, ARGV[4])
+local g, gf, ms, px = free(l, a_handoff, tonumber(a_window_ms), nowus, a_sid)
 if g then return {0, g, gf, ms, px} end
 return 0

@@ -4,8 +4,9 @@
 -- writer mark in the details hash, which keeps the last writer's token
 -- (F) until it expires — its lease plus a second after the last take or
 -- renewal (sem_expire) — so that a reader that comes meanwhile gets that
--- writer's token (rw_acquire_idle.lua).
-local function idle(token)
-  redis.call('DEL', KEYS[1])
-  redis.call('HDEL', KEYS[3], '=' .. token, 'W')
+-- writer's token (rw_acquire_idle.lua). Its keys are passed in, as
+-- sem_idle.lua's.
+local function idle(token, holders, records)
+  redis.call('DEL', holders)
+  redis.call('HDEL', records, '=' .. token, 'W')
 end

@@ -1,19 +1,19 @@
 -- A read/write lock (after common.lua and sem_common.lua): the holders are
--- the permits zset KEYS[1] — many readers, or one writer, whose token is
--- "W" in the records hash KEYS[3]. A waiter's kind is "~"..token there.
+-- the permits zset k_holders — many readers, or one writer, whose token is
+-- "W" in the records hash k_records. A waiter's kind is "~"..token there.
 
 -- rw_writer returns the live writer's token, or nil.
 local function rw_writer()
-  local w = redis.call('HGET', KEYS[3], 'W')
-  if w and redis.call('ZSCORE', KEYS[1], w) then return w end
-  if w then redis.call('HDEL', KEYS[3], 'W') end
+  local w = redis.call('HGET', k_records, 'W')
+  if w and redis.call('ZSCORE', k_holders, w) then return w end
+  if w then redis.call('HDEL', k_records, 'W') end
   return nil
 end
 
 -- rw_free reports whether a holder of kind ('r' or 'w') may enter now,
 -- queue aside: a writer when nobody holds, a reader when no writer does.
 local function rw_free(kind)
-  if kind == 'w' then return redis.call('ZCARD', KEYS[1]) == 0 end
+  if kind == 'w' then return redis.call('ZCARD', k_holders) == 0 end
   return rw_writer() == nil
 end
 
@@ -24,15 +24,15 @@ end
 -- then is the current one. sid is the subscriber of a waiter granted from
 -- the queue (see sem_purge).
 local function rw_take(token, kind, px, nowms, label, sid)
-  local f = tonumber(redis.call('HGET', KEYS[3], 'F'))
+  local f = tonumber(redis.call('HGET', k_records, 'F'))
   if kind == 'w' or not f then f = mint(f, nowms * 1000) end
-  redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
+  redis.call('ZADD', k_holders, fmt(nowms + px), token)
   if kind == 'w' then
-    redis.call('HSET', KEYS[3], '=' .. token, holder_info(f, nowms, label), 'F', fmt(f), 'W', token)
+    redis.call('HSET', k_records, '=' .. token, holder_info(f, nowms, label), 'F', fmt(f), 'W', token)
   else
-    redis.call('HSET', KEYS[3], '=' .. token, holder_info(f, nowms, label), 'F', fmt(f))
+    redis.call('HSET', k_records, '=' .. token, holder_info(f, nowms, label), 'F', fmt(f))
   end
-  if sid then redis.call('HSET', KEYS[3], '?' .. token, sid) end
+  if sid then redis.call('HSET', k_records, '?' .. token, sid) end
   sem_expire(px)
   return f
 end
@@ -47,14 +47,14 @@ end
 local function rw_grant(self, nowms, window, near, told)
   local mf, mpx
   while true do
-    local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    local h = redis.call('ZRANGE', k_queue, 0, 0, 'WITHSCORES')
     if #h == 0 then break end
     local w, dl, ttl, sid, label = waiter(h[1], h[2])
-    local kind = redis.call('HGET', KEYS[3], '~' .. w) or 'r'
+    local kind = redis.call('HGET', k_records, '~' .. w) or 'r'
     local live = dl >= nowms
     if live and not rw_free(kind) then break end
-    redis.call('ZREM', KEYS[2], h[1])
-    redis.call('HDEL', KEYS[3], '~' .. w)
+    redis.call('ZREM', k_queue, h[1])
+    redis.call('HDEL', k_records, '~' .. w)
     if live then
       local px = ttl
       if w ~= self and sid ~= near then px = math.min(ttl, window) end

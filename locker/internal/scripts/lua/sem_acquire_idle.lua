@@ -3,14 +3,14 @@
 -- ahead of the shared functions: a call that returns here does not pay for
 -- defining them (common.lua's and sem_common.lua's closures are a large
 -- part of a short call, docs/benchmarks.md). It does what
--- sem_take and mint (sem_common.lua, value.lua) do, written out, and sets
+-- sem_take and mint (sem_common.lua, fence.lua) do, written out, and sets
 -- both keys' expiry outright: on an idle lock nothing in the details hash
 -- is of use (its entries belong to holders and queued waiters). The token
 -- is the server clock in microseconds: an idle semaphore has no earlier
--- token at hand (mint in value.lua). ARGV and reply as sem_acquire.lua's
--- (the fence alone).
-if ARGV[4] == 'a' and redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
-  local token, ttl, limit, label = ARGV[1], tonumber(ARGV[2]), ARGV[7], ARGV[8]
+-- token at hand (mint in fence.lua). Arguments and reply as
+-- sem_acquire.lua's (the fence alone).
+if a_mode == 'a' and redis.call('EXISTS', k_holders, k_queue) == 0 then
+  local ttl = tonumber(a_ttl_ms)
   local t = redis.call('TIME')
   -- Server µs and ms as text, from TIME's seconds and zero-padded
   -- microseconds; numbers go out through '%d': Lua's own number to text
@@ -21,11 +21,11 @@ if ARGV[4] == 'a' and redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
   local f = t[1] .. us
   local ms = t[1] .. string.sub(us, 1, 3)
   local h = f .. ' 1 ' .. ms
-  if label and label ~= '' then h = h .. ' ' .. label end
-  redis.call('ZADD', KEYS[1], string.format('%d', tonumber(ms) + ttl), token)
-  redis.call('HSET', KEYS[3], '=' .. token, h, '#', limit, 'F', f)
+  if a_label and a_label ~= '' then h = h .. ' ' .. a_label end
+  redis.call('ZADD', k_holders, string.format('%d', tonumber(ms) + ttl), a_token)
+  redis.call('HSET', k_records, '=' .. a_token, h, '#', a_limit, 'F', f)
   local life = string.format('%d', ttl + 1000)
-  redis.call('PEXPIRE', KEYS[1], life)
-  redis.call('PEXPIRE', KEYS[3], life)
+  redis.call('PEXPIRE', k_holders, life)
+  redis.call('PEXPIRE', k_records, life)
   return tonumber(f)
 end

@@ -3,7 +3,9 @@
 -- of both keys. Nothing in the details hash is of use then (its entries
 -- belong to holders and queued waiters; an ended permit left by a crashed
 -- holder would only be purged), and the next take mints from the clock
--- (sem_acquire_idle.lua).
-local function idle(token)
-  redis.call('DEL', KEYS[1], KEYS[3])
+-- (sem_acquire_idle.lua). Its keys (k_holders, k_records) are passed in,
+-- so that defining it captures no upvalue: that would cost the release an
+-- allocation.
+local function idle(token, holders, records)
+  redis.call('DEL', holders, records)
 end

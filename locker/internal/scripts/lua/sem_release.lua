@@ -1,10 +1,10 @@
 -- sem_release: drop one hold of a permit (or a read/write hold); the last
--- frees it and hands free permits to the queue's head. ARGV: token, handoff
--- (unused: one node only), window_ms, and optionally sid (the caller's
--- subscriber). Reply: holds left (>= 0), or -1 when the caller holds no
--- permit (its lease ended; nothing is touched), or {0, token, fence,
--- server_ms, pttl_ms, ...}: the grants to waiters of the caller's Locker,
--- which it wakes itself (no notice is published for them).
+-- frees it and hands free permits to the queue's head. Arguments: a_token,
+-- a_handoff (unused: one node only), a_window_ms, and optionally a_sid (the
+-- caller's subscriber). Reply: holds left (>= 0), or -1 when the caller
+-- holds no permit (its lease ended; nothing is touched), or {0, token,
+-- fence, server_ms, pttl_ms, ...}: the grants to waiters of the caller's
+-- Locker, which it wakes itself (no notice is published for them).
 -- This file runs first in the script (after the kind's idle), ahead of the
 -- shared functions (common.lua, sem_common.lua, the kind's file), so that
 -- a release nobody
@@ -24,33 +24,32 @@
 -- whose release nobody waits for leaves an idle lock, as the kind's idle
 -- says (sem_idle.lua, rw_idle.lua: the one function defined before this
 -- file).
-local token = ARGV[1]
 local t = redis.call('TIME')
 local nowms = t[1] .. string.sub(string.sub('00000' .. t[2], -6), 1, 3)
-local r = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. nowms, '+inf', 'LIMIT', '0', '2')
-if r[1] ~= token and r[2] ~= token then
+local r = redis.call('ZRANGEBYSCORE', k_holders, '(' .. nowms, '+inf', 'LIMIT', '0', '2')
+if r[1] ~= a_token and r[2] ~= a_token then
   -- Not among the first two live holders: a third, or none.
-  local s = #r == 2 and redis.call('ZSCORE', KEYS[1], token)
+  local s = #r == 2 and redis.call('ZSCORE', k_holders, a_token)
   if not s or tonumber(s) <= tonumber(nowms) then
     -- Not held. A lock of another protocol (the member '@', see sem_purge
-    -- in sem_common.lua) is refused, as refuse in value.lua does.
-    local m = redis.call('ZSCORE', KEYS[1], '@')
+    -- in sem_common.lua) is refused, as refuse in fence.lua does.
+    local m = redis.call('ZSCORE', k_holders, '@')
     if m then error({err = 'LOCKTAG_PROTOCOL ' .. m .. ' 1'}) end
     return -1
   end
 end
-local rec = redis.call('HMGET', KEYS[3], '=' .. token, 'Q')
+local rec = redis.call('HMGET', k_records, '=' .. a_token, 'Q')
 if not rec[1] then return -1 end
 local f, n, rest = string.match(rec[1], '^(%d+) (%d+)(.*)$')
 if n ~= '1' then
   n = tonumber(n)
-  redis.call('HSET', KEYS[3], '=' .. token, f .. ' ' .. (n - 1) .. rest)
+  redis.call('HSET', k_records, '=' .. a_token, f .. ' ' .. (n - 1) .. rest)
   return n - 1
 end
 if not rec[2] and #r == 1 then
-  idle(token)
+  idle(a_token, k_holders, k_records)
   return 0
 end
-redis.call('ZREM', KEYS[1], token)
-redis.call('HDEL', KEYS[3], '=' .. token, '?' .. token)
+redis.call('ZREM', k_holders, a_token)
+redis.call('HDEL', k_records, '=' .. a_token, '?' .. a_token)
 if not rec[2] then return 0 end

@@ -1,13 +1,9 @@
--- The server clock and the fencing token, for every script that mints one;
--- and the mutex's value, for the mutex's scripts. It comes before
--- common.lua, after the uncontended paths of acquire and release
--- (acquire_free.lua, release.lua), which run first so that they finish
--- before any helper is defined: each definition makes a closure on every
--- call of the script, a large part of the free lock's acquire and release
--- (docs/benchmarks.md).
--- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
+-- A mutex's value, for the mutex's scripts, after fence.lua (refuse, fmt,
+-- mint); last.lua (Redlock's last value) follows it where the layout
+-- passes k_last.
+-- k_lock: string "owner fence holds queue granted ends from[ label]":
 --         queue is 0 while nobody waits, else the server ms until which
---         the waiter queue (KEYS[2], see common.lua) may live;
+--         the waiter queue (k_queue, see common.lua) may live;
 --         granted is when the owner got the lock and ends when its lease
 --         ends (server ms); from is '-' for a lock taken at once, else the
 --         subscriber of the waiter it was granted to from the queue (see
@@ -18,23 +14,9 @@
 --         (acquire_free.lua), and a value whose ends has passed while
 --         queue is set is a lease that is over, kept for the queue's sake:
 --         no holder (see held).
--- KEYS[4] on Redlock only: the lock's last value, which a release leaves
---         on each master until the released lease would have ended (see
---         gone), for its token.
--- The fencing token lives in the lock's value (and for a lease after a
--- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
--- behind once its lease is over (see mint).
 
 -- NOT_QUEUED is from's value for a lock that did not come from the queue.
 local NOT_QUEUED = '-'
-
--- refuse fails the call on a record these scripts cannot read, before the
--- script wrote anything: the error reply "LOCKTAG_PROTOCOL found 1" names
--- the protocol that wrote it (found: its version, or 'unknown') and this
--- one (docs/protocol.md, records of another protocol).
-local function refuse(found)
-  error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
-end
 
 -- refuse_value refuses v, a string record of another protocol ("@version
 -- pxat ..."), or one no protocol wrote; taken: the call took it with
@@ -43,48 +25,12 @@ local function refuse_value(v, taken)
   local ver, at = string.match(v, '^@(%d+) (%d+) ')
   if taken then
     if at and at ~= '0' then
-      redis.call('SET', KEYS[1], v, 'PXAT', at)
+      redis.call('SET', k_lock, v, 'PXAT', at)
     else
-      redis.call('SET', KEYS[1], v)
+      redis.call('SET', k_lock, v)
     end
   end
   refuse(ver or 'unknown')
-end
-
-local function now_ms(t)
-  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-
-local function now_us(t)
-  return tonumber(t[1]) * 1000000 + tonumber(t[2])
-end
-
-local function fmt(x) return string.format('%.0f', x) end
-
--- COUNTER: tokens are counters, one more than the last (Redlock, whose
--- KEYS[4] is the released lock's value P{name}:f): masters that remember
--- the same token must mint the same next one.
-local COUNTER = KEYS[4] ~= nil and string.sub(KEYS[4], -2) == ':f'
-
--- mint returns a fencing token larger than every earlier one for this
--- key: the larger of one more than prev, the lock's last token, where one
--- is at hand, and the server clock in microseconds (nowus). A lock's last
--- token is at hand while the lock exists (a hand-over, a lease that is
--- over but kept for the queue), and on Redlock for a lease after its
--- release (there only prev + 1: masters that remember the same token mint
--- the same next one, no write-back round). The clock is larger than every
--- earlier token, as long as the server clock does not go back: each token
--- is at most the clock when its chain of hand-overs began plus one per
--- hand-over, and each hand-over is a script call of its own, which takes
--- the server more than a microsecond. So a lock whose value a failover
--- rolled back (a replica that had not caught up) does not mint a token
--- the old master gave away after the replica fell behind.
-local function mint(prev, nowus)
-  if prev and prev > 0 then
-    if COUNTER then return prev + 1 end
-    return math.max(prev + 1, nowus)
-  end
-  return nowus
 end
 
 -- parse reads a mutex's value into a record (owner, fence, holds, queue,
@@ -113,13 +59,13 @@ end
 local function put(l)
   local v = l.owner .. ' ' .. fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. fmt(l.queue) .. ' ' .. l.granted .. ' ' .. fmt(l.ends) .. ' ' .. l.from
   if l.label ~= '' then v = v .. ' ' .. l.label end
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+  redis.call('SET', k_lock, v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
 -- restore writes v, the value l was read from, back as it was (a value a
 -- GETDEL took that must stay), with the expiry it had.
 local function restore(l, v)
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+  redis.call('SET', k_lock, v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
 -- take makes owner the holder for ttl ms, granted at nowus (server
@@ -132,25 +78,4 @@ local function take(owner, ttl, queue, nowus, label, prev, from)
   put({owner = owner, fence = f, holds = 1, queue = queue, granted = fmt(nowms), ends = nowms + ttl,
     from = from, label = label or ''})
   return f
-end
-
--- gone: the last hold of l went and its key is deleted. Redlock (handoff
--- 'n', with KEYS[4]) keeps the value in KEYS[4] for the rest of its lease,
--- at least a lease after its token was minted: the next holder's majority
--- shares a master with this one, which then mints a larger token even
--- when its clock is behind the clock that minted this one (last, mint's
--- prev).
-local function gone(l, handoff, v)
-  if handoff == 'n' and KEYS[4] then
-    redis.call('SET', KEYS[4], v, 'PXAT', fmt(l.ends))
-  end
-end
-
--- last is the token of the lock's last holder that this master keeps
--- (Redlock, see gone), or nil.
-local function last()
-  if not KEYS[4] then return nil end
-  local v = redis.call('GET', KEYS[4])
-  if v and string.byte(v) == 64 then refuse(string.match(v, '^@(%d+)') or 'unknown') end
-  return v and tonumber(string.match(v, '^%S+ (%d+)'))
 end

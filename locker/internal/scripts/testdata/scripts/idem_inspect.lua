@@ -1,32 +1,16 @@
--- The server clock and the fencing token, for every script that mints one;
--- and the mutex's value, for the mutex's scripts. It comes before
--- common.lua, after the uncontended paths of acquire and release
--- (acquire_free.lua, release.lua), which run first so that they finish
--- before any helper is defined: each definition makes a closure on every
--- call of the script, a large part of the free lock's acquire and release
--- (docs/benchmarks.md).
--- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
---         queue is 0 while nobody waits, else the server ms until which
---         the waiter queue (KEYS[2], see common.lua) may live;
---         granted is when the owner got the lock and ends when its lease
---         ends (server ms); from is '-' for a lock taken at once, else the
---         subscriber of the waiter it was granted to from the queue (see
---         lapse in mutex.lua); label is the owner's description
---         (Params.Label), only when it has one. The key expires at the
---         later of ends and queue (see put): a lock that has no key has
---         nobody queued for it, so a free lock is taken with one SET NX
---         (acquire_free.lua), and a value whose ends has passed while
---         queue is set is a lease that is over, kept for the queue's sake:
---         no holder (see held).
--- KEYS[4] on Redlock only: the lock's last value, which a release leaves
---         on each master until the released lease would have ended (see
---         gone), for its token.
--- The fencing token lives in the lock's value (and for a lease after a
--- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
--- behind once its lease is over (see mint).
-
--- NOT_QUEUED is from's value for a lock that did not come from the queue.
-local NOT_QUEUED = '-'
+-- idem_inspect: its keys and arguments by name (Layouts, layout.go).
+local k_record, k_waiters = KEYS[1], KEYS[2]
+-- The server clock, the fencing token and the refusal of another
+-- protocol's records, for every script that mints a token or refuses a
+-- record with them. It comes first among the shared functions, after the
+-- uncontended paths (acquire_free.lua, release.lua, sem_acquire_idle.lua
+-- ...), which run first so that they finish before any helper is
+-- defined: each definition makes a closure on every call of the script, a
+-- large part of a free lock's acquire and release (docs/benchmarks.md).
+-- A mutex's value follows (value.lua); the fencing token lives in a lock's
+-- value or record (and for a lease after a Redlock release in k_last, see
+-- last.lua) and nowhere else, so a lock leaves nothing behind once its
+-- lease is over (see mint).
 
 -- refuse fails the call on a record these scripts cannot read, before the
 -- script wrote anything: the error reply "LOCKTAG_PROTOCOL found 1" names
@@ -34,21 +18,6 @@ local NOT_QUEUED = '-'
 -- one (docs/protocol.md, records of another protocol).
 local function refuse(found)
   error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
-end
-
--- refuse_value refuses v, a string record of another protocol ("@version
--- pxat ..."), or one no protocol wrote; taken: the call took it with
--- GETDEL, and puts it back first, with the expiry it carries.
-local function refuse_value(v, taken)
-  local ver, at = string.match(v, '^@(%d+) (%d+) ')
-  if taken then
-    if at and at ~= '0' then
-      redis.call('SET', KEYS[1], v, 'PXAT', at)
-    else
-      redis.call('SET', KEYS[1], v)
-    end
-  end
-  refuse(ver or 'unknown')
 end
 
 local function now_ms(t)
@@ -62,9 +31,9 @@ end
 local function fmt(x) return string.format('%.0f', x) end
 
 -- COUNTER: tokens are counters, one more than the last (Redlock, whose
--- KEYS[4] is the released lock's value P{name}:f): masters that remember
--- the same token must mint the same next one.
-local COUNTER = KEYS[4] ~= nil and string.sub(KEYS[4], -2) == ':f'
+-- k_last is the released lock's value P{name}:f; last.lua sets it):
+-- masters that remember the same token must mint the same next one.
+local COUNTER = false
 
 -- mint returns a fencing token larger than every earlier one for this
 -- key: the larger of one more than prev, the lock's last token, where one
@@ -86,85 +55,17 @@ local function mint(prev, nowus)
   end
   return nowus
 end
-
--- parse reads a mutex's value into a record (owner, fence, holds, queue,
--- granted, ends, from, label; label '' for none). A value of another
--- protocol (it begins with '@'; tokens never do), or one it cannot read, is
--- refused (refuse_value; taken as there).
-local function parse(v, taken)
-  local o, f, n, q, g, e, from, label
-  if string.byte(v) ~= 64 then
-    o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
-  end
-  if not o then refuse_value(v, taken) end
-  return {owner = o, fence = tonumber(f), holds = tonumber(n), queue = tonumber(q), granted = g,
-    ends = tonumber(e), from = from, label = label}
-end
-
--- held reports whether l's lease is running at nowms. A key without a
--- queue expires with its lease, so only a queued lock's is compared.
-local function held(l, nowms)
-  return l.queue == 0 or l.ends > nowms
-end
-
--- put writes l as the lock's value, expiring at the later of its lease's
--- end and its queue's: every write of the value goes through here (or
--- writes the same, acquire_free.lua), so the key's expiry is always that.
-local function put(l)
-  local v = l.owner .. ' ' .. fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. fmt(l.queue) .. ' ' .. l.granted .. ' ' .. fmt(l.ends) .. ' ' .. l.from
-  if l.label ~= '' then v = v .. ' ' .. l.label end
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
-end
-
--- restore writes v, the value l was read from, back as it was (a value a
--- GETDEL took that must stay), with the expiry it had.
-local function restore(l, v)
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
-end
-
--- take makes owner the holder for ttl ms, granted at nowus (server
--- microseconds), with label (nil or '': none) and a token larger than
--- prev (nil: none at hand); queue and from as in the value. Returns the
--- token.
-local function take(owner, ttl, queue, nowus, label, prev, from)
-  local f = mint(prev, nowus)
-  local nowms = math.floor(nowus / 1000)
-  put({owner = owner, fence = f, holds = 1, queue = queue, granted = fmt(nowms), ends = nowms + ttl,
-    from = from, label = label or ''})
-  return f
-end
-
--- gone: the last hold of l went and its key is deleted. Redlock (handoff
--- 'n', with KEYS[4]) keeps the value in KEYS[4] for the rest of its lease,
--- at least a lease after its token was minted: the next holder's majority
--- shares a master with this one, which then mints a larger token even
--- when its clock is behind the clock that minted this one (last, mint's
--- prev).
-local function gone(l, handoff, v)
-  if handoff == 'n' and KEYS[4] then
-    redis.call('SET', KEYS[4], v, 'PXAT', fmt(l.ends))
-  end
-end
-
--- last is the token of the lock's last holder that this master keeps
--- (Redlock, see gone), or nil.
-local function last()
-  if not KEYS[4] then return nil end
-  local v = redis.call('GET', KEYS[4])
-  if v and string.byte(v) == 64 then refuse(string.match(v, '^@(%d+)') or 'unknown') end
-  return v and tonumber(string.match(v, '^%S+ (%d+)'))
-end
 -- idem_inspect: a read-only view of one idempotency record, for operators.
--- It runs after value.lua, for refuse; it writes nothing.
--- KEYS[1] record, KEYS[2] waiters (see idem_begin.lua).
+-- It runs after fence.lua, for refuse; it writes nothing.
+-- k_record, k_waiters (see idem_begin.lua).
 -- Reply: nil when there is no record; else {state ('p' in flight, 'd'
 -- done), the fingerprint (64 hex digits), the record's PTTL in ms, the
 -- waiting callers, the owner token ('' when done)}. Waiting callers are
--- the tokens in KEYS[2] while the record is in flight (a done record is
+-- the tokens in k_waiters while the record is in flight (a done record is
 -- replayed at once: nobody waits for it), counted from SMEMBERS, which
 -- the other scripts call already. A done record's outcome is not
 -- returned.
-local v = redis.call('GET', KEYS[1])
+local v = redis.call('GET', k_record)
 if not v then
   return nil
 end
@@ -176,7 +77,7 @@ if string.byte(v) ~= 112 and string.byte(v) ~= 100 then
 end
 local waiting, owner = 0, ''
 if string.byte(v) == 112 then
-  waiting = #redis.call('SMEMBERS', KEYS[2])
+  waiting = #redis.call('SMEMBERS', k_waiters)
   owner = string.sub(v, 67)
 end
-return {string.sub(v, 1, 1), string.sub(v, 3, 66), redis.call('PTTL', KEYS[1]), waiting, owner}
+return {string.sub(v, 1, 1), string.sub(v, 3, 66), redis.call('PTTL', k_record), waiting, owner}

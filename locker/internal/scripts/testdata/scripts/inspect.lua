@@ -1,9 +1,13 @@
+-- inspect: its keys and arguments by name (Layouts, layout.go).
+local k_lock, k_queue, k_unused, k_sem_holders, k_sem_queue, k_sem_records, k_rw_holders, k_rw_queue, k_rw_records = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+local a_max = ARGV[1]
 -- inspect: a read-only view of one lock name, for operators. Writes
 -- nothing. The name's first kind that exists (held or with waiters) is
 -- shown: mutex, else semaphore, else read/write.
--- KEYS: mutex lock, queue, (unused); semaphore permits, queue, records;
--- read/write holders, queue, records (all in the name's hash slot).
--- ARGV: max waiters to return.
+-- Keys: the mutex's k_lock, k_queue (and k_unused); the semaphore's
+-- k_sem_holders, k_sem_queue, k_sem_records; the read/write lock's
+-- k_rw_holders, k_rw_queue, k_rw_records (all in the name's hash slot).
+-- Arguments: a_max, the most waiters to return.
 -- Reply: {server seconds, server microseconds, kind ('' none, 'mutex',
 -- 'semaphore', 'read/write'), limit (a semaphore's, when known; else 0),
 -- holder count, then per holder: token, "fence holds[ granted[ label]]",
@@ -12,7 +16,7 @@
 -- it), details or '', mode ('' or its read/write kind 'r' | 'w')}.
 local t = redis.call('TIME')
 local nowms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-local max = tonumber(ARGV[1])
+local max = tonumber(a_max)
 local out = {t[1], t[2]}
 
 -- waiters lists queue q's first waiters: each entry "token wait_ms ttl_ms
@@ -49,11 +53,11 @@ end
 local function refuse(found)
   error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
 end
-for _, k in ipairs({4, 7}) do
-  local m = redis.call('ZSCORE', KEYS[k], '@')
+for _, k in ipairs({k_sem_holders, k_rw_holders}) do
+  local m = redis.call('ZSCORE', k, '@')
   if m then refuse(m) end
 end
-local v = redis.call('GET', KEYS[1])
+local v = redis.call('GET', k_lock)
 local o, f, n, q, g, e, label
 if v then
   if string.byte(v) ~= 64 then
@@ -62,7 +66,7 @@ if v then
   if not o then refuse(string.match(v, '^@(%d+)') or 'unknown') end
   if o and q ~= '0' and tonumber(e) <= nowms then o = nil end
 end
-if o or redis.call('EXISTS', KEYS[2]) == 1 then
+if o or redis.call('EXISTS', k_queue) == 1 then
   out[#out + 1] = 'mutex'
   out[#out + 1] = 0
   if o then
@@ -76,15 +80,16 @@ if o or redis.call('EXISTS', KEYS[2]) == 1 then
   else
     out[#out + 1] = 0
   end
-  waiters(KEYS[2], KEYS[3], false)
+  waiters(k_queue, k_unused, false)
   return out
 end
 
-for _, k in ipairs({{4, 'semaphore'}, {7, 'read/write'}}) do
-  local p, q, d = KEYS[k[1]], KEYS[k[1] + 1], KEYS[k[1] + 2]
+for _, k in ipairs({{k_sem_holders, k_sem_queue, k_sem_records, 'semaphore'},
+    {k_rw_holders, k_rw_queue, k_rw_records, 'read/write'}}) do
+  local p, q, d = k[1], k[2], k[3]
   if redis.call('EXISTS', p, q) > 0 then
-    local rw = k[2] == 'read/write'
-    out[#out + 1] = k[2]
+    local rw = k[4] == 'read/write'
+    out[#out + 1] = k[4]
     out[#out + 1] = 0
     if not rw then out[#out] = tonumber(redis.call('HGET', d, '#') or '0') end
     local writer = rw and redis.call('HGET', d, 'W') or nil

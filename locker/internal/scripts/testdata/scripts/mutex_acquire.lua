@@ -1,111 +1,96 @@
+-- mutex_acquire: its keys and arguments by name (Layouts, layout.go).
+local k_lock, k_queue, k_unused, k_last = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local a_token, a_ttl_ms, a_wait_ms, a_mode, a_sid, a_window_ms, a_label = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7]
 -- acquire, the common case (arguments: see acquire.lua, which follows
--- value.lua, common.lua and mutex.lua): a free lock taken with a new
--- token. It runs first and replies with the fence alone before any helper
--- is defined (each definition makes a closure on every call, and the
--- helpers are a large part of the free lock's acquire and release:
--- docs/benchmarks.md). A lock key exists whenever anyone is queued for the
--- lock (see value.lua), so one SET NX takes a lock that is free with
--- nobody queued; on a busy lock, its GET option hands acquire.lua the
--- value (found) and TIME's reply (clock) goes on too.
--- It is take and mint (value.lua) written out: one TIME gives the token
--- (no earlier token is at hand for a lock that is not there, but on
--- Redlock the one a release left), the grant time and the lease's end,
--- made as text from TIME's fields (server microseconds, and their first
--- digits, ms), without Lua's float printing and with as few strings made
--- as the value allows (each is hashed and interned). Redlock's waiting
--- mode 'n' takes it too: with no lock key nobody is queued, so there is no
--- entry of its own to drop (acquire.lua). clock_us and clock_ms are the
--- clock as those strings, for acquire_busy.lua.
+-- the shared functions): a free lock taken with a new token. It runs
+-- first and replies with the fence alone before any helper is defined
+-- (each definition makes a closure on every call, and the helpers are a
+-- large part of the free lock's acquire and release: docs/benchmarks.md).
+-- A lock key exists whenever anyone is queued for the lock (see
+-- value.lua), so one SET NX takes a lock that is free with nobody queued;
+-- on a busy lock, its GET option hands acquire.lua the value (found) and
+-- TIME's reply (clock) goes on too.
+-- It is take and mint (value.lua, fence.lua) written out: one TIME gives
+-- the token (no earlier token is at hand for a lock that is not there,
+-- but on Redlock the one a release left), the grant time and the lease's
+-- end, made as text from TIME's fields (server microseconds, and their
+-- first digits, ms), without Lua's float printing and with as few strings
+-- made as the value allows (each is hashed and interned). Redlock's
+-- waiting mode 'n' takes it too: with no lock key nobody is queued, so
+-- there is no entry of its own to drop (acquire.lua). clock_us and
+-- clock_ms are the clock as those strings, for acquire_busy.lua.
 local clock, found, clock_us, clock_ms
-if (ARGV[4] == 'a' or ARGV[4] == 'n') then
+if (a_mode == 'a' or a_mode == 'n') then
   clock = redis.call('TIME')
   local sec, us = clock[1], clock[2]
   if #us < 6 then us = string.sub('00000' .. us, -6) end
   clock_us = sec .. us
   clock_ms = string.sub(clock_us, 1, #sec + 3)
   local f, ms = clock_us, clock_ms
-  if KEYS[4] then
+  if k_last then
     -- Redlock: one more than the last holder's token this master keeps
-    -- (gone and last in value.lua).
-    local kept = redis.call('GET', KEYS[4])
+    -- (gone and last in last.lua).
+    local kept = redis.call('GET', k_last)
     if kept and string.byte(kept) == 64 then
-      -- Another protocol's (refuse in value.lua, written out).
+      -- Another protocol's (refuse in fence.lua, written out).
       error({err = 'LOCKTAG_PROTOCOL ' .. (string.match(kept, '^@(%d+)') or 'unknown') .. ' 1'})
     end
     kept = kept and tonumber(string.match(kept, '^%S+ (%d+)'))
     if kept and kept > 0 then f = string.format('%.0f', kept + 1) end
   end
-  -- ms + ARGV[2]: Lua converts the two numerals as tonumber would.
-  local ends = string.format('%d', ms + ARGV[2])
-  local v, label = nil, ARGV[7]
-  if label and label ~= '' then
-    v = ARGV[1] .. ' ' .. f .. ' 1 0 ' .. ms .. ' ' .. ends .. ' - ' .. label
+  -- ms + a_ttl_ms: Lua converts the two numerals as tonumber would.
+  local ends = string.format('%d', ms + a_ttl_ms)
+  local v
+  if a_label and a_label ~= '' then
+    v = a_token .. ' ' .. f .. ' 1 0 ' .. ms .. ' ' .. ends .. ' - ' .. a_label
   else
-    v = ARGV[1] .. ' ' .. f .. ' 1 0 ' .. ms .. ' ' .. ends .. ' -'
+    v = a_token .. ' ' .. f .. ' 1 0 ' .. ms .. ' ' .. ends .. ' -'
   end
-  found = redis.call('SET', KEYS[1], v, 'NX', 'PXAT', ends, 'GET')
+  found = redis.call('SET', k_lock, v, 'NX', 'PXAT', ends, 'GET')
   if not found then return tonumber(f) end
 end
 -- acquire, a busy lock's common case, after acquire_free.lua: a first try
--- that waits ('a', wait_ms > 0) finds the lock held by another owner
+-- that waits ('a', a_wait_ms > 0) finds the lock held by another owner
 -- (found) and joins the queue. It is join and put (mutex.lua, value.lua)
 -- written out, run before any helper is defined (see handover.lua): every
 -- waiter of a contended lock makes this call once. Any other case goes on
 -- to acquire.lua with clock and found as they are.
 -- A value of another protocol (it begins with '@') goes on to parse,
 -- which refuses it.
-if found and ARGV[4] == 'a' and not KEYS[4] and tonumber(ARGV[3]) > 0 and string.byte(found) ~= 64 then
+if found and a_mode == 'a' and not k_last and tonumber(a_wait_ms) > 0 and string.byte(found) ~= 64 then
   -- "owner fence holds queue granted ends from[ label]", split around
   -- queue, which this call may rewrite.
   local pre, o, q, post, e = string.match(found, '^((%S+) %d+ %d+ )(%d+)( %d+ (%d+) %S+.*)$')
   local nowms = tonumber(clock_ms)
-  if o and o ~= ARGV[1] and (q == '0' or e + 0 > nowms) then
-    local en = ARGV[1] .. ' ' .. ARGV[3] .. ' ' .. ARGV[2] .. ' ' .. ARGV[5]
-    if ARGV[7] and ARGV[7] ~= '' then en = en .. ' ' .. ARGV[7] end
-    redis.call('ZADD', KEYS[2], clock_us, en)
+  if o and o ~= a_token and (q == '0' or e + 0 > nowms) then
+    local en = a_token .. ' ' .. a_wait_ms .. ' ' .. a_ttl_ms .. ' ' .. a_sid
+    if a_label and a_label ~= '' then en = en .. ' ' .. a_label end
+    redis.call('ZADD', k_queue, clock_us, en)
     -- The queue lives until this wait is over and QUEUE_MARGIN more,
     -- stretched by QUEUE_SLACK when it must grow (common.lua, mutex.lua).
     local life = q + 0
-    local need = nowms + ARGV[3] + 1000
+    local need = nowms + a_wait_ms + 1000
     if life < need then
       life = need + 1000
-      redis.call('PEXPIREAT', KEYS[2], string.format('%d', life))
-      redis.call('SET', KEYS[1], pre .. string.format('%d', life) .. post, 'PXAT', string.format('%d', math.max(e + 0, life)))
-    elseif redis.call('PTTL', KEYS[2]) == -1 then
-      redis.call('PEXPIREAT', KEYS[2], q)
+      redis.call('PEXPIREAT', k_queue, string.format('%d', life))
+      redis.call('SET', k_lock, pre .. string.format('%d', life) .. post, 'PXAT', string.format('%d', math.max(e + 0, life)))
+    elseif redis.call('PTTL', k_queue) == -1 then
+      redis.call('PEXPIREAT', k_queue, q)
     end
     return {0, 0, 0, e - nowms, nowms}
   end
 end
--- The server clock and the fencing token, for every script that mints one;
--- and the mutex's value, for the mutex's scripts. It comes before
--- common.lua, after the uncontended paths of acquire and release
--- (acquire_free.lua, release.lua), which run first so that they finish
--- before any helper is defined: each definition makes a closure on every
--- call of the script, a large part of the free lock's acquire and release
--- (docs/benchmarks.md).
--- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
---         queue is 0 while nobody waits, else the server ms until which
---         the waiter queue (KEYS[2], see common.lua) may live;
---         granted is when the owner got the lock and ends when its lease
---         ends (server ms); from is '-' for a lock taken at once, else the
---         subscriber of the waiter it was granted to from the queue (see
---         lapse in mutex.lua); label is the owner's description
---         (Params.Label), only when it has one. The key expires at the
---         later of ends and queue (see put): a lock that has no key has
---         nobody queued for it, so a free lock is taken with one SET NX
---         (acquire_free.lua), and a value whose ends has passed while
---         queue is set is a lease that is over, kept for the queue's sake:
---         no holder (see held).
--- KEYS[4] on Redlock only: the lock's last value, which a release leaves
---         on each master until the released lease would have ended (see
---         gone), for its token.
--- The fencing token lives in the lock's value (and for a lease after a
--- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
--- behind once its lease is over (see mint).
-
--- NOT_QUEUED is from's value for a lock that did not come from the queue.
-local NOT_QUEUED = '-'
+-- The server clock, the fencing token and the refusal of another
+-- protocol's records, for every script that mints a token or refuses a
+-- record with them. It comes first among the shared functions, after the
+-- uncontended paths (acquire_free.lua, release.lua, sem_acquire_idle.lua
+-- ...), which run first so that they finish before any helper is
+-- defined: each definition makes a closure on every call of the script, a
+-- large part of a free lock's acquire and release (docs/benchmarks.md).
+-- A mutex's value follows (value.lua); the fencing token lives in a lock's
+-- value or record (and for a lease after a Redlock release in k_last, see
+-- last.lua) and nowhere else, so a lock leaves nothing behind once its
+-- lease is over (see mint).
 
 -- refuse fails the call on a record these scripts cannot read, before the
 -- script wrote anything: the error reply "LOCKTAG_PROTOCOL found 1" names
@@ -113,21 +98,6 @@ local NOT_QUEUED = '-'
 -- one (docs/protocol.md, records of another protocol).
 local function refuse(found)
   error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
-end
-
--- refuse_value refuses v, a string record of another protocol ("@version
--- pxat ..."), or one no protocol wrote; taken: the call took it with
--- GETDEL, and puts it back first, with the expiry it carries.
-local function refuse_value(v, taken)
-  local ver, at = string.match(v, '^@(%d+) (%d+) ')
-  if taken then
-    if at and at ~= '0' then
-      redis.call('SET', KEYS[1], v, 'PXAT', at)
-    else
-      redis.call('SET', KEYS[1], v)
-    end
-  end
-  refuse(ver or 'unknown')
 end
 
 local function now_ms(t)
@@ -141,9 +111,9 @@ end
 local function fmt(x) return string.format('%.0f', x) end
 
 -- COUNTER: tokens are counters, one more than the last (Redlock, whose
--- KEYS[4] is the released lock's value P{name}:f): masters that remember
--- the same token must mint the same next one.
-local COUNTER = KEYS[4] ~= nil and string.sub(KEYS[4], -2) == ':f'
+-- k_last is the released lock's value P{name}:f; last.lua sets it):
+-- masters that remember the same token must mint the same next one.
+local COUNTER = false
 
 -- mint returns a fencing token larger than every earlier one for this
 -- key: the larger of one more than prev, the lock's last token, where one
@@ -164,6 +134,40 @@ local function mint(prev, nowus)
     return math.max(prev + 1, nowus)
   end
   return nowus
+end
+-- A mutex's value, for the mutex's scripts, after fence.lua (refuse, fmt,
+-- mint); last.lua (Redlock's last value) follows it where the layout
+-- passes k_last.
+-- k_lock: string "owner fence holds queue granted ends from[ label]":
+--         queue is 0 while nobody waits, else the server ms until which
+--         the waiter queue (k_queue, see common.lua) may live;
+--         granted is when the owner got the lock and ends when its lease
+--         ends (server ms); from is '-' for a lock taken at once, else the
+--         subscriber of the waiter it was granted to from the queue (see
+--         lapse in mutex.lua); label is the owner's description
+--         (Params.Label), only when it has one. The key expires at the
+--         later of ends and queue (see put): a lock that has no key has
+--         nobody queued for it, so a free lock is taken with one SET NX
+--         (acquire_free.lua), and a value whose ends has passed while
+--         queue is set is a lease that is over, kept for the queue's sake:
+--         no holder (see held).
+
+-- NOT_QUEUED is from's value for a lock that did not come from the queue.
+local NOT_QUEUED = '-'
+
+-- refuse_value refuses v, a string record of another protocol ("@version
+-- pxat ..."), or one no protocol wrote; taken: the call took it with
+-- GETDEL, and puts it back first, with the expiry it carries.
+local function refuse_value(v, taken)
+  local ver, at = string.match(v, '^@(%d+) (%d+) ')
+  if taken then
+    if at and at ~= '0' then
+      redis.call('SET', k_lock, v, 'PXAT', at)
+    else
+      redis.call('SET', k_lock, v)
+    end
+  end
+  refuse(ver or 'unknown')
 end
 
 -- parse reads a mutex's value into a record (owner, fence, holds, queue,
@@ -192,13 +196,13 @@ end
 local function put(l)
   local v = l.owner .. ' ' .. fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. fmt(l.queue) .. ' ' .. l.granted .. ' ' .. fmt(l.ends) .. ' ' .. l.from
   if l.label ~= '' then v = v .. ' ' .. l.label end
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+  redis.call('SET', k_lock, v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
 -- restore writes v, the value l was read from, back as it was (a value a
 -- GETDEL took that must stay), with the expiry it had.
 local function restore(l, v)
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+  redis.call('SET', k_lock, v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
 -- take makes owner the holder for ttl ms, granted at nowus (server
@@ -212,32 +216,37 @@ local function take(owner, ttl, queue, nowus, label, prev, from)
     from = from, label = label or ''})
   return f
 end
+-- The lock's last value (Redlock only), after value.lua, in the mutex
+-- scripts whose layout passes k_last: P{name}:f, which a release leaves
+-- on each master until the released lease would have ended (see gone),
+-- for its token. A script without k_last mints from the clock (COUNTER
+-- false) and keeps no last value.
+COUNTER = k_last ~= nil and string.sub(k_last, -2) == ':f'
 
 -- gone: the last hold of l went and its key is deleted. Redlock (handoff
--- 'n', with KEYS[4]) keeps the value in KEYS[4] for the rest of its lease,
+-- 'n', with k_last) keeps the value in k_last for the rest of its lease,
 -- at least a lease after its token was minted: the next holder's majority
 -- shares a master with this one, which then mints a larger token even
 -- when its clock is behind the clock that minted this one (last, mint's
 -- prev).
 local function gone(l, handoff, v)
-  if handoff == 'n' and KEYS[4] then
-    redis.call('SET', KEYS[4], v, 'PXAT', fmt(l.ends))
+  if handoff == 'n' and k_last then
+    redis.call('SET', k_last, v, 'PXAT', fmt(l.ends))
   end
 end
 
 -- last is the token of the lock's last holder that this master keeps
 -- (Redlock, see gone), or nil.
 local function last()
-  if not KEYS[4] then return nil end
-  local v = redis.call('GET', KEYS[4])
+  if not k_last then return nil end
+  local v = redis.call('GET', k_last)
   if v and string.byte(v) == 64 then refuse(string.match(v, '^@(%d+)') or 'unknown') end
   return v and tonumber(string.match(v, '^%S+ (%d+)'))
 end
 -- Shared by the scripts that queue waiters or hand a lock over, of every
--- kind (a mutex's own are in mutex.lua, after this file).
--- KEYS[1] lock: see value.lua, which comes before this file in every
---         script (now_ms, now_us, fmt, mint; the mutex's value).
--- KEYS[2] waiter queue: zset of entries "token wait_ms ttl_ms sid[ label]"
+-- kind (a mutex's own are in mutex.lua, a semaphore's in sem_common.lua,
+-- after this file), after fence.lua (now_ms, now_us, fmt, mint).
+-- k_queue waiter queue: zset of entries "token wait_ms ttl_ms sid[ label]"
 --         scored by arrival in server microseconds (first come, first
 --         served). An entry is all a waiter's details: its wait ends at
 --         floor(arrival / 1000) + wait_ms; ttl_ms is the lease it asked
@@ -246,9 +255,10 @@ end
 --         token passes the same token, ttl, wait (its first try's), sid
 --         and label (see entry), so each makes the same entry, found by
 --         ZSCORE and removed by ZREM: no queue operation reads the queue
---         but the fault path of cut_off. A mutex keeps nothing else; a
---         semaphore's and a read/write lock's KEYS[3] hash keeps their
---         permits' records (sem_common.lua).
+--         but the fault path of cut_off. A mutex keeps nothing else (its
+--         value is k_lock, value.lua); a semaphore's and a read/write
+--         lock's k_records hash keeps their permits' records
+--         (sem_common.lua).
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
 
@@ -258,10 +268,6 @@ end
 -- keeps them equal.)
 local QUEUE_MARGIN = 1000
 
--- The lock's channel is KEYS[1]..':c' (see package names): made
--- here, on the paths that publish, rather than sent with every call.
-local function chan() return KEYS[1] .. ':c' end
-
 -- keep makes key live at least ms milliseconds more.
 local function keep(key, ms)
   if redis.call('PTTL', key) < ms then
@@ -269,9 +275,10 @@ local function keep(key, ms)
   end
 end
 
--- entry is token's queue entry (see KEYS[2]) from the arguments of the
--- call, as passed: wait and ttl are ARGV strings, never reformatted, so
--- the entry is the same on every call that passes the same.
+-- entry is token's queue entry (see k_queue) from the arguments of the
+-- call, as passed: wait and ttl are the argument strings (a_wait_ms,
+-- a_ttl_ms), never reformatted, so the entry is the same on every call
+-- that passes the same.
 local function entry(token, wait, ttl, sid, label)
   local e = token .. ' ' .. wait .. ' ' .. ttl .. ' ' .. sid
   if label and label ~= '' then e = e .. ' ' .. label end
@@ -291,7 +298,7 @@ end
 -- removes.
 local function pop(nowms)
   while true do
-    local h = redis.call('ZPOPMIN', KEYS[2])
+    local h = redis.call('ZPOPMIN', k_queue)
     if #h == 0 then return nil end
     local w, dl, ttl, sid, label = waiter(h[1], h[2])
     if dl >= nowms then return w, ttl, sid, label end
@@ -308,7 +315,7 @@ end
 -- entries. Every lock kind's lapse ends here (lapse in mutex.lua;
 -- sem_purge in sem_common.lua). Returns the tokens dropped.
 local function cut_off(channel, sid, nowus)
-  local es = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. fmt(nowus))
+  local es = redis.call('ZRANGEBYSCORE', k_queue, '-inf', '(' .. fmt(nowus))
   local drop, tokens = {}, {}
   for _, e in ipairs(es) do
     local w, s = string.match(e, '^(%S+) %d+ %d+ (%S+)')
@@ -319,7 +326,7 @@ local function cut_off(channel, sid, nowus)
   end
   -- ZREM in slices: unpack's arguments are bounded.
   for i = 1, #drop, 1000 do
-    redis.call('ZREM', KEYS[2], unpack(drop, i, math.min(i + 999, #drop)))
+    redis.call('ZREM', k_queue, unpack(drop, i, math.min(i + 999, #drop)))
   end
   redis.call('PUBLISH', channel, '!' .. sid)
   return tokens
@@ -328,31 +335,20 @@ end
 -- add puts entry e in the queue; fresh says it cannot be there yet.
 -- Otherwise an entry it has keeps its place. Reports whether it added it.
 local function add(e, nowus, fresh)
-  if not fresh and redis.call('ZSCORE', KEYS[2], e) then return false end
-  redis.call('ZADD', KEYS[2], fmt(nowus), e)
+  if not fresh and redis.call('ZSCORE', k_queue, e) then return false end
+  redis.call('ZADD', k_queue, fmt(nowus), e)
   return true
-end
-
--- enqueue adds entry e to a semaphore's (or read/write lock's) queue (see
--- add) and makes the queue live until its wait is over and a second more;
--- the hash KEYS[3], which the caller wrote first (it holds the permits'
--- records and "Q", so it exists whenever the queue does), is only ever
--- stretched. The mutex keeps its queue's life in its value instead (join
--- in mutex.lua).
-local function enqueue(e, nowus, wait, fresh)
-  if add(e, nowus, fresh) then
-    local life = wait + QUEUE_MARGIN
-    if redis.call('PTTL', KEYS[2]) < life then
-      redis.call('PEXPIRE', KEYS[2], life)
-      keep(KEYS[3], life)
-    end
-  end
 end
 -- A mutex's queue and hand-over, after value.lua and common.lua. The
 -- lock's value keeps its queue's life (queue, see value.lua): the lock key
 -- lives at least as long as the queue, so that a lock without a key has
 -- nobody queued for it. A mutex's waiters are their queue entries alone
--- (KEYS[2], see common.lua): it writes no KEYS[3].
+-- (k_queue, see common.lua): it writes no third key (k_unused; a
+-- bridge's k_plain is bridge.lua's).
+
+-- The lock's channel is k_lock..':c' (see package names): made here, on
+-- the paths that publish, rather than sent with every call.
+local function chan() return k_lock .. ':c' end
 
 -- QUEUE_SLACK (ms) is how much longer than needed a queue's life is made
 -- when it must grow, so that a steady stream of waiters stretches it (and
@@ -374,10 +370,10 @@ local function join(life, e, nowus, wait, fresh)
   local need = math.floor(nowus / 1000) + wait + QUEUE_MARGIN
   if life < need then
     life = need + QUEUE_SLACK
-  elseif redis.call('PTTL', KEYS[2]) ~= -1 then
+  elseif redis.call('PTTL', k_queue) ~= -1 then
     return life
   end
-  redis.call('PEXPIREAT', KEYS[2], fmt(life))
+  redis.call('PEXPIREAT', k_queue, fmt(life))
   return life
 end
 
@@ -385,11 +381,11 @@ end
 -- (Redlock's free notices).
 local function live(nowms)
   while true do
-    local h = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+    local h = redis.call('ZRANGE', k_queue, 0, 0, 'WITHSCORES')
     if #h == 0 then return false end
     local _, dl = waiter(h[1], h[2])
     if dl >= nowms then return true end
-    redis.call('ZREM', KEYS[2], h[1])
+    redis.call('ZREM', k_queue, h[1])
   end
 end
 
@@ -419,7 +415,7 @@ local function grant(channel, self, nowus, window, prev, life, near)
   local px = ttl
   if w ~= self and sid ~= near then px = math.min(ttl, window) end
   local f = take(w, px, life, nowus, label, prev, sid)
-  if sid ~= near and (w ~= self or redis.call('EXISTS', KEYS[2]) == 1) then
+  if sid ~= near and (w ~= self or redis.call('EXISTS', k_queue) == 1) then
     redis.call('PUBLISH', channel, w .. ' ' .. fmt(f) .. ' ' .. nowms .. ' ' .. px)
   end
   return w, f, px
@@ -456,32 +452,32 @@ local function free(l, handoff, window, nowus, near)
   return w, f, nowms, px
 end
 -- acquire: take a free lock, re-enter an owned one, or join the queue.
--- ARGV: token, ttl_ms, wait_ms (0 = do not queue; a waiter passes its
--- first try's on every call, since it is part of its queue entry: see
--- entry in common.lua), mode ('a' acquire with a
--- new token: if that token already owns the lock, the call is a client's
--- retry of one that ran, and reports the lock obtained without another hold |
--- 'e' re-enter with the token of a held lock: add a hold | 'r'
--- re-check by a queued waiter: report ownership without adding a hold, and
--- hand a free lock to the head of the queue | 'n' Redlock's waiters: never
--- handed the lock, but registered in the queue so that releases publish a
--- free notice while they wait), sid (the caller's subscriber),
--- window_ms (see grant in mutex.lua), and optionally label (the holder's
+-- Arguments: a_token, a_ttl_ms, a_wait_ms (0 = do not queue; a waiter
+-- passes its first try's on every call, since it is part of its queue
+-- entry: see entry in common.lua), a_mode ('a' acquire with a new token:
+-- if that token already owns the lock, the call is a client's retry of
+-- one that ran, and reports the lock obtained without another hold | 'e'
+-- re-enter with the token of a held lock: add a hold | 'r' re-check by a
+-- queued waiter: report ownership without adding a hold, and hand a free
+-- lock to the head of the queue | 'n' Redlock's waiters: never handed the
+-- lock, but registered in the queue so that releases publish a free
+-- notice while they wait), a_sid (the caller's subscriber), a_window_ms
+-- (see grant in mutex.lua), and optionally a_label (the holder's
 -- description; absent: none).
 -- Reply: {status, fence, holds, pttl_ms, server_ms}; status 1 = obtained,
 -- 2 = re-entered, 0 = busy (queued when waiting). server_ms is set when queued.
 -- The common case, a free lock taken with a new token and the whole ttl,
 -- replies with the fence alone (an integer): {1, fence, 1, ttl, 0}; it is
--- answered by acquire_free.lua, before value.lua, which hands on clock and
--- found when it ran (mode 'a').
-local token, ttl, wait, mode, sid, window, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), ARGV[7]
+-- answered by acquire_free.lua, before the shared functions, which hands
+-- on clock and found when it ran (mode 'a').
+local ttl, wait, window = tonumber(a_ttl_ms), tonumber(a_wait_ms), tonumber(a_window_ms)
 local nowus = now_us(clock or redis.call('TIME'))
 local nowms = math.floor(nowus / 1000)
-local v = found or redis.call('GET', KEYS[1])
+local v = found or redis.call('GET', k_lock)
 local l = v and parse(v)
 if l and held(l, nowms) then
-  if l.owner == token then
-    if mode ~= 'e' then
+  if l.owner == a_token then
+    if a_mode ~= 'e' then
       return {1, l.fence, l.holds, l.ends - nowms, 0}
     end
     -- A nested hold never shortens the lease; it may lengthen it.
@@ -490,47 +486,47 @@ if l and held(l, nowms) then
     put(l)
     return {2, l.fence, l.holds, l.ends - nowms, 0}
   end
-  if wait <= 0 and mode ~= 'r' then
+  if wait <= 0 and a_mode ~= 'r' then
     return {0, 0, 0, l.ends - nowms, 0}
   end
-  local life = join(l.queue, entry(token, ARGV[3], ARGV[2], sid, label), nowus, math.max(wait, 1), mode == 'a')
+  local life = join(l.queue, entry(a_token, a_wait_ms, a_ttl_ms, a_sid, a_label), nowus, math.max(wait, 1), a_mode == 'a')
   if life ~= l.queue then
     l.queue = life
     put(l)
   end
   return {0, 0, 0, l.ends - nowms, nowms}
 end
-if mode == 'e' then
+if a_mode == 'e' then
   -- The held lock is gone (lost): re-entry must not take it afresh.
   return {0, 0, 0, -2, 0}
 end
 -- Free: no key, or a lease that is over, kept for the queue (l).
 local prev = math.max(last() or 0, l and l.fence or 0)
-if mode == 'n' then
+if a_mode == 'n' then
   -- Redlock: leave the queue and keep releases notifying the rest.
-  redis.call('ZREM', KEYS[2], entry(token, ARGV[3], ARGV[2], sid, label))
+  redis.call('ZREM', k_queue, entry(a_token, a_wait_ms, a_ttl_ms, a_sid, a_label))
   local life = 0
-  if l and redis.call('EXISTS', KEYS[2]) == 1 then life = l.queue end
-  return {1, take(token, ttl, life, nowus, label, prev, NOT_QUEUED), 1, ttl, 0}
+  if l and redis.call('EXISTS', k_queue) == 1 then life = l.queue end
+  return {1, take(a_token, ttl, life, nowus, a_label, prev, NOT_QUEUED), 1, ttl, 0}
 end
 -- First come, first served: a caller queues behind the waiters, and the
 -- head of the queue gets the lock (a queued waiter re-checks, a grant
 -- lapsed, a holder's lease ran out).
 local channel = chan()
 local life = 0
-if l and redis.call('EXISTS', KEYS[2]) == 1 then
+if l and redis.call('EXISTS', k_queue) == 1 then
   life = l.queue
   lapse(l, channel, nowus)
 end
-if wait > 0 or mode == 'r' then
-  life = join(life, entry(token, ARGV[3], ARGV[2], sid, label), nowus, math.max(wait, 1), mode == 'a')
+if wait > 0 or a_mode == 'r' then
+  life = join(life, entry(a_token, a_wait_ms, a_ttl_ms, a_sid, a_label), nowus, math.max(wait, 1), a_mode == 'a')
 end
-local w, f, px = grant(channel, token, nowus, window, prev, life)
-if w == token then
+local w, f, px = grant(channel, a_token, nowus, window, prev, life)
+if w == a_token then
   return {1, f, 1, px, nowms}
 end
 if not w then
   -- Nobody in the queue was alive: a caller that does not wait takes it.
-  return {1, take(token, ttl, 0, nowus, label, prev, NOT_QUEUED), 1, ttl, 0}
+  return {1, take(a_token, ttl, 0, nowus, a_label, prev, NOT_QUEUED), 1, ttl, 0}
 end
 return {0, 0, 0, px, nowms}

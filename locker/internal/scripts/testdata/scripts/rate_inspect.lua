@@ -1,9 +1,11 @@
+-- rate_inspect: its keys and arguments by name (Layouts, layout.go).
+local k_rate = KEYS[1]
 -- rate_inspect: a read-only view of one rate key, for operators.
--- KEYS[1]: the rate key (see rate.lua). Reply: nil when the key does not
+-- k_rate: the rate key (see rate.lua). Reply: nil when the key does not
 -- exist (the bucket is full, or was never used); else {remaining, reset
 -- (microseconds, rounded up), interval (microseconds, as stored), burst},
 -- at the server's clock, under the terms of the last admission.
-local v = redis.call('GET', KEYS[1])
+local v = redis.call('GET', k_rate)
 if not v then
   return nil
 end

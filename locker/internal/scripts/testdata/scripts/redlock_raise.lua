@@ -1,32 +1,17 @@
--- The server clock and the fencing token, for every script that mints one;
--- and the mutex's value, for the mutex's scripts. It comes before
--- common.lua, after the uncontended paths of acquire and release
--- (acquire_free.lua, release.lua), which run first so that they finish
--- before any helper is defined: each definition makes a closure on every
--- call of the script, a large part of the free lock's acquire and release
--- (docs/benchmarks.md).
--- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
---         queue is 0 while nobody waits, else the server ms until which
---         the waiter queue (KEYS[2], see common.lua) may live;
---         granted is when the owner got the lock and ends when its lease
---         ends (server ms); from is '-' for a lock taken at once, else the
---         subscriber of the waiter it was granted to from the queue (see
---         lapse in mutex.lua); label is the owner's description
---         (Params.Label), only when it has one. The key expires at the
---         later of ends and queue (see put): a lock that has no key has
---         nobody queued for it, so a free lock is taken with one SET NX
---         (acquire_free.lua), and a value whose ends has passed while
---         queue is set is a lease that is over, kept for the queue's sake:
---         no holder (see held).
--- KEYS[4] on Redlock only: the lock's last value, which a release leaves
---         on each master until the released lease would have ended (see
---         gone), for its token.
--- The fencing token lives in the lock's value (and for a lease after a
--- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
--- behind once its lease is over (see mint).
-
--- NOT_QUEUED is from's value for a lock that did not come from the queue.
-local NOT_QUEUED = '-'
+-- redlock_raise: its keys and arguments by name (Layouts, layout.go).
+local k_lock = KEYS[1]
+local a_token, a_fence = ARGV[1], ARGV[2]
+-- The server clock, the fencing token and the refusal of another
+-- protocol's records, for every script that mints a token or refuses a
+-- record with them. It comes first among the shared functions, after the
+-- uncontended paths (acquire_free.lua, release.lua, sem_acquire_idle.lua
+-- ...), which run first so that they finish before any helper is
+-- defined: each definition makes a closure on every call of the script, a
+-- large part of a free lock's acquire and release (docs/benchmarks.md).
+-- A mutex's value follows (value.lua); the fencing token lives in a lock's
+-- value or record (and for a lease after a Redlock release in k_last, see
+-- last.lua) and nowhere else, so a lock leaves nothing behind once its
+-- lease is over (see mint).
 
 -- refuse fails the call on a record these scripts cannot read, before the
 -- script wrote anything: the error reply "LOCKTAG_PROTOCOL found 1" names
@@ -34,21 +19,6 @@ local NOT_QUEUED = '-'
 -- one (docs/protocol.md, records of another protocol).
 local function refuse(found)
   error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
-end
-
--- refuse_value refuses v, a string record of another protocol ("@version
--- pxat ..."), or one no protocol wrote; taken: the call took it with
--- GETDEL, and puts it back first, with the expiry it carries.
-local function refuse_value(v, taken)
-  local ver, at = string.match(v, '^@(%d+) (%d+) ')
-  if taken then
-    if at and at ~= '0' then
-      redis.call('SET', KEYS[1], v, 'PXAT', at)
-    else
-      redis.call('SET', KEYS[1], v)
-    end
-  end
-  refuse(ver or 'unknown')
 end
 
 local function now_ms(t)
@@ -62,9 +32,9 @@ end
 local function fmt(x) return string.format('%.0f', x) end
 
 -- COUNTER: tokens are counters, one more than the last (Redlock, whose
--- KEYS[4] is the released lock's value P{name}:f): masters that remember
--- the same token must mint the same next one.
-local COUNTER = KEYS[4] ~= nil and string.sub(KEYS[4], -2) == ':f'
+-- k_last is the released lock's value P{name}:f; last.lua sets it):
+-- masters that remember the same token must mint the same next one.
+local COUNTER = false
 
 -- mint returns a fencing token larger than every earlier one for this
 -- key: the larger of one more than prev, the lock's last token, where one
@@ -85,6 +55,40 @@ local function mint(prev, nowus)
     return math.max(prev + 1, nowus)
   end
   return nowus
+end
+-- A mutex's value, for the mutex's scripts, after fence.lua (refuse, fmt,
+-- mint); last.lua (Redlock's last value) follows it where the layout
+-- passes k_last.
+-- k_lock: string "owner fence holds queue granted ends from[ label]":
+--         queue is 0 while nobody waits, else the server ms until which
+--         the waiter queue (k_queue, see common.lua) may live;
+--         granted is when the owner got the lock and ends when its lease
+--         ends (server ms); from is '-' for a lock taken at once, else the
+--         subscriber of the waiter it was granted to from the queue (see
+--         lapse in mutex.lua); label is the owner's description
+--         (Params.Label), only when it has one. The key expires at the
+--         later of ends and queue (see put): a lock that has no key has
+--         nobody queued for it, so a free lock is taken with one SET NX
+--         (acquire_free.lua), and a value whose ends has passed while
+--         queue is set is a lease that is over, kept for the queue's sake:
+--         no holder (see held).
+
+-- NOT_QUEUED is from's value for a lock that did not come from the queue.
+local NOT_QUEUED = '-'
+
+-- refuse_value refuses v, a string record of another protocol ("@version
+-- pxat ..."), or one no protocol wrote; taken: the call took it with
+-- GETDEL, and puts it back first, with the expiry it carries.
+local function refuse_value(v, taken)
+  local ver, at = string.match(v, '^@(%d+) (%d+) ')
+  if taken then
+    if at and at ~= '0' then
+      redis.call('SET', k_lock, v, 'PXAT', at)
+    else
+      redis.call('SET', k_lock, v)
+    end
+  end
+  refuse(ver or 'unknown')
 end
 
 -- parse reads a mutex's value into a record (owner, fence, holds, queue,
@@ -113,13 +117,13 @@ end
 local function put(l)
   local v = l.owner .. ' ' .. fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. fmt(l.queue) .. ' ' .. l.granted .. ' ' .. fmt(l.ends) .. ' ' .. l.from
   if l.label ~= '' then v = v .. ' ' .. l.label end
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+  redis.call('SET', k_lock, v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
 -- restore writes v, the value l was read from, back as it was (a value a
 -- GETDEL took that must stay), with the expiry it had.
 local function restore(l, v)
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
+  redis.call('SET', k_lock, v, 'PXAT', fmt(math.max(l.ends, l.queue)))
 end
 
 -- take makes owner the holder for ttl ms, granted at nowus (server
@@ -133,36 +137,15 @@ local function take(owner, ttl, queue, nowus, label, prev, from)
     from = from, label = label or ''})
   return f
 end
-
--- gone: the last hold of l went and its key is deleted. Redlock (handoff
--- 'n', with KEYS[4]) keeps the value in KEYS[4] for the rest of its lease,
--- at least a lease after its token was minted: the next holder's majority
--- shares a master with this one, which then mints a larger token even
--- when its clock is behind the clock that minted this one (last, mint's
--- prev).
-local function gone(l, handoff, v)
-  if handoff == 'n' and KEYS[4] then
-    redis.call('SET', KEYS[4], v, 'PXAT', fmt(l.ends))
-  end
-end
-
--- last is the token of the lock's last holder that this master keeps
--- (Redlock, see gone), or nil.
-local function last()
-  if not KEYS[4] then return nil end
-  local v = redis.call('GET', KEYS[4])
-  if v and string.byte(v) == 64 then refuse(string.match(v, '^@(%d+)') or 'unknown') end
-  return v and tonumber(string.match(v, '^%S+ (%d+)'))
-end
 -- raise: lift the fencing token of a lock the caller holds to at least
--- ARGV[2] (Redlock writes the token it settled on back to the masters
+-- a_fence (Redlock writes the token it settled on back to the masters
 -- that granted it: it stays in the lock's value, which a release keeps
--- in KEYS[4], see gone in value.lua). ARGV: token, fence. Reply: 1.
-local v = redis.call('GET', KEYS[1])
+-- in k_last, see gone in last.lua). Arguments: a_token, a_fence. Reply: 1.
+local v = redis.call('GET', k_lock)
 if not v then return 1 end
 local l = parse(v)
-if l.owner == ARGV[1] and l.fence < tonumber(ARGV[2]) then
-  l.fence = tonumber(ARGV[2])
+if l.owner == a_token and l.fence < tonumber(a_fence) then
+  l.fence = tonumber(a_fence)
   put(l)
 end
 return 1

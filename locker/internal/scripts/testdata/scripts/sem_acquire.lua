@@ -1,16 +1,19 @@
+-- sem_acquire: its keys and arguments by name (Layouts, layout.go).
+local k_holders, k_queue, k_records = KEYS[1], KEYS[2], KEYS[3]
+local a_token, a_ttl_ms, a_wait_ms, a_mode, a_sid, a_window_ms, a_limit, a_label = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8]
 -- sem_acquire_idle: sem_acquire.lua's common case, a new token ('a') on an
 -- idle semaphore (nobody holds, nobody queues), run first in the script,
 -- ahead of the shared functions: a call that returns here does not pay for
 -- defining them (common.lua's and sem_common.lua's closures are a large
 -- part of a short call, docs/benchmarks.md). It does what
--- sem_take and mint (sem_common.lua, value.lua) do, written out, and sets
+-- sem_take and mint (sem_common.lua, fence.lua) do, written out, and sets
 -- both keys' expiry outright: on an idle lock nothing in the details hash
 -- is of use (its entries belong to holders and queued waiters). The token
 -- is the server clock in microseconds: an idle semaphore has no earlier
--- token at hand (mint in value.lua). ARGV and reply as sem_acquire.lua's
--- (the fence alone).
-if ARGV[4] == 'a' and redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
-  local token, ttl, limit, label = ARGV[1], tonumber(ARGV[2]), ARGV[7], ARGV[8]
+-- token at hand (mint in fence.lua). Arguments and reply as
+-- sem_acquire.lua's (the fence alone).
+if a_mode == 'a' and redis.call('EXISTS', k_holders, k_queue) == 0 then
+  local ttl = tonumber(a_ttl_ms)
   local t = redis.call('TIME')
   -- Server µs and ms as text, from TIME's seconds and zero-padded
   -- microseconds; numbers go out through '%d': Lua's own number to text
@@ -21,43 +24,25 @@ if ARGV[4] == 'a' and redis.call('EXISTS', KEYS[1], KEYS[2]) == 0 then
   local f = t[1] .. us
   local ms = t[1] .. string.sub(us, 1, 3)
   local h = f .. ' 1 ' .. ms
-  if label and label ~= '' then h = h .. ' ' .. label end
-  redis.call('ZADD', KEYS[1], string.format('%d', tonumber(ms) + ttl), token)
-  redis.call('HSET', KEYS[3], '=' .. token, h, '#', limit, 'F', f)
+  if a_label and a_label ~= '' then h = h .. ' ' .. a_label end
+  redis.call('ZADD', k_holders, string.format('%d', tonumber(ms) + ttl), a_token)
+  redis.call('HSET', k_records, '=' .. a_token, h, '#', a_limit, 'F', f)
   local life = string.format('%d', ttl + 1000)
-  redis.call('PEXPIRE', KEYS[1], life)
-  redis.call('PEXPIRE', KEYS[3], life)
+  redis.call('PEXPIRE', k_holders, life)
+  redis.call('PEXPIRE', k_records, life)
   return tonumber(f)
 end
--- The server clock and the fencing token, for every script that mints one;
--- and the mutex's value, for the mutex's scripts. It comes before
--- common.lua, after the uncontended paths of acquire and release
--- (acquire_free.lua, release.lua), which run first so that they finish
--- before any helper is defined: each definition makes a closure on every
--- call of the script, a large part of the free lock's acquire and release
--- (docs/benchmarks.md).
--- KEYS[1] lock: string "owner fence holds queue granted ends from[ label]":
---         queue is 0 while nobody waits, else the server ms until which
---         the waiter queue (KEYS[2], see common.lua) may live;
---         granted is when the owner got the lock and ends when its lease
---         ends (server ms); from is '-' for a lock taken at once, else the
---         subscriber of the waiter it was granted to from the queue (see
---         lapse in mutex.lua); label is the owner's description
---         (Params.Label), only when it has one. The key expires at the
---         later of ends and queue (see put): a lock that has no key has
---         nobody queued for it, so a free lock is taken with one SET NX
---         (acquire_free.lua), and a value whose ends has passed while
---         queue is set is a lease that is over, kept for the queue's sake:
---         no holder (see held).
--- KEYS[4] on Redlock only: the lock's last value, which a release leaves
---         on each master until the released lease would have ended (see
---         gone), for its token.
--- The fencing token lives in the lock's value (and for a lease after a
--- Redlock release in KEYS[4]) and nowhere else, so a lock leaves nothing
--- behind once its lease is over (see mint).
-
--- NOT_QUEUED is from's value for a lock that did not come from the queue.
-local NOT_QUEUED = '-'
+-- The server clock, the fencing token and the refusal of another
+-- protocol's records, for every script that mints a token or refuses a
+-- record with them. It comes first among the shared functions, after the
+-- uncontended paths (acquire_free.lua, release.lua, sem_acquire_idle.lua
+-- ...), which run first so that they finish before any helper is
+-- defined: each definition makes a closure on every call of the script, a
+-- large part of a free lock's acquire and release (docs/benchmarks.md).
+-- A mutex's value follows (value.lua); the fencing token lives in a lock's
+-- value or record (and for a lease after a Redlock release in k_last, see
+-- last.lua) and nowhere else, so a lock leaves nothing behind once its
+-- lease is over (see mint).
 
 -- refuse fails the call on a record these scripts cannot read, before the
 -- script wrote anything: the error reply "LOCKTAG_PROTOCOL found 1" names
@@ -65,21 +50,6 @@ local NOT_QUEUED = '-'
 -- one (docs/protocol.md, records of another protocol).
 local function refuse(found)
   error({err = 'LOCKTAG_PROTOCOL ' .. found .. ' 1'})
-end
-
--- refuse_value refuses v, a string record of another protocol ("@version
--- pxat ..."), or one no protocol wrote; taken: the call took it with
--- GETDEL, and puts it back first, with the expiry it carries.
-local function refuse_value(v, taken)
-  local ver, at = string.match(v, '^@(%d+) (%d+) ')
-  if taken then
-    if at and at ~= '0' then
-      redis.call('SET', KEYS[1], v, 'PXAT', at)
-    else
-      redis.call('SET', KEYS[1], v)
-    end
-  end
-  refuse(ver or 'unknown')
 end
 
 local function now_ms(t)
@@ -93,9 +63,9 @@ end
 local function fmt(x) return string.format('%.0f', x) end
 
 -- COUNTER: tokens are counters, one more than the last (Redlock, whose
--- KEYS[4] is the released lock's value P{name}:f): masters that remember
--- the same token must mint the same next one.
-local COUNTER = KEYS[4] ~= nil and string.sub(KEYS[4], -2) == ':f'
+-- k_last is the released lock's value P{name}:f; last.lua sets it):
+-- masters that remember the same token must mint the same next one.
+local COUNTER = false
 
 -- mint returns a fencing token larger than every earlier one for this
 -- key: the larger of one more than prev, the lock's last token, where one
@@ -117,79 +87,10 @@ local function mint(prev, nowus)
   end
   return nowus
 end
-
--- parse reads a mutex's value into a record (owner, fence, holds, queue,
--- granted, ends, from, label; label '' for none). A value of another
--- protocol (it begins with '@'; tokens never do), or one it cannot read, is
--- refused (refuse_value; taken as there).
-local function parse(v, taken)
-  local o, f, n, q, g, e, from, label
-  if string.byte(v) ~= 64 then
-    o, f, n, q, g, e, from, label = string.match(v, '^(%S+) (%d+) (%d+) (%d+) (%d+) (%d+) (%S+) ?(.*)$')
-  end
-  if not o then refuse_value(v, taken) end
-  return {owner = o, fence = tonumber(f), holds = tonumber(n), queue = tonumber(q), granted = g,
-    ends = tonumber(e), from = from, label = label}
-end
-
--- held reports whether l's lease is running at nowms. A key without a
--- queue expires with its lease, so only a queued lock's is compared.
-local function held(l, nowms)
-  return l.queue == 0 or l.ends > nowms
-end
-
--- put writes l as the lock's value, expiring at the later of its lease's
--- end and its queue's: every write of the value goes through here (or
--- writes the same, acquire_free.lua), so the key's expiry is always that.
-local function put(l)
-  local v = l.owner .. ' ' .. fmt(l.fence) .. ' ' .. fmt(l.holds) .. ' ' .. fmt(l.queue) .. ' ' .. l.granted .. ' ' .. fmt(l.ends) .. ' ' .. l.from
-  if l.label ~= '' then v = v .. ' ' .. l.label end
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
-end
-
--- restore writes v, the value l was read from, back as it was (a value a
--- GETDEL took that must stay), with the expiry it had.
-local function restore(l, v)
-  redis.call('SET', KEYS[1], v, 'PXAT', fmt(math.max(l.ends, l.queue)))
-end
-
--- take makes owner the holder for ttl ms, granted at nowus (server
--- microseconds), with label (nil or '': none) and a token larger than
--- prev (nil: none at hand); queue and from as in the value. Returns the
--- token.
-local function take(owner, ttl, queue, nowus, label, prev, from)
-  local f = mint(prev, nowus)
-  local nowms = math.floor(nowus / 1000)
-  put({owner = owner, fence = f, holds = 1, queue = queue, granted = fmt(nowms), ends = nowms + ttl,
-    from = from, label = label or ''})
-  return f
-end
-
--- gone: the last hold of l went and its key is deleted. Redlock (handoff
--- 'n', with KEYS[4]) keeps the value in KEYS[4] for the rest of its lease,
--- at least a lease after its token was minted: the next holder's majority
--- shares a master with this one, which then mints a larger token even
--- when its clock is behind the clock that minted this one (last, mint's
--- prev).
-local function gone(l, handoff, v)
-  if handoff == 'n' and KEYS[4] then
-    redis.call('SET', KEYS[4], v, 'PXAT', fmt(l.ends))
-  end
-end
-
--- last is the token of the lock's last holder that this master keeps
--- (Redlock, see gone), or nil.
-local function last()
-  if not KEYS[4] then return nil end
-  local v = redis.call('GET', KEYS[4])
-  if v and string.byte(v) == 64 then refuse(string.match(v, '^@(%d+)') or 'unknown') end
-  return v and tonumber(string.match(v, '^%S+ (%d+)'))
-end
 -- Shared by the scripts that queue waiters or hand a lock over, of every
--- kind (a mutex's own are in mutex.lua, after this file).
--- KEYS[1] lock: see value.lua, which comes before this file in every
---         script (now_ms, now_us, fmt, mint; the mutex's value).
--- KEYS[2] waiter queue: zset of entries "token wait_ms ttl_ms sid[ label]"
+-- kind (a mutex's own are in mutex.lua, a semaphore's in sem_common.lua,
+-- after this file), after fence.lua (now_ms, now_us, fmt, mint).
+-- k_queue waiter queue: zset of entries "token wait_ms ttl_ms sid[ label]"
 --         scored by arrival in server microseconds (first come, first
 --         served). An entry is all a waiter's details: its wait ends at
 --         floor(arrival / 1000) + wait_ms; ttl_ms is the lease it asked
@@ -198,9 +99,10 @@ end
 --         token passes the same token, ttl, wait (its first try's), sid
 --         and label (see entry), so each makes the same entry, found by
 --         ZSCORE and removed by ZREM: no queue operation reads the queue
---         but the fault path of cut_off. A mutex keeps nothing else; a
---         semaphore's and a read/write lock's KEYS[3] hash keeps their
---         permits' records (sem_common.lua).
+--         but the fault path of cut_off. A mutex keeps nothing else (its
+--         value is k_lock, value.lua); a semaphore's and a read/write
+--         lock's k_records hash keeps their permits' records
+--         (sem_common.lua).
 -- Each redis.call costs about as much as a small command round trip inside
 -- the server, so the uncontended paths make as few as they can.
 
@@ -210,10 +112,6 @@ end
 -- keeps them equal.)
 local QUEUE_MARGIN = 1000
 
--- The lock's channel is KEYS[1]..':c' (see package names): made
--- here, on the paths that publish, rather than sent with every call.
-local function chan() return KEYS[1] .. ':c' end
-
 -- keep makes key live at least ms milliseconds more.
 local function keep(key, ms)
   if redis.call('PTTL', key) < ms then
@@ -221,9 +119,10 @@ local function keep(key, ms)
   end
 end
 
--- entry is token's queue entry (see KEYS[2]) from the arguments of the
--- call, as passed: wait and ttl are ARGV strings, never reformatted, so
--- the entry is the same on every call that passes the same.
+-- entry is token's queue entry (see k_queue) from the arguments of the
+-- call, as passed: wait and ttl are the argument strings (a_wait_ms,
+-- a_ttl_ms), never reformatted, so the entry is the same on every call
+-- that passes the same.
 local function entry(token, wait, ttl, sid, label)
   local e = token .. ' ' .. wait .. ' ' .. ttl .. ' ' .. sid
   if label and label ~= '' then e = e .. ' ' .. label end
@@ -243,7 +142,7 @@ end
 -- removes.
 local function pop(nowms)
   while true do
-    local h = redis.call('ZPOPMIN', KEYS[2])
+    local h = redis.call('ZPOPMIN', k_queue)
     if #h == 0 then return nil end
     local w, dl, ttl, sid, label = waiter(h[1], h[2])
     if dl >= nowms then return w, ttl, sid, label end
@@ -260,7 +159,7 @@ end
 -- entries. Every lock kind's lapse ends here (lapse in mutex.lua;
 -- sem_purge in sem_common.lua). Returns the tokens dropped.
 local function cut_off(channel, sid, nowus)
-  local es = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. fmt(nowus))
+  local es = redis.call('ZRANGEBYSCORE', k_queue, '-inf', '(' .. fmt(nowus))
   local drop, tokens = {}, {}
   for _, e in ipairs(es) do
     local w, s = string.match(e, '^(%S+) %d+ %d+ (%S+)')
@@ -271,7 +170,7 @@ local function cut_off(channel, sid, nowus)
   end
   -- ZREM in slices: unpack's arguments are bounded.
   for i = 1, #drop, 1000 do
-    redis.call('ZREM', KEYS[2], unpack(drop, i, math.min(i + 999, #drop)))
+    redis.call('ZREM', k_queue, unpack(drop, i, math.min(i + 999, #drop)))
   end
   redis.call('PUBLISH', channel, '!' .. sid)
   return tokens
@@ -280,46 +179,35 @@ end
 -- add puts entry e in the queue; fresh says it cannot be there yet.
 -- Otherwise an entry it has keeps its place. Reports whether it added it.
 local function add(e, nowus, fresh)
-  if not fresh and redis.call('ZSCORE', KEYS[2], e) then return false end
-  redis.call('ZADD', KEYS[2], fmt(nowus), e)
+  if not fresh and redis.call('ZSCORE', k_queue, e) then return false end
+  redis.call('ZADD', k_queue, fmt(nowus), e)
   return true
 end
-
--- enqueue adds entry e to a semaphore's (or read/write lock's) queue (see
--- add) and makes the queue live until its wait is over and a second more;
--- the hash KEYS[3], which the caller wrote first (it holds the permits'
--- records and "Q", so it exists whenever the queue does), is only ever
--- stretched. The mutex keeps its queue's life in its value instead (join
--- in mutex.lua).
-local function enqueue(e, nowus, wait, fresh)
-  if add(e, nowus, fresh) then
-    local life = wait + QUEUE_MARGIN
-    if redis.call('PTTL', KEYS[2]) < life then
-      redis.call('PEXPIRE', KEYS[2], life)
-      keep(KEYS[3], life)
-    end
-  end
-end
--- Shared by the semaphore scripts (a lock with N permits), after common.lua.
--- KEYS[1] permits: zset of holder tokens scored by the end of their lease
---         (server ms); each permit is a lease of its own, so a holder that
---         crashed frees its permit when its lease ends.
--- KEYS[2] waiter queue, as in common.lua.
--- KEYS[3] the permits' records: hash of "=" .. token -> "fence holds granted[
---         label]" for each permit holder (granted: server ms; label: as a
---         mutex's), "?" .. token -> sid for a holder that came from the
---         queue (the grant record: its subscriber), "#" -> the limit the
---         last holder or waiter came with, which releases use to hand
---         permits on (and Inspect shows), "Q" -> "1" once a waiter queued
---         (see sem_release.lua), and "F" -> the last fencing token minted
---         (every permit, and every read/write lock's writer, mints one; see
---         mint in value.lua); a read/write lock's also "W" and "~" ..
---         token (rw_kind.lua).
+-- Shared by the semaphore scripts (a lock with N permits), after fence.lua
+-- and common.lua.
+-- k_holders permits: zset of holder tokens scored by the end of their
+--         lease (server ms); each permit is a lease of its own, so a
+--         holder that crashed frees its permit when its lease ends.
+-- k_queue waiter queue, as in common.lua.
+-- k_records the permits' records: hash of "=" .. token -> "fence holds
+--         granted[ label]" for each permit holder (granted: server ms;
+--         label: as a mutex's), "?" .. token -> sid for a holder that came
+--         from the queue (the grant record: its subscriber), "#" -> the
+--         limit the last holder or waiter came with, which releases use to
+--         hand permits on (and Inspect shows), "Q" -> "1" once a waiter
+--         queued (see sem_release.lua), and "F" -> the last fencing token
+--         minted (every permit, and every read/write lock's writer, mints
+--         one; see mint in fence.lua); a read/write lock's also "W" and
+--         "~" .. token (rw_kind.lua).
 -- The details hash exists whenever permits are held or waiters queued, so
 -- a take on those paths has the lock's last token at hand (F) and mints
--- one more (mint in value.lua); the clock it falls back on is the queued
+-- one more (mint in fence.lua); the clock it falls back on is the queued
 -- paths' nowms * 1000. An idle lock has no details, and its take mints
 -- from the clock in microseconds (sem_acquire_idle.lua).
+
+-- The lock's channel is k_holders..':c' (see package names), as a
+-- mutex's is its k_lock's: made here, on the paths that publish.
+local function chan() return k_holders .. ':c' end
 
 -- sem_purge drops the permits whose lease has ended. A permit that came
 -- from the queue and ended unreleased is a lapsed grant, as a mutex's (see
@@ -327,27 +215,43 @@ end
 -- off, so a process that froze or crashed with many waiters queued costs
 -- the others one grant window, not one per waiter. Permits granted
 -- together and lapsed together cut their subscriber off once.
--- A lock of another protocol holds the member '@' in KEYS[1], scored by
+-- A lock of another protocol holds the member '@' in k_holders, scored by
 -- that protocol's version (docs/protocol.md): a lease long over to these
 -- scripts, so the purge, which every call that changes a lock makes first
 -- (or after finding its caller's live permit), meets it first and
 -- refuses the lock before anything is written.
 local function sem_purge(nowms)
-  local gone = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowms)
-  if gone[1] == '@' then refuse(redis.call('ZSCORE', KEYS[1], '@')) end
+  local gone = redis.call('ZRANGEBYSCORE', k_holders, '-inf', nowms)
+  if gone[1] == '@' then refuse(redis.call('ZSCORE', k_holders, '@')) end
   local done = {}
   for _, t in ipairs(gone) do
-    local sid = redis.call('HGET', KEYS[3], '?' .. t)
-    redis.call('ZREM', KEYS[1], t)
-    redis.call('HDEL', KEYS[3], '=' .. t, '?' .. t)
+    local sid = redis.call('HGET', k_records, '?' .. t)
+    redis.call('ZREM', k_holders, t)
+    redis.call('HDEL', k_records, '=' .. t, '?' .. t)
     if sid and not done[sid] then
       done[sid] = true
       local cut = cut_off(chan(), sid, nowms * 1000)
       -- A read/write waiter's kind goes with its entry.
       for i, w in ipairs(cut) do cut[i] = '~' .. w end
       for i = 1, #cut, 1000 do
-        redis.call('HDEL', KEYS[3], unpack(cut, i, math.min(i + 999, #cut)))
+        redis.call('HDEL', k_records, unpack(cut, i, math.min(i + 999, #cut)))
       end
+    end
+  end
+end
+
+-- enqueue adds entry e to a semaphore's (or read/write lock's) queue (see
+-- add) and makes the queue live until its wait is over and a second more;
+-- the hash k_records, which the caller wrote first (it holds the permits'
+-- records and "Q", so it exists whenever the queue does), is only ever
+-- stretched. The mutex keeps its queue's life in its value instead (join
+-- in mutex.lua).
+local function enqueue(e, nowus, wait, fresh)
+  if add(e, nowus, fresh) then
+    local life = wait + QUEUE_MARGIN
+    if redis.call('PTTL', k_queue) < life then
+      redis.call('PEXPIRE', k_queue, life)
+      keep(k_records, life)
     end
   end
 end
@@ -355,15 +259,15 @@ end
 -- sem_marked refuses a lock of another protocol (see sem_purge) on a path
 -- that does not purge.
 local function sem_marked()
-  local m = redis.call('ZSCORE', KEYS[1], '@')
+  local m = redis.call('ZSCORE', k_holders, '@')
   if m then refuse(m) end
 end
 
 -- sem_expire makes the holders and details keys live at least px + 1s
 -- more. (A take on an idle lock sets both outright: sem_acquire_idle.lua.)
 local function sem_expire(px)
-  keep(KEYS[1], px + 1000)
-  keep(KEYS[3], px + 1000)
+  keep(k_holders, px + 1000)
+  keep(k_records, px + 1000)
 end
 
 -- holder_info is a permit holder's record: "fence holds granted[ label]".
@@ -377,10 +281,10 @@ end
 -- and returns its fencing token; sid is the subscriber of a waiter granted
 -- from the queue (nil for a caller that takes at once).
 local function sem_take(token, px, nowms, label, limit, sid)
-  local f = mint(tonumber(redis.call('HGET', KEYS[3], 'F')), nowms * 1000)
-  redis.call('ZADD', KEYS[1], fmt(nowms + px), token)
-  redis.call('HSET', KEYS[3], '=' .. token, holder_info(f, nowms, label), '#', limit, 'F', fmt(f))
-  if sid then redis.call('HSET', KEYS[3], '?' .. token, sid) end
+  local f = mint(tonumber(redis.call('HGET', k_records, 'F')), nowms * 1000)
+  redis.call('ZADD', k_holders, fmt(nowms + px), token)
+  redis.call('HSET', k_records, '=' .. token, holder_info(f, nowms, label), '#', limit, 'F', fmt(f))
+  if sid then redis.call('HSET', k_records, '?' .. token, sid) end
   sem_expire(px)
   return f
 end
@@ -388,9 +292,9 @@ end
 -- sem_held returns token's fence, holds, lease left and the rest of its
 -- record (" granted[ label]"), or nil.
 local function sem_held(token, nowms)
-  local s = redis.call('ZSCORE', KEYS[1], token)
+  local s = redis.call('ZSCORE', k_holders, token)
   if not s or tonumber(s) <= nowms then return nil end
-  local h = redis.call('HGET', KEYS[3], '=' .. token)
+  local h = redis.call('HGET', k_records, '=' .. token)
   if not h then return nil end
   local f, n, rest = string.match(h, '^(%d+) (%d+)(.*)$')
   return f, tonumber(n), tonumber(s) - nowms, rest
@@ -399,7 +303,7 @@ end
 -- sem_left is the lease left of the permit that ends first (when a busy
 -- caller should look again), or -2 when none is held.
 local function sem_left(nowms)
-  local e = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  local e = redis.call('ZRANGE', k_holders, 0, 0, 'WITHSCORES')
   if #e == 0 then return -2 end
   return tonumber(e[2]) - nowms
 end
@@ -425,7 +329,7 @@ end
 -- and pttl when self got one.
 local function sem_grant(self, nowms, window, limit, near, told)
   local mf, mpx
-  while redis.call('ZCARD', KEYS[1]) < limit do
+  while redis.call('ZCARD', k_holders) < limit do
     local w, ttl, sid, label = pop(nowms)
     if not w then break end
     local px = ttl
@@ -445,9 +349,9 @@ end
 -- leaving waiter's (sem_leave.lua); a release does the same written out
 -- (sem_release.lua).
 local function sem_drop(token, nowms, window, hand_on)
-  redis.call('ZREM', KEYS[1], token)
-  redis.call('HDEL', KEYS[3], '=' .. token, '?' .. token)
-  if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('ZREM', k_holders, token)
+  redis.call('HDEL', k_records, '=' .. token, '?' .. token)
+  if redis.call('EXISTS', k_queue) == 1 then
     sem_purge(nowms)
     hand_on(nowms, window)
   end
@@ -467,9 +371,9 @@ local function sem_reenter(token, ttl, mode, nowms)
     return {1, tonumber(f), n, left, 0}
   end
   n = n + 1
-  redis.call('HSET', KEYS[3], '=' .. token, f .. ' ' .. n .. rest)
+  redis.call('HSET', k_records, '=' .. token, f .. ' ' .. n .. rest)
   if left < ttl then
-    redis.call('ZADD', KEYS[1], 'XX', fmt(nowms + ttl), token)
+    redis.call('ZADD', k_holders, 'XX', fmt(nowms + ttl), token)
     sem_expire(ttl)
     left = ttl
   end
@@ -478,45 +382,45 @@ end
 -- A semaphore hands free permits to the queue's head, up to the limit the
 -- last waiter queued with.
 local function hand_on(nowms, window, near, told)
-  sem_grant(nil, nowms, window, tonumber(redis.call('HGET', KEYS[3], '#') or '0'), near, told)
+  sem_grant(nil, nowms, window, tonumber(redis.call('HGET', k_records, '#') or '0'), near, told)
 end
 -- sem_acquire: take a permit, re-enter a held one, or join the queue.
--- ARGV as acquire.lua's (token, ttl_ms, wait_ms, mode 'a' | 'e' | 'r', sid,
--- window_ms), limit and optionally label (as acquire.lua's; a waiter
--- passes the same ttl, wait, sid and label on every call: its queue
--- entry). Reply as acquire.lua's: the fence alone for a free
--- permit taken with the whole ttl, else {status, fence, holds, pttl_ms,
--- server_ms}; a busy reply's pttl is the lease left of the permit that ends
--- first.
-local token, ttl, wait, mode, sid, window, limit, label = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5], tonumber(ARGV[6]), tonumber(ARGV[7]), ARGV[8]
+-- Arguments as acquire.lua's (a_token, a_ttl_ms, a_wait_ms, a_mode 'a' |
+-- 'e' | 'r', a_sid, a_window_ms), a_limit and optionally a_label (as
+-- acquire.lua's; a waiter passes the same ttl, wait, sid and label on
+-- every call: its queue entry). Reply as acquire.lua's: the fence alone
+-- for a free permit taken with the whole ttl, else {status, fence, holds,
+-- pttl_ms, server_ms}; a busy reply's pttl is the lease left of the
+-- permit that ends first.
+local ttl, wait, window, limit = tonumber(a_ttl_ms), tonumber(a_wait_ms), tonumber(a_window_ms), tonumber(a_limit)
 local t = redis.call('TIME')
 local nowms = now_ms(t)
 -- The common case, a new token on an idle semaphore, was taken by
 -- sem_acquire_idle.lua, which runs before this file.
 sem_purge(nowms)
-local held = sem_reenter(token, ttl, mode, nowms)
+local held = sem_reenter(a_token, ttl, a_mode, nowms)
 if held then return held end
-if redis.call('EXISTS', KEYS[2]) == 0 then
+if redis.call('EXISTS', k_queue) == 0 then
   -- Nobody queued: a free permit is the caller's, in this one call.
-  if redis.call('ZCARD', KEYS[1]) < limit then
-    return sem_take(token, ttl, nowms, label, limit)
+  if redis.call('ZCARD', k_holders) < limit then
+    return sem_take(a_token, ttl, nowms, a_label, limit)
   end
-  if wait <= 0 and mode ~= 'r' then
+  if wait <= 0 and a_mode ~= 'r' then
     return {0, 0, 0, sem_left(nowms), 0}
   end
 end
 -- Waiters queued (or the caller queues now): first come, first served.
-if wait > 0 or mode == 'r' then
+if wait > 0 or a_mode == 'r' then
   -- The hash first: enqueue stretches it (see there).
-  redis.call('HSET', KEYS[3], '#', limit, 'Q', '1') -- Q: see sem_release.lua
-  enqueue(entry(token, ARGV[3], ARGV[2], sid, label), now_us(t), math.max(wait, 1), mode == 'a')
+  redis.call('HSET', k_records, '#', limit, 'Q', '1') -- Q: see sem_release.lua
+  enqueue(entry(a_token, a_wait_ms, a_ttl_ms, a_sid, a_label), now_us(t), math.max(wait, 1), a_mode == 'a')
 end
-local mf, mpx = sem_grant(token, nowms, window, limit)
+local mf, mpx = sem_grant(a_token, nowms, window, limit)
 if mf then
   return {1, mf, 1, mpx, nowms}
 end
-if wait <= 0 and mode ~= 'r' and redis.call('ZCARD', KEYS[1]) < limit then
+if wait <= 0 and a_mode ~= 'r' and redis.call('ZCARD', k_holders) < limit then
   -- Nobody in the queue was alive: a caller that does not wait takes it.
-  return {1, sem_take(token, ttl, nowms, label, limit), 1, ttl, 0}
+  return {1, sem_take(a_token, ttl, nowms, a_label, limit), 1, ttl, 0}
 end
 return {0, 0, 0, sem_left(nowms), nowms}

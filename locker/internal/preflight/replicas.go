@@ -1,4 +1,4 @@
-package backend
+package preflight
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"sync"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // A replica's settings matter once a failover promotes it: a replica
 // with an evicting maxmemory-policy evicts, as a master, a held lock's
-// key and grants the lock again. Check and Facts read them on every
+// key and grants the lock again. Check and ReadFacts read them on every
 // replica the node's driver lists (driver.Replicas) with facts.lua, a
 // script flagged no-writes that a read-only replica runs.
 
@@ -28,11 +29,11 @@ type replicaProbe struct {
 	err error
 }
 
-// probeReplicas runs facts.lua on every replica the node's driver lists,
+// probeReplicas runs facts.lua on every replica nd's driver lists,
 // all at once, and closes the drivers it was given. It returns the
 // probes by address; none when the driver offers no driver.Replicas, and
 // the driver's error when it could not list them.
-func (nd *Node) probeReplicas(ctx context.Context) ([]replicaProbe, error) {
+func probeReplicas(ctx context.Context, nd *backend.Node) ([]replicaProbe, error) {
 	d := nd.Drv
 	if bd, ok := d.(*callctx.Limited); ok {
 		d = bd.Driver // WithMaxConcurrentCalls's wrapper hides the driver's Replicas
@@ -60,7 +61,7 @@ func (nd *Node) probeReplicas(ctx context.Context) ([]replicaProbe, error) {
 		// deadline once, not once per replica after it.
 		wg.Go(func() {
 			defer func() { _ = callctx.CloseDriver(r.Driver) }()
-			v, err := r.Driver.Eval(ctx, scripts.Facts, driver.Keys{})
+			v, err := scripts.Facts.Eval(ctx, r.Driver, driver.Keys{}, &scripts.Args{})
 			if err == nil {
 				out[i].f, err = checkReply(v)
 			}
@@ -68,7 +69,7 @@ func (nd *Node) probeReplicas(ctx context.Context) ([]replicaProbe, error) {
 		})
 	}
 	wg.Wait()
-	// Drivers list them so already; the order of Facts depends on it.
+	// Drivers list them so already; the order of ReadFacts depends on it.
 	slices.SortFunc(out, func(a, b replicaProbe) int { return strings.Compare(a.addr, b.addr) })
 	return out, nil
 }
@@ -78,10 +79,10 @@ func (nd *Node) probeReplicas(ctx context.Context) ([]replicaProbe, error) {
 // unless WithEvictionAllowed (then a risk). A replica the driver cannot
 // reach at all, or whose settings this user may not read, is a risk; one
 // that did not answer is skipped (Hooks.Skipped).
-func (nd *Node) checkReplicas(ctx context.Context) []string {
-	ps, err := nd.probeReplicas(ctx)
+func checkReplicas(ctx context.Context, nd *backend.Node) []string {
+	ps, err := probeReplicas(ctx, nd)
 	if err != nil {
-		nd.Sh.skipped("replicas not listed, so not checked: " + err.Error())
+		skipped(nd.Sh, "replicas not listed, so not checked: "+err.Error())
 		return nil
 	}
 	var refused []string
@@ -89,19 +90,19 @@ func (nd *Node) checkReplicas(ctx context.Context) []string {
 		name := "replica " + p.addr
 		switch {
 		case p.noWay != nil:
-			nd.Sh.risk(name + " not checked (" + p.noWay.Error() + "): a failover may promote it, so keep its maxmemory-policy noeviction (or no maxmemory)")
+			risk(nd.Sh, name+" not checked ("+p.noWay.Error()+"): a failover may promote it, so keep its maxmemory-policy noeviction (or no maxmemory)")
 		case p.err != nil:
 			if msg, ok := refusal(p.err); ok {
-				nd.Sh.risk(name + " refused the script that reads its settings (" + strings.TrimSpace(msg) + "), so Check cannot read its maxmemory-policy: allow +evalsha +eval +info for this user there, and keep the policy noeviction")
+				risk(nd.Sh, name+" refused the script that reads its settings ("+strings.TrimSpace(msg)+"), so Check cannot read its maxmemory-policy: allow +evalsha +eval +info for this user there, and keep the policy noeviction")
 			} else {
-				nd.Sh.skipped(name + " not checked: it did not answer (" + p.err.Error() + ")")
+				skipped(nd.Sh, name+" not checked: it did not answer ("+p.err.Error()+")")
 			}
 		case p.f.infoDenied:
-			nd.Sh.risk("INFO is refused to this user on " + name + ", so Check cannot read its maxmemory-policy: allow +info, and keep the policy noeviction (an evicted lock key is granted again once a failover promotes it)")
+			risk(nd.Sh, "INFO is refused to this user on "+name+", so Check cannot read its maxmemory-policy: allow +info, and keep the policy noeviction (an evicted lock key is granted again once a failover promotes it)")
 		case p.f.evicting != "":
 			what := name + ": maxmemory-policy " + p.f.evicting + " with a maxmemory: once a failover promotes it, Redis may evict a held lock's key and grant the lock again while its holder runs"
 			if nd.Sh.Cfg.AllowEviction {
-				nd.Sh.risk(what + "; accepted by locker.WithEvictionAllowed")
+				risk(nd.Sh, what+"; accepted by locker.WithEvictionAllowed")
 			} else {
 				refused = append(refused, what+": set maxmemory-policy noeviction (or no maxmemory) on every replica too, or accept the risk with locker.WithEvictionAllowed")
 			}
@@ -111,8 +112,8 @@ func (nd *Node) checkReplicas(ctx context.Context) []string {
 }
 
 // replicaFacts are the facts of every replica that answered, by address.
-func (nd *Node) replicaFacts(ctx context.Context) []Facts {
-	ps, _ := nd.probeReplicas(ctx) // the masters answered; replicas are read where they answer
+func replicaFacts(ctx context.Context, nd *backend.Node) []Facts {
+	ps, _ := probeReplicas(ctx, nd) // the masters answered; replicas are read where they answer
 	var out []Facts
 	for _, p := range ps {
 		if p.noWay != nil || p.err != nil {

@@ -1,13 +1,19 @@
-package backend
+package preflight
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
+	"github.com/locktag/locktag/locker/internal/callctx"
+	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/redigo"
 )
 
 // TestCheckFindsOldServer: check.lua names a server older than Redis 7.0
@@ -58,4 +64,39 @@ func toStrings(v any) any {
 		out[i] = x
 	}
 	return out
+}
+
+// TestPingChecksUntilPassed: Ping runs Check on a node until it passed
+// once (Node.Capable), and only the trivial script after that: a server
+// Check refuses fails Ping until it is fixed, and a later change is not
+// seen by Ping (Check still sees it).
+func TestPingChecksUntilPassed(t *testing.T) {
+	srv := redistest.Start(t)
+	sh := backend.NewShared(backend.Config{Prefix: "t:", Bounds: callctx.Bounds{Timeout: 2 * time.Second}}, 250*time.Millisecond, false, backend.Hooks{})
+	nd := backend.New(redigo.New(srv.Pool(t)), sh)
+	t.Cleanup(func() { _ = nd.Close() })
+	ctx := t.Context()
+	evict := func(policy string) {
+		t.Helper()
+		for _, kv := range [][2]string{{"maxmemory", "100mb"}, {"maxmemory-policy", policy}} {
+			if _, err := srv.Do("CONFIG", "SET", kv[0], kv[1]); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	evict("allkeys-lru")
+	if err := Ping(ctx, nd); !errors.Is(err, lockerr.ErrEvictionPolicy) || nd.Capable.Load() {
+		t.Fatalf("Ping on an evicting server: %v (capable %v), want ErrEvictionPolicy from Check", err, nd.Capable.Load())
+	}
+	evict("noeviction")
+	if err := Ping(ctx, nd); err != nil || !nd.Capable.Load() {
+		t.Fatalf("Ping once the policy is fixed: %v (capable %v), want nil and capable", err, nd.Capable.Load())
+	}
+	evict("allkeys-lru")
+	if err := Ping(ctx, nd); err != nil {
+		t.Errorf("Ping after Check passed: %v, want nil (the trivial script only)", err)
+	}
+	if err := Check(ctx, nd); !errors.Is(err, lockerr.ErrEvictionPolicy) {
+		t.Errorf("Check on an evicting server: %v, want ErrEvictionPolicy", err)
+	}
 }

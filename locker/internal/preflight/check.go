@@ -1,4 +1,4 @@
-package backend
+package preflight
 
 import (
 	"context"
@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	"github.com/locktag/locktag/locker/driver"
+	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // ListenerChannels is the pattern of the channels the drivers' subscriber
@@ -39,10 +41,24 @@ func Failed(err error) error {
 	return err
 }
 
-// Check runs Locker.Check on one node and remembers a pass (see Ping).
-// Its error is a driver's (the node did not answer) or wraps
-// lockerr.ErrUnsupported.
-func (nd *Node) Check(ctx context.Context) error {
+// Ping runs Check on nd until it has passed once there (nd.Capable), and a
+// trivial script after that: a start-up Ping or the first health checks
+// find a server that cannot serve the locker, and later health checks
+// cost one call.
+func Ping(ctx context.Context, nd *backend.Node) error {
+	if !nd.Capable.Load() {
+		return Check(ctx, nd)
+	}
+	_, err := scripts.Ping.Eval(ctx, nd.Drv, driver.Keys{}, &scripts.Args{})
+	return err
+}
+
+// Check runs Locker.Check on one node and remembers a pass in nd.Capable
+// (see Ping). Its error is a driver's (the node did not answer) or wraps
+// lockerr.ErrUnsupported (lockerr.ErrEvictionPolicy for an evicting
+// maxmemory-policy).
+func Check(ctx context.Context, nd *backend.Node) error {
+	sh := nd.Sh
 	ms, err := nd.Masters(ctx)
 	if err != nil {
 		if msg, ok := refusal(err); ok {
@@ -52,11 +68,10 @@ func (nd *Node) Check(ctx context.Context) error {
 	}
 	var missing []string
 	var evicting string // a policy that may evict a held lock, refused
-	key := nd.Sh.Cfg.Prefix + "{check}"
-	args := append([]any{key, "", ""}, nd.Sh.CheckCommands...)
+	args := checkArgs(sh, "", "")
 	scripting, publish := true, true
 	for _, d := range ms {
-		v, err := d.Eval(ctx, nd.Sh.CheckScript, driver.Keys{}, args...)
+		v, err := sh.CheckScript.Eval(ctx, d, driver.Keys{}, args)
 		if err != nil {
 			msg, ok := refusal(err)
 			if !ok {
@@ -75,8 +90,8 @@ func (nd *Node) Check(ctx context.Context) error {
 			break
 		}
 		if p := f.evicting; p != "" && evicting == "" {
-			if nd.Sh.Cfg.AllowEviction {
-				nd.Sh.risk("maxmemory-policy " + p + " with a maxmemory: Redis may evict a held lock's key and grant the lock again while its holder runs; accepted by locker.WithEvictionAllowed")
+			if sh.Cfg.AllowEviction {
+				risk(sh, "maxmemory-policy "+p+" with a maxmemory: Redis may evict a held lock's key and grant the lock again while its holder runs; accepted by locker.WithEvictionAllowed")
 			} else {
 				evicting = p
 				missing = append(missing, "maxmemory-policy "+p+" with a maxmemory: Redis may evict a held lock's key and grant the lock again while its holder runs: "+
@@ -84,15 +99,15 @@ func (nd *Node) Check(ctx context.Context) error {
 			}
 		}
 		if f.aofOff {
-			nd.Sh.AOFOff.Store(true)
+			sh.AOFOff.Store(true)
 		}
 		if f.infoDenied {
-			nd.Sh.risk("INFO is refused to this user, so Check cannot read maxmemory-policy: allow +info, and keep the policy noeviction (an evicted lock key is granted again)")
+			risk(sh, "INFO is refused to this user, so Check cannot read maxmemory-policy: allow +info, and keep the policy noeviction (an evicted lock key is granted again)")
 		}
 		if len(f.denied) > 0 {
 			publish = publish && !slices.Contains(f.denied, "PUBLISH")
 			missing = append(missing, fmt.Sprintf("commands the scripts call, denied to this user on keys %[1]s*: %[2]s: allow +%[3]s on ~%[1]s* &%[1]s*",
-				nd.Sh.Cfg.Prefix, strings.Join(f.denied, " "), strings.ToLower(strings.Join(f.denied, " +"))))
+				sh.Cfg.Prefix, strings.Join(f.denied, " "), strings.ToLower(strings.Join(f.denied, " +"))))
 		}
 		if len(f.unknown) > 0 {
 			publish = publish && !slices.Contains(f.unknown, "PUBLISH")
@@ -102,7 +117,7 @@ func (nd *Node) Check(ctx context.Context) error {
 			break // the same user on every master
 		}
 	}
-	if err := nd.checkPubSub(ctx, ms, scripting && publish); err != nil {
+	if err := checkPubSub(ctx, nd, ms, scripting && publish); err != nil {
 		msg, ok := refusal(err)
 		switch {
 		case errors.Is(err, errNotDelivered):
@@ -111,11 +126,11 @@ func (nd *Node) Check(ctx context.Context) error {
 			return err
 		default:
 			missing = append(missing, fmt.Sprintf("pub/sub: SUBSCRIBE refused (%s): allow +subscribe +unsubscribe +ping and the channels &%s* &%s for this user",
-				msg, nd.Sh.Cfg.Prefix, ListenerChannels))
+				msg, sh.Cfg.Prefix, ListenerChannels))
 		}
 	}
 	if scripting {
-		if refused := nd.checkReplicas(ctx); len(refused) > 0 {
+		if refused := checkReplicas(ctx, nd); len(refused) > 0 {
 			evicting = "replica" // the error matches ErrEvictionPolicy
 			missing = append(missing, refused...)
 		}
@@ -127,23 +142,23 @@ func (nd *Node) Check(ctx context.Context) error {
 		}
 		return fmt.Errorf("%w: %s (see docs/servers.md)", why, strings.Join(missing, "; "))
 	}
-	nd.capable.Store(true)
+	nd.Capable.Store(true)
 	return nil
 }
 
-// Facts runs the check's script on every master of the node, publishing
+// ReadFacts runs the check's script on every master of nd, publishing
 // nothing, and facts.lua on every replica its driver lists
 // (driver.Replicas), and returns what INFO said on each: the masters in
-// the order of Masters, then the replicas that answered, by address.
-func (nd *Node) Facts(ctx context.Context) ([]Facts, error) {
+// the order of Node.Masters, then the replicas that answered, by address.
+func ReadFacts(ctx context.Context, nd *backend.Node) ([]Facts, error) {
 	ms, err := nd.Masters(ctx)
 	if err != nil {
 		return nil, err
 	}
-	args := append([]any{nd.Sh.Cfg.Prefix + "{check}", "", ""}, nd.Sh.CheckCommands...)
+	args := checkArgs(nd.Sh, "", "")
 	out := make([]Facts, 0, len(ms))
 	for _, d := range ms {
-		v, err := d.Eval(ctx, nd.Sh.CheckScript, driver.Keys{}, args...)
+		v, err := nd.Sh.CheckScript.Eval(ctx, d, driver.Keys{}, args)
 		if err != nil {
 			return nil, err
 		}
@@ -153,17 +168,17 @@ func (nd *Node) Facts(ctx context.Context) ([]Facts, error) {
 		}
 		out = append(out, f.facts)
 	}
-	return append(out, nd.replicaFacts(ctx)...), nil
+	return append(out, replicaFacts(ctx, nd)...), nil
 }
 
 // errNotDelivered: a message a script published did not reach the
 // subscriber connection.
 var errNotDelivered = errors.New("pub/sub: a message a script published did not reach the subscriber connection (a proxy that does not forward pub/sub?)")
 
-// checkPubSub opens a subscriber connection of its own, subscribes to a
-// channel of this check and, when publish is set, has each master's check
-// script publish on it and waits for every message.
-func (nd *Node) checkPubSub(ctx context.Context, ms []driver.Driver, publish bool) error {
+// checkPubSub opens a subscriber connection of its own on nd, subscribes
+// to a channel of this check and, when publish is set, has each master's
+// check script publish on it and waits for every message.
+func checkPubSub(ctx context.Context, nd *backend.Node, ms []driver.Driver, publish bool) error {
 	channel := nd.Sh.Cfg.Prefix + "check:" + names.NewToken()
 	got := make(chan string, len(ms))
 	broken := make(chan error, 1)
@@ -202,10 +217,8 @@ func (nd *Node) checkPubSub(ctx context.Context, ms []driver.Driver, publish boo
 	if !publish {
 		return nil
 	}
-	args := append([]any{nd.Sh.Cfg.Prefix + "{check}", channel, ""}, nd.Sh.CheckCommands...)
 	for i, d := range ms {
-		args[2] = strconv.Itoa(i)
-		if _, err := d.Eval(ctx, nd.Sh.CheckScript, driver.Keys{}, args...); err != nil {
+		if _, err := nd.Sh.CheckScript.Eval(ctx, d, driver.Keys{}, checkArgs(nd.Sh, channel, strconv.Itoa(i))); err != nil {
 			return err
 		}
 	}
@@ -298,4 +311,30 @@ func refusal(err error) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// risk reports what Check found and accepted (see backend.Hooks.Risk).
+func risk(sh *backend.Shared, what string) {
+	if sh.Hooks.Risk != nil {
+		sh.Hooks.Risk(what)
+	}
+}
+
+// skipped reports a replica Check did not check (see
+// backend.Hooks.Skipped).
+func skipped(sh *backend.Shared, what string) {
+	if sh.Hooks.Skipped != nil {
+		sh.Hooks.Skipped(what)
+	}
+}
+
+// checkArgs are the check script's arguments for sh's Locker: its check
+// key, and payload to publish on channel ("": none).
+func checkArgs(sh *backend.Shared, channel, payload string) *scripts.Args {
+	var a scripts.Args
+	a[scripts.ArgKey] = sh.Cfg.Prefix + "{check}"
+	a[scripts.ArgChannel] = channel
+	a[scripts.ArgPayload] = payload
+	a[scripts.ArgCommands] = sh.CheckCommands
+	return &a
 }
