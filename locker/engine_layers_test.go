@@ -16,20 +16,19 @@ import (
 // below it. A package missing here fails the test: place it in the
 // layering (here and in the document) first.
 var engineImports = map[string][]string{
-	"single":    {"preflight", "backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"quorum":    {"preflight", "backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"admin":     {"preflight", "backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"records":   {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"rate":      {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
+	"single":    {"preflight", "backend", "hub", "protocol", "callctx", "tally", "lockerr"},
+	"quorum":    {"preflight", "backend", "hub", "protocol", "callctx", "tally", "lockerr"},
+	"admin":     {"preflight", "backend", "hub", "protocol", "callctx", "tally", "lockerr"},
+	"records":   {"backend", "hub", "protocol", "callctx", "tally", "lockerr"},
+	"rate":      {"backend", "hub", "protocol", "callctx", "tally", "lockerr"},
 	"logs":      {"admin", "keeper", "records", "lockerr"},
 	"keeper":    {},
-	"preflight": {"backend", "hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"backend":   {"hub", "names", "scripts", "callctx", "tally", "lockerr"},
-	"hub":       {"callctx", "scripts"},
-	"names":     {"callctx", "scripts"},
+	"preflight": {"backend", "hub", "protocol", "callctx", "tally", "lockerr"},
+	"backend":   {"hub", "protocol", "callctx", "tally", "lockerr"},
+	"hub":       {"callctx", "protocol"},
+	"protocol":  {"callctx", "lockerr"},
 	"callctx":   {"lockerr"},
 	"tally":     {"lockerr"},
-	"scripts":   {},
 	"lockerr":   {},
 }
 

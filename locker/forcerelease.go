@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/locktag/locktag/locker/internal/admin"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 type actorKey struct{}
@@ -36,7 +36,7 @@ func (l *Locker) ForceRelease(ctx context.Context, name, reason string) error {
 	if name == "" {
 		return ErrEmptyKey
 	}
-	reason = names.Reason(reason)
+	reason = protocol.Reason(reason)
 	actor := ActorFromContext(ctx)
 	sctx, span := l.tel.startForce(ctx, name, reason, actor)
 	all, err := admin.Force(sctx, l.admin(), &l.sh.Layout, l.kinds(), name, controlChannel(l.o.prefix), reason, l.o.callTimeout)

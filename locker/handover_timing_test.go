@@ -10,7 +10,7 @@ import (
 	"github.com/locktag/locktag/internal/testwait"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -27,7 +27,7 @@ func (d *slowTriesDriver) Eval(ctx context.Context, s *driver.Script, keys drive
 	if len(args) > 3 && args[3] == "a" && isAcquire(s) {
 		time.Sleep(d.delay) // the fault: the try waits before it is sent
 	}
-	if scripts.Named(s, "mutex_extend") {
+	if protocol.Named(s, "mutex_extend") {
 		d.extends.Add(1)
 	}
 	return d.Driver.Eval(ctx, s, keys, args...)

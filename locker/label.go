@@ -1,11 +1,11 @@
 package locker
 
-import "github.com/locktag/locktag/locker/internal/names"
+import "github.com/locktag/locktag/locker/internal/protocol"
 
 // MaxLabel is the longest holder label stored with a lock, in bytes
 // (WithLabel and Params.Label together): a label cannot blow up Redis. A
 // longer Params.Label is cut; a longer WithLabel is refused.
-const MaxLabel = names.MaxLabel
+const MaxLabel = protocol.MaxLabel
 
 // labelArg is the label argument of a hold with p: nil when there is no
 // label (nothing is sent or stored), WithLabel's boxed once when p has
@@ -14,5 +14,5 @@ func (l *Locker) labelArg(p Params) any {
 	if p.Label == "" {
 		return l.lockerLabel
 	}
-	return names.Label(l.o.label, p.Label)
+	return protocol.Label(l.o.label, p.Label)
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -195,5 +195,5 @@ func waitQueued(t *testing.T, srv *redistest.Server, key, kind string, n int64) 
 // semaphore or a read/write lock (the scripts a queued waiter re-checks
 // with).
 func isAcquire(s *driver.Script) bool {
-	return scripts.Named(s, "mutex_acquire") || scripts.Named(s, "sem_acquire") || scripts.Named(s, "rw_acquire")
+	return protocol.Named(s, "mutex_acquire") || protocol.Named(s, "sem_acquire") || protocol.Named(s, "rw_acquire")
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/keeper"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/logs"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Lease is a held lock. Its Context is cancelled with cause ErrLockLost when
@@ -22,7 +22,7 @@ import (
 type Lease struct {
 	l      *Locker
 	key    string
-	n      names.Names
+	n      protocol.Names
 	token  string // owner token, shared by all holds of one root
 	fence  int64
 	holds  int
@@ -56,10 +56,10 @@ type Lease struct {
 	unwatch []func() bool
 
 	// buf holds a root's names and the first try's call storage (see
-	// names.Buf); upkeep is this lease's release context. Each is used
+	// protocol.Buf); upkeep is this lease's release context. Each is used
 	// by one call at a time (Release runs once per lease), so a
 	// lock+unlock allocates them with the lease instead of per call.
-	buf    names.Buf
+	buf    protocol.Buf
 	upkeep callctx.UpkeepContext
 }
 
@@ -72,7 +72,7 @@ func FromContext(ctx context.Context) *Lease {
 }
 
 // heldIn returns the live root lease of l for key in the lock family
-// (scripts.FamilyMutex ...) carried by ctx, or nil.
+// (protocol.FamilyMutex ...) carried by ctx, or nil.
 func heldIn(ctx context.Context, l *Locker, key string, family int) *Lease {
 	for le := FromContext(ctx); le != nil; le = le.parent {
 		if le.parts != nil {
@@ -108,7 +108,7 @@ func (le *Lease) holding(l *Locker, key string, family int) *Lease {
 
 // newLease builds root lease le (allocated by Obtain: its buf holds n's
 // storage) for grant h; keeper.Schedule says when it is renewed.
-func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n names.Names, token string, h backend.Held, t terms) *Lease {
+func (l *Locker) newLease(ctx context.Context, le *Lease, key string, n protocol.Names, token string, h backend.Held, t terms) *Lease {
 	le.l, le.key, le.n, le.token, le.fence, le.holds, le.t, le.live, le.mode = l, key, n, token, h.Fence, 1, t, 1, t.params.Mode
 	if !t.watchdog {
 		le.cap = h.At.Add(t.ttl)

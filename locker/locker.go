@@ -13,9 +13,8 @@ import (
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/logs"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/internal/quorum"
-	"github.com/locktag/locktag/locker/internal/scripts"
 	"github.com/locktag/locktag/locker/internal/single"
 )
 
@@ -137,7 +136,7 @@ func checkDriver(d driver.Driver) error {
 }
 
 // newLocker returns a Locker with options o and no backend yet; lastKey
-// for Redlock (see names.Layout).
+// for Redlock (see protocol.KeyLayout).
 func newLocker(o options, lastKey bool) *Locker {
 	l := &Locker{opts: o, closing: make(chan struct{}), shut: make(chan struct{})}
 	l.o = &l.opts
@@ -264,14 +263,14 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	if l.closed.Load() {
 		return nil, ErrClosed
 	}
-	family := scripts.FamilyMutex
+	family := protocol.FamilyMutex
 	if p.Limit != 0 || p.Mode != Exclusive {
 		if err := l.Supports(p); err != nil {
 			return nil, err
 		}
-		family = scripts.FamilySemaphore
+		family = protocol.FamilySemaphore
 		if p.Mode != Exclusive {
-			family = scripts.FamilyRW
+			family = protocol.FamilyRW
 		}
 	}
 	if held := heldIn(ctx, l, key, family); held != nil {
@@ -282,14 +281,14 @@ func (l *Locker) obtain(ctx context.Context, key string, p Params) (*Lease, erro
 	}
 	t := l.terms(p)
 	// The lease is allocated now: its storage holds the holder's names
-	// and the first call's context and arguments (names.Buf).
+	// and the first call's context and arguments (protocol.Buf).
 	le := new(Lease)
-	var n names.Names
+	var n protocol.Names
 	var token string
 	switch family {
-	case scripts.FamilyMutex:
+	case protocol.FamilyMutex:
 		n, token = l.sh.Layout.Mutex(key, &le.buf)
-	case scripts.FamilySemaphore:
+	case protocol.FamilySemaphore:
 		n, token = l.sh.Layout.Semaphore(key, p.Limit, &le.buf)
 	default:
 		n, token = l.sh.Layout.RW(key, p.Mode == Write, &le.buf)

@@ -14,7 +14,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -309,7 +309,7 @@ func TestScriptFlushIsTransparent(t *testing.T) {
 type retryingDriver struct{ driver.Driver }
 
 func (d retryingDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
-	if scripts.Named(s, "mutex_acquire") {
+	if protocol.Named(s, "mutex_acquire") {
 		if _, err := d.Driver.Eval(ctx, s, keys, args...); err != nil {
 			return nil, err
 		}

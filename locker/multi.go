@@ -11,8 +11,7 @@ import (
 
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // MaxKeys is the most distinct keys one ObtainMany call takes: a
@@ -27,7 +26,7 @@ var ErrTooManyKeys = lockerr.ErrTooManyKeys
 // multiScripts marks a multi-key root lease: it runs no script of its own
 // (each key is a mutex lease of its own, a part) and is re-entered key by
 // key, through its parts.
-var multiScripts = &scripts.Set{Family: scripts.FamilyMulti}
+var multiScripts = &protocol.Set{Family: protocol.FamilyMulti}
 
 // ObtainMany takes the mutexes of every key in keys, all or nothing, and
 // returns one Lease over them (a transfer between two accounts). Keys are
@@ -113,12 +112,12 @@ func (l *Locker) obtainFast(ctx context.Context, keys []string, p Params) (le *L
 		return nil, false, nil
 	}
 	for _, key := range keys {
-		if heldIn(ctx, l, key, scripts.FamilyMutex) != nil {
+		if heldIn(ctx, l, key, protocol.FamilyMutex) != nil {
 			return nil, false, nil
 		}
 	}
 	t := l.terms(p)
-	ns := make([]names.Names, len(keys))
+	ns := make([]protocol.Names, len(keys))
 	tokens := make([]string, len(keys))
 	label := l.labelArg(p)
 	for i, key := range keys {
@@ -154,7 +153,7 @@ func (l *Locker) newMultiLease(ctx context.Context, keys []string, parts []*Leas
 		holds = min(holds, pt.holds)
 	}
 	le := &Lease{
-		l: l, key: strings.Join(keys, ","), n: names.Names{Scripts: multiScripts},
+		l: l, key: strings.Join(keys, ","), n: protocol.Names{Scripts: multiScripts},
 		fence: parts[0].fence, holds: holds, t: l.terms(p), live: 1, parts: parts,
 		parent: FromContext(ctx), base: ctx, since: time.Now(),
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // ProtocolVersion is the version of the Redis protocol this release
@@ -12,7 +12,7 @@ import (
 // (docs/protocol.md). It is versioned apart from the module: releases
 // that speak the same protocol share one Redis safely, and a release
 // interoperates with the one before it (docs/versioning.md).
-const ProtocolVersion = scripts.ProtocolVersion
+const ProtocolVersion = protocol.ProtocolVersion
 
 // protocolMet logs, once per Locker, the first record of another protocol
 // its calls met (ErrProtocol): the calls fail with the error each time,

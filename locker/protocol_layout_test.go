@@ -13,7 +13,7 @@ import (
 	"github.com/locktag/locktag/internal/redistest"
 	"github.com/locktag/locktag/locker"
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -28,7 +28,7 @@ type callRecorder struct {
 
 func (d *callRecorder) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
 	d.mu.Lock()
-	name := scripts.NameOf(s)
+	name := protocol.NameOf(s)
 	d.calls[name] = append(d.calls[name], [2]int{keys.Len(), len(args)})
 	text := make([]string, len(args))
 	for i, a := range args {
@@ -168,7 +168,7 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 	rec.mu.Lock()
 	defer rec.mu.Unlock()
 	for name, calls := range rec.calls {
-		l, ok := scripts.LayoutOf(name)
+		l, ok := protocol.LayoutOf(name)
 		if !ok {
 			continue // the start-up check (check.lua) is not a registered script
 		}
@@ -191,7 +191,7 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 	// it is one that argument takes.
 	sids := map[string]bool{}
 	for name, calls := range rec.args {
-		l, ok := scripts.LayoutOf(name)
+		l, ok := protocol.LayoutOf(name)
 		if !ok || l.Repeat {
 			continue
 		}
@@ -216,7 +216,7 @@ func TestScriptCallsMatchLayouts(t *testing.T) {
 }
 
 // bounds is the least and the most fields a call passes.
-func bounds(fs []scripts.Field) [2]int {
+func bounds(fs []protocol.Field) [2]int {
 	least := len(fs)
 	for i, f := range fs {
 		if f.Optional {

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/internal/backend"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/internal/quorum"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
@@ -58,30 +58,30 @@ func quorumError(err error) error {
 // The others (Quorum, Handoff, Masters, Ping, ...) are the engine's own.
 type redlock struct{ *quorum.Backend }
 
-func (r redlock) Obtain(ctx context.Context, key string, n names.Names, token string, t backend.Terms) (backend.Held, error) {
+func (r redlock) Obtain(ctx context.Context, key string, n protocol.Names, token string, t backend.Terms) (backend.Held, error) {
 	h, err := r.Backend.Obtain(ctx, key, n, token, t)
 	return h, quorumError(err)
 }
 
-func (r redlock) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
+func (r redlock) Reenter(ctx context.Context, n protocol.Names, token string, ttl time.Duration) (int, bool, error) {
 	holds, ok, err := r.Backend.Reenter(ctx, n, token, ttl)
 	return holds, ok, quorumError(err)
 }
 
-func (r redlock) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
+func (r redlock) Extend(ctx context.Context, n protocol.Names, token string, ttl time.Duration) (bool, error) {
 	ok, err := r.Backend.Extend(ctx, n, token, ttl)
 	return ok, quorumError(err)
 }
 
-func (r redlock) Release(ctx context.Context, n names.Names, token string, ttl time.Duration) error {
+func (r redlock) Release(ctx context.Context, n protocol.Names, token string, ttl time.Duration) error {
 	return quorumError(r.Backend.Release(ctx, n, token, ttl))
 }
 
-func (r redlock) Keep(ctx context.Context, n names.Names, token string, ttl, d time.Duration) error {
+func (r redlock) Keep(ctx context.Context, n protocol.Names, token string, ttl, d time.Duration) error {
 	return quorumError(r.Backend.Keep(ctx, n, token, ttl, d))
 }
 
-func (r redlock) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
+func (r redlock) PTTL(ctx context.Context, n protocol.Names, token string) (time.Duration, error) {
 	d, err := r.Backend.PTTL(ctx, n, token)
 	return d, quorumError(err)
 }

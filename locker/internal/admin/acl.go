@@ -4,7 +4,7 @@ import (
 	"strings"
 
 	"github.com/locktag/locktag/locker/internal/preflight"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // clientCommands are what the drivers send besides the scripts' own, and
@@ -22,7 +22,7 @@ func ACLRules(p string) []string {
 	for _, c := range clientCommands {
 		rules = append(rules, "+"+strings.ToLower(c))
 	}
-	for _, c := range scripts.Commands() {
+	for _, c := range protocol.Commands() {
 		rules = append(rules, "+"+strings.ToLower(c))
 	}
 	return rules

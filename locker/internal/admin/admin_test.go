@@ -15,7 +15,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/internal/quorum"
 	"github.com/locktag/locktag/locker/internal/single"
 	"github.com/locktag/locktag/locker/internal/tally"
@@ -67,7 +67,7 @@ func redlock(t *testing.T, srvs []*redistest.Server) *deployment {
 // take runs a holder's first acquire of n (with its FirstArgs) on the
 // given nodes (all when none are named) and fails the test unless each
 // reply is want (scripts' status: 1 obtained, 0 busy).
-func (d *deployment) take(t *testing.T, n names.Names, want int64, on ...int) {
+func (d *deployment) take(t *testing.T, n protocol.Names, want int64, on ...int) {
 	t.Helper()
 	if on == nil {
 		for i := range d.nodes {
@@ -94,9 +94,9 @@ func (d *deployment) take(t *testing.T, n names.Names, want int64, on ...int) {
 // holder returns a new holder's names of key: a mutex (limit 0, write
 // false), a semaphore (limit > 0) or a read/write hold (rw), with
 // Obtain's first-try arguments for ttl, wait and label.
-func (d *deployment) holder(key string, limit int, rw, write bool, ttl, wait time.Duration, label string) (names.Names, string) {
-	buf := new(names.Buf)
-	var n names.Names
+func (d *deployment) holder(key string, limit int, rw, write bool, ttl, wait time.Duration, label string) (protocol.Names, string) {
+	buf := new(protocol.Buf)
+	var n protocol.Names
 	var token string
 	switch {
 	case limit > 0:

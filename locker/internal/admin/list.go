@@ -10,7 +10,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // nameOf returns the lock name of key, the main key of a lock of any kind
@@ -100,11 +100,11 @@ func scan(ctx context.Context, ad backend.Admin, bounds callctx.Bounds, pattern,
 	if master >= len(masters) {
 		return nil, "", nil // the cluster shrank: nothing left to visit
 	}
-	var args scripts.Args
-	args[scripts.ArgCursor] = step
-	args[scripts.ArgPattern] = pattern
-	args[scripts.ArgCount] = listCount
-	v, err := scripts.List.Eval(cctx, masters[master], driver.Keys{}, &args)
+	var args protocol.Args
+	args[protocol.ArgCursor] = step
+	args[protocol.ArgPattern] = pattern
+	args[protocol.ArgCount] = listCount
+	v, err := protocol.List.Eval(cctx, masters[master], driver.Keys{}, &args)
 	if err != nil {
 		return nil, "", lockerr.Unavailable(err)
 	}

@@ -9,18 +9,17 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // Inspect reads name's state on every node: one deployment's view, or the
 // Redlock masters' views merged.
-func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name string, timeout time.Duration) (*View, error) {
+func Inspect(ctx context.Context, ad backend.Admin, lay *protocol.KeyLayout, name string, timeout time.Duration) (*View, error) {
 	nodes, need := ad.Quorum()
-	var a scripts.Args
-	a[scripts.ArgMax] = maxWaiters
-	res := backend.Fanout(ctx, nodes, timeout, scripts.Inspect, inspectKeys(lay, name), &a)
+	var a protocol.Args
+	a[protocol.ArgMax] = maxWaiters
+	res := backend.Fanout(ctx, nodes, timeout, protocol.Inspect, inspectKeys(lay, name), &a)
 	var views []*View
 	t := tally.Count("inspect", need, res, func(_ int, v any) (bool, error) {
 		st, err := parseState(name, v)
@@ -41,10 +40,10 @@ func Inspect(ctx context.Context, ad backend.Admin, lay *names.Layout, name stri
 
 // inspectKeys are inspect.lua's keys for name: each kind's lock, queue
 // and details.
-func inspectKeys(lay *names.Layout, name string) driver.Keys {
+func inspectKeys(lay *protocol.KeyLayout, name string) driver.Keys {
 	m, _ := lay.Mutex(name, nil)
-	sem, _ := lay.Kind(name, ":s", scripts.Sem, 0, nil, nil)
-	rw, _ := lay.Kind(name, ":rw", scripts.RW, 0, nil, nil)
+	sem, _ := lay.Kind(name, ":s", protocol.Sem, 0, nil, nil)
+	rw, _ := lay.Kind(name, ":rw", protocol.RW, 0, nil, nil)
 	mk, sk, rk := m.Keys.Names(), sem.Keys.Names(), rw.Keys.Names()
 	return driver.NewKeys(mk[0], mk[1], mk[2], sk[0], sk[1], sk[2], rk[0], rk[1], rk[2])
 }
@@ -54,7 +53,7 @@ func inspectKeys(lay *names.Layout, name string) driver.Keys {
 // freed when a majority of masters held the lock; remnants on a minority
 // are freed too, but the lock was not held by Redlock's rule, and the
 // error matches ErrNotHeld.
-func Force(ctx context.Context, ad backend.Admin, lay *names.Layout, kinds []string, name, channel, reason string, timeout time.Duration) ([]Freed, error) {
+func Force(ctx context.Context, ad backend.Admin, lay *protocol.KeyLayout, kinds []string, name, channel, reason string, timeout time.Duration) ([]Freed, error) {
 	var all []Freed
 	for _, kind := range kinds {
 		got, err := forceKind(ctx, ad, lay, name, kind, channel, reason, timeout)
@@ -67,25 +66,25 @@ func Force(ctx context.Context, ad backend.Admin, lay *names.Layout, kinds []str
 }
 
 // forceKind runs the force-release script of kind for name on every node.
-func forceKind(ctx context.Context, ad backend.Admin, lay *names.Layout, name, kind, channel, reason string, timeout time.Duration) ([]Freed, error) {
+func forceKind(ctx context.Context, ad backend.Admin, lay *protocol.KeyLayout, name, kind, channel, reason string, timeout time.Duration) ([]Freed, error) {
 	nodes, need := ad.Quorum()
-	var n names.Names
-	var sc *scripts.Call
+	var n protocol.Names
+	var sc *protocol.Call
 	switch kind {
 	case kindMutex:
 		n, _ = lay.Mutex(name, nil)
-		sc = scripts.Force
+		sc = protocol.Force
 	case kindSemaphore:
-		n, _ = lay.Kind(name, ":s", scripts.Sem, 0, nil, nil)
-		sc = scripts.SemForce
+		n, _ = lay.Kind(name, ":s", protocol.Sem, 0, nil, nil)
+		sc = protocol.SemForce
 	default:
-		n, _ = lay.Kind(name, ":rw", scripts.RW, 0, nil, nil)
-		sc = scripts.RWForce
+		n, _ = lay.Kind(name, ":rw", protocol.RW, 0, nil, nil)
+		sc = protocol.RWForce
 	}
-	var a scripts.Args
-	a[scripts.ArgChannel] = channel
-	a[scripts.ArgReason] = reason
-	a[scripts.ArgHandoff], a[scripts.ArgWindowMS] = ad.Handoff()
+	var a protocol.Args
+	a[protocol.ArgChannel] = channel
+	a[protocol.ArgReason] = reason
+	a[protocol.ArgHandoff], a[protocol.ArgWindowMS] = ad.Handoff()
 	res := backend.Fanout(ctx, nodes, timeout, sc, n.Keys, &a)
 	var all []Freed
 	t := tally.Count("force-release", need, res, func(i int, v any) (bool, error) {

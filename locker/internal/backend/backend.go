@@ -6,7 +6,7 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Backend is where a Locker's locks live: single keeps them on one Redis
@@ -22,21 +22,21 @@ type Backend interface {
 	// Obtain takes key's lock (names n) for the new owner token under t,
 	// waiting up to t.Wait, and returns the grant; or an error matching
 	// ErrNotObtained (busy, or ctx ended) or ErrUnavailable.
-	Obtain(ctx context.Context, key string, n names.Names, token string, t Terms) (Held, error)
+	Obtain(ctx context.Context, key string, n protocol.Names, token string, t Terms) (Held, error)
 	// Reenter adds a hold for token, which holds the lock, and resets the
 	// lease to ttl. ok is false when token no longer holds the lock.
-	Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (holds int, ok bool, err error)
+	Reenter(ctx context.Context, n protocol.Names, token string, ttl time.Duration) (holds int, ok bool, err error)
 	// Extend resets token's lease to ttl from now; false: refused, token
 	// does not hold the lock.
-	Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error)
+	Extend(ctx context.Context, n protocol.Names, token string, ttl time.Duration) (bool, error)
 	// Release drops one hold of token (whose lease is ttl); the last hold
 	// frees the lock and hands it on. ErrNotHeld: token held nothing.
-	Release(ctx context.Context, n names.Names, token string, ttl time.Duration) error
+	Release(ctx context.Context, n protocol.Names, token string, ttl time.Duration) error
 	// Keep drops one hold of token like Release, but the last hold keeps
 	// the lock for d more instead of freeing it (n.Scripts.Keep is not nil).
-	Keep(ctx context.Context, n names.Names, token string, ttl, d time.Duration) error
+	Keep(ctx context.Context, n protocol.Names, token string, ttl, d time.Duration) error
 	// PTTL returns the lease token has left, or ErrNotHeld.
-	PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error)
+	PTTL(ctx context.Context, n protocol.Names, token string) (time.Duration, error)
 	// ValidUntil is the conservative local end of a lease of ttl granted
 	// by a call sent at sent.
 	ValidUntil(sent time.Time, ttl time.Duration) time.Time
@@ -90,9 +90,9 @@ type MultiFast interface {
 	// TakeAll runs multi_acquire.lua. ok is false, with nothing written,
 	// when some lock is held or has waiters, or when the path is off
 	// (err nil both times). fences are in the order of ns.
-	TakeAll(ctx context.Context, ns []names.Names, tokens []string, ttl time.Duration) (fences []int64, ok bool, err error)
+	TakeAll(ctx context.Context, ns []protocol.Names, tokens []string, ttl time.Duration) (fences []int64, ok bool, err error)
 	// DropAll cleans up after a TakeAll whose outcome is unknown (err).
-	DropAll(ns []names.Names, tokens []string, err error)
+	DropAll(ns []protocol.Names, tokens []string, err error)
 	// FastOn reports whether the path is on.
 	FastOn() bool
 }

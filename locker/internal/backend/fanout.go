@@ -7,14 +7,14 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
 // Fanout runs c with keys and a on every node in parallel, each call
 // bounded by timeout, and returns each node's reply in order: every
 // Redlock call and every operator call goes through it.
-func Fanout(ctx context.Context, nodes []*Node, timeout time.Duration, c *scripts.Call, keys driver.Keys, a *scripts.Args) []tally.Reply {
+func Fanout(ctx context.Context, nodes []*Node, timeout time.Duration, c *protocol.Call, keys driver.Keys, a *protocol.Args) []tally.Reply {
 	res := make([]tally.Reply, len(nodes))
 	args := c.Append(nil, a)
 	var wg sync.WaitGroup

@@ -8,8 +8,7 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
-	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Config is what the engine takes from a Locker's options.
@@ -49,15 +48,15 @@ type Hooks struct {
 type Shared struct {
 	Cfg    Config
 	Hooks  Hooks
-	SID    string        // the Locker's instance id (a UUID): names its waiters in queue entries (see package hub)
-	Layout names.Layout  // how this Locker names its keys
-	Window time.Duration // WithGrantWindow: how long a hand-over's grant lasts unconfirmed
+	SID    string             // the Locker's instance id (a UUID): names its waiters in queue entries (see package hub)
+	Layout protocol.KeyLayout // how this Locker names its keys
+	Window time.Duration      // WithGrantWindow: how long a hand-over's grant lasts unconfirmed
 	// Script arguments made once: boxing them per call would allocate.
 	SIDArg, WindowArg any
 	// CheckScript is check.lua under a comment naming this Locker, so
 	// that its first run meets NOSCRIPT and exercises the EVAL fallback;
 	// CheckCommands are its command arguments (see preflight.Check).
-	CheckScript   *scripts.Call
+	CheckScript   *protocol.Call
 	CheckCommands []any
 	// Clock checks the server clock's readings (WithClockStepTolerance).
 	Clock Clock
@@ -75,10 +74,10 @@ type Shared struct {
 func NewShared(cfg Config, grantWindow time.Duration, lastKey bool, hooks Hooks) *Shared {
 	sh := &Shared{Cfg: cfg, Hooks: hooks, Window: grantWindow}
 	sh.SID = uuid.NewString() // the Locker's instance id; it names its waiters in queue entries
-	sh.SIDArg, sh.WindowArg = sh.SID, scripts.MS(grantWindow)
-	sh.Layout = names.Layout{Prefix: cfg.Prefix, LastKey: lastKey, WindowArg: sh.WindowArg, SIDArg: sh.SIDArg}
-	sh.CheckScript = scripts.NewCall("check", driver.NewScript("-- check by "+sh.SID+"\n"+scripts.CheckSource))
-	for _, c := range scripts.Commands() {
+	sh.SIDArg, sh.WindowArg = sh.SID, protocol.MS(grantWindow)
+	sh.Layout = protocol.KeyLayout{Prefix: cfg.Prefix, LastKey: lastKey, WindowArg: sh.WindowArg, SIDArg: sh.SIDArg}
+	sh.CheckScript = protocol.NewCall("check", driver.NewScript("-- check by "+sh.SID+"\n"+protocol.CheckSource))
+	for _, c := range protocol.Commands() {
 		sh.CheckCommands = append(sh.CheckCommands, c)
 	}
 	return sh
@@ -99,11 +98,11 @@ type msBox struct {
 	arg any
 }
 
-// MSArg returns scripts.MS(d) as a script argument. Most calls pass the
+// MSArg returns protocol.MS(d) as a script argument. Most calls pass the
 // same few values (a route's TTL and wait), so the last two boxed are
 // reused: an int64 above 255 costs an allocation each time it is boxed.
 func (sh *Shared) MSArg(d time.Duration) any {
-	m := scripts.MS(d)
+	m := protocol.MS(d)
 	for i := range sh.msBoxes {
 		if b := sh.msBoxes[i].Load(); b != nil && b.ms == m {
 			return b.arg

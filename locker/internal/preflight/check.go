@@ -11,8 +11,7 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // ListenerChannels is the pattern of the channels the drivers' subscriber
@@ -49,7 +48,7 @@ func Ping(ctx context.Context, nd *backend.Node) error {
 	if !nd.Capable.Load() {
 		return Check(ctx, nd)
 	}
-	_, err := scripts.Ping.Eval(ctx, nd.Drv, driver.Keys{}, &scripts.Args{})
+	_, err := protocol.Ping.Eval(ctx, nd.Drv, driver.Keys{}, &protocol.Args{})
 	return err
 }
 
@@ -179,7 +178,7 @@ var errNotDelivered = errors.New("pub/sub: a message a script published did not 
 // to a channel of this check and, when publish is set, has each master's
 // check script publish on it and waits for every message.
 func checkPubSub(ctx context.Context, nd *backend.Node, ms []driver.Driver, publish bool) error {
-	channel := nd.Sh.Cfg.Prefix + "check:" + names.NewToken()
+	channel := nd.Sh.Cfg.Prefix + "check:" + protocol.NewToken()
 	got := make(chan string, len(ms))
 	broken := make(chan error, 1)
 	lis, err := nd.Drv.Listen(ctx, func(ch, payload string) {
@@ -330,11 +329,11 @@ func skipped(sh *backend.Shared, what string) {
 
 // checkArgs are the check script's arguments for sh's Locker: its check
 // key, and payload to publish on channel ("": none).
-func checkArgs(sh *backend.Shared, channel, payload string) *scripts.Args {
-	var a scripts.Args
-	a[scripts.ArgKey] = sh.Cfg.Prefix + "{check}"
-	a[scripts.ArgChannel] = channel
-	a[scripts.ArgPayload] = payload
-	a[scripts.ArgCommands] = sh.CheckCommands
+func checkArgs(sh *backend.Shared, channel, payload string) *protocol.Args {
+	var a protocol.Args
+	a[protocol.ArgKey] = sh.Cfg.Prefix + "{check}"
+	a[protocol.ArgChannel] = channel
+	a[protocol.ArgPayload] = payload
+	a[protocol.ArgCommands] = sh.CheckCommands
 	return &a
 }

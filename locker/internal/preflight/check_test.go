@@ -12,7 +12,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestCheckFindsOldServer(t *testing.T) {
 	srv := redistest.Start(t)
 	const line = "local version = redis.REDIS_VERSION\n"
-	if !strings.Contains(scripts.CheckSource, line) {
+	if !strings.Contains(protocol.CheckSource, line) {
 		t.Fatalf("check.lua does not read the version as %q", line)
 	}
 	run := func(src string) (denied, unknown []string, old string) {
@@ -39,13 +39,13 @@ func TestCheckFindsOldServer(t *testing.T) {
 		}
 		return f.denied, f.unknown, f.old
 	}
-	if denied, unknown, old := run(scripts.CheckSource); old != "" || len(denied) != 0 || !slices.Equal(unknown, []string{"NOSUCHCOMMAND"}) {
+	if denied, unknown, old := run(protocol.CheckSource); old != "" || len(denied) != 0 || !slices.Equal(unknown, []string{"NOSUCHCOMMAND"}) {
 		t.Errorf("this server: denied %q, unknown %q, old %q", denied, unknown, old)
 	}
-	if _, _, old := run(strings.Replace(scripts.CheckSource, line, "local version = '6.2.14'\n", 1)); old != "6.2.14" {
+	if _, _, old := run(strings.Replace(protocol.CheckSource, line, "local version = '6.2.14'\n", 1)); old != "6.2.14" {
 		t.Errorf("Redis 6.2.14 reported as %q, want refused", old)
 	}
-	if _, _, old := run(strings.Replace(scripts.CheckSource, line, "local version = nil\n", 1)); old != "" {
+	if _, _, old := run(strings.Replace(protocol.CheckSource, line, "local version = nil\n", 1)); old != "" {
 		t.Errorf("Redis 7 read from INFO reported as %q, want passed", old)
 	}
 }

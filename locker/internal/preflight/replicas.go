@@ -10,7 +10,7 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // A replica's settings matter once a failover promotes it: a replica
@@ -61,7 +61,7 @@ func probeReplicas(ctx context.Context, nd *backend.Node) ([]replicaProbe, error
 		// deadline once, not once per replica after it.
 		wg.Go(func() {
 			defer func() { _ = callctx.CloseDriver(r.Driver) }()
-			v, err := scripts.Facts.Eval(ctx, r.Driver, driver.Keys{}, &scripts.Args{})
+			v, err := protocol.Facts.Eval(ctx, r.Driver, driver.Keys{}, &protocol.Args{})
 			if err == nil {
 				out[i].f, err = checkReply(v)
 			}

@@ -10,7 +10,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
 	"github.com/locktag/locktag/locker/internal/preflight"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Rates refuses: a bucket on each master apart admits up to N times the
@@ -65,7 +65,7 @@ func (b *Backend) Quorum() ([]*backend.Node, int) { return b.nodes, b.need }
 
 // Handoff is the free-notice mode: masters keep no hand-over; waiters are
 // sent a free notice.
-func (b *Backend) Handoff() (string, any) { return scripts.HandoffNotify, 0 }
+func (b *Backend) Handoff() (string, any) { return protocol.HandoffNotify, 0 }
 
 // Masters returns every Redlock master, in the order given to NewRedlock.
 func (b *Backend) Masters(context.Context) ([]driver.Driver, error) {

@@ -18,9 +18,8 @@ import (
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/preflight"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/internal/tally"
 )
 
@@ -57,7 +56,7 @@ func (b *Backend) nodeTimeout(ttl time.Duration) time.Duration {
 }
 
 // fanout runs s on every master in parallel, each call bounded by timeout.
-func (b *Backend) fanout(ctx context.Context, timeout time.Duration, c *scripts.Call, keys driver.Keys, a *scripts.Args) []tally.Reply {
+func (b *Backend) fanout(ctx context.Context, timeout time.Duration, c *protocol.Call, keys driver.Keys, a *protocol.Args) []tally.Reply {
 	return backend.Fanout(ctx, b.nodes, timeout, c, keys, a)
 }
 
@@ -73,21 +72,21 @@ type quorumTry struct {
 
 // try runs acquire.lua on every master and decides by majority. A round
 // that does not win undoes what it took.
-func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wait time.Duration, mode scripts.AcquireMode, reentry bool) quorumTry {
+func (b *Backend) try(ctx context.Context, n protocol.Names, token string, ttl, wait time.Duration, mode protocol.AcquireMode, reentry bool) quorumTry {
 	out := quorumTry{sent: time.Now(), pttl: ttl}
-	var a scripts.Args
-	n.AcquireArgs(&a, scripts.MS(ttl), scripts.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg)
-	a[scripts.ArgToken] = token
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Mutex.Acquire, n.Keys, &a)
+	var a protocol.Args
+	n.AcquireArgs(&a, protocol.MS(ttl), protocol.MS(wait), mode.Arg(), b.SIDArg, b.WindowArg)
+	a[protocol.ArgToken] = token
+	res := b.fanout(ctx, b.nodeTimeout(ttl), protocol.Mutex.Acquire, n.Keys, &a)
 	took := make([]bool, len(res)) // holds this token now, or may (error)
 	granted := 0
 	same := true // every granting master minted the same token
 	t := tally.Count("obtain", b.need, res, func(i int, v any) (bool, error) {
-		rep, err := scripts.ParseReply(v, ttl)
+		rep, err := protocol.ParseReply(v, ttl)
 		if err != nil {
 			return false, err
 		}
-		if rep.Status != scripts.StatusObtained && rep.Status != scripts.StatusReentered {
+		if rep.Status != protocol.StatusObtained && rep.Status != protocol.StatusReentered {
 			if rep.PTTL > 0 {
 				out.pttl = min(out.pttl, rep.PTTL)
 			}
@@ -137,11 +136,11 @@ func (b *Backend) try(ctx context.Context, n names.Names, token string, ttl, wai
 // of those masters, whose lock (or what its release leaves there until
 // the lease would have ended: gone in last.lua) then gives it a larger
 // token.
-func (b *Backend) raiseFence(ctx context.Context, n names.Names, token string, ttl time.Duration, fence int64, took []bool) bool {
-	var a scripts.Args
-	a[scripts.ArgToken] = token
-	a[scripts.ArgFence] = fence
-	res := b.fanout(ctx, b.nodeTimeout(ttl), scripts.Raise, n.Keys.First(1), &a)
+func (b *Backend) raiseFence(ctx context.Context, n protocol.Names, token string, ttl time.Duration, fence int64, took []bool) bool {
+	var a protocol.Args
+	a[protocol.ArgToken] = token
+	a[protocol.ArgFence] = fence
+	res := b.fanout(ctx, b.nodeTimeout(ttl), protocol.Raise, n.Keys.First(1), &a)
 	return tally.Count("raise", b.need, res, func(i int, _ any) (bool, error) { return took[i], nil }).Won()
 }
 
@@ -149,7 +148,7 @@ func (b *Backend) raiseFence(ctx context.Context, n names.Names, token string, t
 // lock, leaving its fencing token there as a release does (gone in
 // last.lua); on a fresh context, since it must happen even when ctx
 // ended.
-func (b *Backend) undo(n names.Names, token string, took []bool) {
+func (b *Backend) undo(n protocol.Names, token string, took []bool) {
 	if !slices.Contains(took, true) {
 		return
 	}
@@ -159,7 +158,7 @@ func (b *Backend) undo(n names.Names, token string, took []bool) {
 	var wg sync.WaitGroup
 	for i, nd := range b.nodes {
 		if took[i] {
-			wg.Go(func() { _, _ = scripts.Mutex.Release.Eval(ctx, nd.Drv, n.Keys, a) })
+			wg.Go(func() { _, _ = protocol.Mutex.Release.Eval(ctx, nd.Drv, n.Keys, a) })
 		}
 	}
 	wg.Wait()
@@ -172,9 +171,9 @@ func (b *Backend) undo(n names.Names, token string, took []bool) {
 // process wakes it directly. Masters have no queue (their queues could
 // hand the lock to different waiters and split the vote), so the order
 // across processes is not first-come-first-served; within a process it is.
-func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t backend.Terms) (backend.Held, error) {
+func (b *Backend) Obtain(ctx context.Context, key string, n protocol.Names, token string, t backend.Terms) (backend.Held, error) {
 	if t.Wait <= 0 {
-		try := b.try(ctx, n, token, t.TTL, 0, scripts.AcquireNew, false)
+		try := b.try(ctx, n, token, t.TTL, 0, protocol.AcquireNew, false)
 		switch {
 		case try.obtained:
 			return backend.Held{Fence: try.fence, At: try.sent, Granted: t.TTL}, nil
@@ -215,7 +214,7 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 // lead is Obtain's wait as the leader of its key's line: try, and while
 // the lock is busy wait for a free notice, a local release or the shortest
 // lease's end.
-func (b *Backend) lead(ctx context.Context, n names.Names, token string, t backend.Terms, waitUntil time.Time, w *hub.Waiter, tn *turn) (backend.Held, error) {
+func (b *Backend) lead(ctx context.Context, n protocol.Names, token string, t backend.Terms, waitUntil time.Time, w *hub.Waiter, tn *turn) (backend.Held, error) {
 	subs := make([]hub.Member, len(b.nodes))
 	joined := false
 	defer func() {
@@ -274,7 +273,7 @@ func (b *Backend) lead(ctx context.Context, n names.Names, token string, t backe
 		sent := time.Now()
 		// Every round passes the first's wait: it names the token's queue
 		// entries (entry in common.lua).
-		try := b.try(ctx, n, token, t.TTL, t.Wait, scripts.AcquireNotify, false)
+		try := b.try(ctx, n, token, t.TTL, t.Wait, protocol.AcquireNotify, false)
 		var err error
 		switch left := time.Until(waitUntil); {
 		case try.obtained:
@@ -317,16 +316,16 @@ func jitter(d time.Duration) time.Duration {
 }
 
 // withdraw takes a Redlock waiter out of every master's queue.
-func (b *Backend) withdraw(n names.Names, token string) {
+func (b *Backend) withdraw(n protocol.Names, token string) {
 	ctx, cancel := b.Cfg.Bounds.Cleanup(context.Background())
 	defer cancel()
-	var a scripts.Args
-	a[scripts.ArgToken] = token
-	a[scripts.ArgMode] = scripts.LeaveReleaseGrant.Arg()
-	a[scripts.ArgHandoff] = scripts.HandoffNotify
-	a[scripts.ArgWindowMS] = int64(0)
+	var a protocol.Args
+	a[protocol.ArgToken] = token
+	a[protocol.ArgMode] = protocol.LeaveReleaseGrant.Arg()
+	a[protocol.ArgHandoff] = protocol.HandoffNotify
+	a[protocol.ArgWindowMS] = int64(0)
 	n.EntryArgs(&a) // its queue entry's: the ttl, wait and sid try passes
-	b.fanout(ctx, b.Cfg.Bounds.Timeout, scripts.Mutex.Leave, n.Keys, &a)
+	b.fanout(ctx, b.Cfg.Bounds.Timeout, protocol.Mutex.Leave, n.Keys, &a)
 }
 
 // Semaphores refuses: a permit set kept by quorum would need each master

@@ -12,7 +12,7 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/backend"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Key is the Redis key of the rate limit named name under prefix.
@@ -36,11 +36,11 @@ func Take(ctx context.Context, nd *backend.Node, key string, period time.Duratio
 	// every Lua's tonumber reads it.
 	iv := strconv.FormatFloat(float64(period)/float64(limit)/float64(time.Microsecond), 'f', -1, 64)
 	cctx, cancel := nd.Sh.Cfg.Bounds.Call(ctx)
-	var args scripts.Args
-	args[scripts.ArgIntervalUS] = iv
-	args[scripts.ArgBurst] = burst
-	args[scripts.ArgMaxDelayUS] = maxDelay.Microseconds()
-	v, err := scripts.Rate.Eval(cctx, nd.Drv, driver.NewKeys(key), &args)
+	var args protocol.Args
+	args[protocol.ArgIntervalUS] = iv
+	args[protocol.ArgBurst] = burst
+	args[protocol.ArgMaxDelayUS] = maxDelay.Microseconds()
+	v, err := protocol.Rate.Eval(cctx, nd.Drv, driver.NewKeys(key), &args)
 	cancel()
 	if err != nil {
 		return Decision{}, err
@@ -72,7 +72,7 @@ type State struct {
 func Inspect(ctx context.Context, nd *backend.Node, key string) (st State, ok bool, err error) {
 	cctx, cancel := nd.Sh.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	v, err := scripts.RateInspect.Eval(cctx, nd.Drv, driver.NewKeys(key), &scripts.Args{})
+	v, err := protocol.RateInspect.Eval(cctx, nd.Drv, driver.NewKeys(key), &protocol.Args{})
 	if err != nil || v == nil {
 		return State{}, false, err
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Result is what Claim found: the record, now in flight and owned by
@@ -30,7 +30,7 @@ func (r Result) Replay() bool { return r.Status != Claimed }
 // claimed the record or found it done. Errors: lockerr.ErrMismatch,
 // lockerr.ErrInFlight, or Begin's.
 func Claim(ctx context.Context, st *Store, k Keys, fp string, lease, wait time.Duration) (Result, error) {
-	token := names.NewToken()
+	token := protocol.NewToken()
 	var w *hub.Waiter
 	if wait > 0 {
 		// Registered before the first try so a wake-up published right

@@ -28,7 +28,7 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Statuses of idem_begin.lua's reply.
@@ -89,12 +89,12 @@ type Begun struct {
 // outcome is unknown is cleaned up (the script may have claimed).
 func (s *Store) Begin(ctx context.Context, k Keys, fp, token string, lease, wait time.Duration) (Begun, error) {
 	cctx, cancel := s.nd.Sh.Cfg.Bounds.Call(ctx)
-	var args scripts.Args
-	args[scripts.ArgFingerprint] = fp
-	args[scripts.ArgToken] = token
-	args[scripts.ArgLeaseMS] = scripts.MS(lease)
-	args[scripts.ArgWaitMS] = scripts.MS(max(wait, 0))
-	v, err := scripts.IdemBegin.Eval(cctx, s.nd.Drv, k.keys, &args)
+	var args protocol.Args
+	args[protocol.ArgFingerprint] = fp
+	args[protocol.ArgToken] = token
+	args[protocol.ArgLeaseMS] = protocol.MS(lease)
+	args[protocol.ArgWaitMS] = protocol.MS(max(wait, 0))
+	v, err := protocol.IdemBegin.Eval(cctx, s.nd.Drv, k.keys, &args)
 	cancel()
 	if err != nil {
 		if !errors.Is(err, lockerr.ErrNotSent) {
@@ -129,7 +129,7 @@ func (s *Store) Begin(ctx context.Context, k Keys, fp, token string, lease, wait
 func (s *Store) End(ctx context.Context, k Keys, token, mode string, outcome []byte, ttl time.Duration) error {
 	cctx, cancel := s.nd.Sh.Cfg.Bounds.Upkeep(ctx)
 	defer cancel()
-	v, err := scripts.IdemEnd.Eval(cctx, s.nd.Drv, k.keys, endArgs(k, token, mode, outcome, scripts.MS(ttl)))
+	v, err := protocol.IdemEnd.Eval(cctx, s.nd.Drv, k.keys, endArgs(k, token, mode, outcome, protocol.MS(ttl)))
 	if err != nil {
 		return lockerr.Unavailable(err)
 	}
@@ -141,23 +141,23 @@ func (s *Store) End(ctx context.Context, k Keys, token, mode string, outcome []b
 
 // endArgs are idem_end.lua's arguments: token's record k ends by mode,
 // storing outcome for ttl_ms.
-func endArgs(k Keys, token, mode string, outcome, ttlMS any) *scripts.Args {
-	var a scripts.Args
-	a[scripts.ArgToken] = token
-	a[scripts.ArgMode] = mode
-	a[scripts.ArgOutcome] = outcome
-	a[scripts.ArgTTLMS] = ttlMS
-	a[scripts.ArgChannel] = k.Channel
+func endArgs(k Keys, token, mode string, outcome, ttlMS any) *protocol.Args {
+	var a protocol.Args
+	a[protocol.ArgToken] = token
+	a[protocol.ArgMode] = mode
+	a[protocol.ArgOutcome] = outcome
+	a[protocol.ArgTTLMS] = ttlMS
+	a[protocol.ArgChannel] = k.Channel
 	return &a
 }
 
 // Renew resets the in-flight lease of token's record to ttl; false:
 // refused, token no longer owns it.
 func (s *Store) Renew(ctx context.Context, k Keys, token string, ttl time.Duration) (bool, error) {
-	var a scripts.Args
-	a[scripts.ArgToken] = token
-	a[scripts.ArgLeaseMS] = scripts.MS(ttl)
-	v, err := scripts.IdemRenew.Eval(ctx, s.nd.Drv, k.keys.First(1), &a)
+	var a protocol.Args
+	a[protocol.ArgToken] = token
+	a[protocol.ArgLeaseMS] = protocol.MS(ttl)
+	v, err := protocol.IdemRenew.Eval(ctx, s.nd.Drv, k.keys.First(1), &a)
 	if err != nil {
 		return false, lockerr.Unavailable(err) // as a lock's renewal: the loss's log says so
 	}
@@ -183,7 +183,7 @@ type View struct {
 func (s *Store) Inspect(ctx context.Context, k Keys) (v View, ok bool, err error) {
 	cctx, cancel := s.nd.Sh.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	r, err := scripts.IdemInspect.Eval(cctx, s.nd.Drv, k.keys, &scripts.Args{})
+	r, err := protocol.IdemInspect.Eval(cctx, s.nd.Drv, k.keys, &protocol.Args{})
 	if err != nil || r == nil {
 		return View{}, false, err
 	}
@@ -211,7 +211,7 @@ func (s *Store) cleanup(k Keys, token string) {
 	end := func() {
 		ctx, cancel := s.nd.Sh.Cfg.Bounds.Cleanup(context.Background())
 		defer cancel()
-		_, _ = scripts.IdemEnd.Eval(ctx, s.nd.Drv, k.keys, endArgs(k, token, Abandon, "", int64(1)))
+		_, _ = protocol.IdemEnd.Eval(ctx, s.nd.Drv, k.keys, endArgs(k, token, Abandon, "", int64(1)))
 	}
 	go end()
 	time.AfterFunc(s.nd.Sh.Cfg.Bounds.Timeout, end)

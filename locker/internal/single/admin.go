@@ -6,7 +6,7 @@ import (
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Quorum returns the one node and a quorum of 1: a lock lives there, and
@@ -15,7 +15,7 @@ func (b *Backend) Quorum() ([]*backend.Node, int) { return []*backend.Node{b.nd}
 
 // Handoff is the grant mode: a force-release hands the lock to the
 // queue's head.
-func (b *Backend) Handoff() (string, any) { return scripts.HandoffGrant, b.WindowArg }
+func (b *Backend) Handoff() (string, any) { return protocol.HandoffGrant, b.WindowArg }
 
 // Masters returns the deployment's masters, when the driver exposes them
 // (driver.Masters), else the one node.

@@ -7,8 +7,7 @@ import (
 	"time"
 
 	"github.com/locktag/locktag/locker/driver"
-	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // ObtainMany's one-script path (backend.MultiFast): on a deployment whose
@@ -18,7 +17,7 @@ import (
 // Cluster without saying so).
 
 // TakeAll runs multi_acquire.lua over ns (see backend.MultiFast).
-func (b *Backend) TakeAll(ctx context.Context, ns []names.Names, tokens []string, ttl time.Duration) ([]int64, bool, error) {
+func (b *Backend) TakeAll(ctx context.Context, ns []protocol.Names, tokens []string, ttl time.Duration) ([]int64, bool, error) {
 	if !b.multi.Load() {
 		return nil, false, nil
 	}
@@ -29,13 +28,13 @@ func (b *Backend) TakeAll(ctx context.Context, ns []names.Names, tokens []string
 		keys = append(keys, all[0], all[1]) // lock, queue
 		each[i] = tokens[i]
 	}
-	var args scripts.Args
-	args[scripts.ArgTTLMS] = scripts.MS(ttl)
-	args[scripts.ArgTokens] = each
-	args[scripts.ArgLabel] = ns[0].LabelArg // one label for every key
+	var args protocol.Args
+	args[protocol.ArgTTLMS] = protocol.MS(ttl)
+	args[protocol.ArgTokens] = each
+	args[protocol.ArgLabel] = ns[0].LabelArg // one label for every key
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	v, err := scripts.MultiAcquire.Eval(cctx, b.nd.Drv, driver.NewKeys(keys...), &args)
+	v, err := protocol.MultiAcquire.Eval(cctx, b.nd.Drv, driver.NewKeys(keys...), &args)
 	if err != nil {
 		if strings.Contains(err.Error(), "CROSSSLOT") {
 			b.multi.Store(false) // refused before it ran: nothing to clean up
@@ -58,7 +57,7 @@ func (b *Backend) TakeAll(ctx context.Context, ns []names.Names, tokens []string
 }
 
 // DropAll cleans up after a TakeAll whose outcome is unknown (err).
-func (b *Backend) DropAll(ns []names.Names, tokens []string, err error) {
+func (b *Backend) DropAll(ns []protocol.Names, tokens []string, err error) {
 	for i, n := range ns {
 		b.abandon(n, tokens[i], err)
 	}

@@ -16,9 +16,8 @@ import (
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
 	"github.com/locktag/locktag/locker/internal/preflight"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // Backend is the backend on one Redis deployment (a server, a Sentinel
@@ -43,7 +42,7 @@ func New(sh *backend.Shared, nd *backend.Node, multi bool) *Backend {
 
 // Obtain takes the lock, or queues in Redis and waits for the hand-over
 // (see wait.go).
-func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token string, t backend.Terms) (backend.Held, error) {
+func (b *Backend) Obtain(ctx context.Context, key string, n protocol.Names, token string, t backend.Terms) (backend.Held, error) {
 	var w *hub.Waiter
 	if t.Wait > 0 {
 		// Registered before the first try so that a hand-over published
@@ -52,24 +51,24 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 		defer b.nd.Hub.Unregister(w)
 	}
 	sent := time.Now()
-	r, err := b.acquire(ctx, n, t.TTL, t.Wait, scripts.AcquireNew, t.Call)
+	r, err := b.acquire(ctx, n, t.TTL, t.Wait, protocol.AcquireNew, t.Call)
 	switch {
 	case err == nil:
 	case !errors.Is(err, lockerr.ErrNotReplicated):
 		b.abandon(n, token, err)
 		return backend.Held{}, lockerr.ObtainFailed(ctx, err)
-	case r.Status == scripts.StatusObtained:
+	case r.Status == protocol.StatusObtained:
 		return b.unreplicated(n, token, err)
 	}
 	// (A busy reply's queue entry need not reach the replicas: it is not
 	// ownership.)
-	if r.Status == scripts.StatusObtained {
+	if r.Status == protocol.StatusObtained {
 		if b.Cfg.AckReplicas > 0 && !r.Fast {
 			// Obtained by a path whose writes this call's WAIT may not
 			// cover (see granted).
 			return b.granted(ctx, n, token, r.Fence, sent, t)
 		}
-		if r.Fast && n.Scripts == scripts.Mutex {
+		if r.Fast && n.Scripts == protocol.Mutex {
 			// A free mutex's token is the server's clock.
 			if err := b.clockRead(r.Fence, sent); err != nil {
 				_ = b.Release(context.WithoutCancel(ctx), n, token, t.TTL)
@@ -86,12 +85,12 @@ func (b *Backend) Obtain(ctx context.Context, key string, n names.Names, token s
 
 // acquire runs acquire.lua for n's holder (n.TokenArg), with its call
 // context in dc (nil: allocated). Under WithReplicaAck a first try
-// (scripts.AcquireNew) is acknowledged: a shortfall is an error matching
+// (protocol.AcquireNew) is acknowledged: a shortfall is an error matching
 // lockerr.ErrNotReplicated, returned with the reply.
-func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Duration, mode scripts.AcquireMode, dc *callctx.Deadline) (scripts.Reply, error) {
+func (b *Backend) acquire(ctx context.Context, n protocol.Names, ttl, wait time.Duration, mode protocol.AcquireMode, dc *callctx.Deadline) (protocol.Reply, error) {
 	cctx := b.Cfg.Bounds.CallIn(ctx, dc)
-	ack := mode == scripts.AcquireNew && b.Cfg.AckReplicas > 0
-	if mode == scripts.AcquireNew && n.FirstArgs != nil {
+	ack := mode == protocol.AcquireNew && b.Cfg.AckReplicas > 0
+	if mode == protocol.AcquireNew && n.FirstArgs != nil {
 		// The first try's arguments, made with the holder (Names.FirstArgs).
 		v, err := b.eval(cctx, ack, n.Scripts.Acquire.Script, n.Keys, n.FirstArgs)
 		return parseAcked(v, err, ttl)
@@ -99,10 +98,10 @@ func (b *Backend) acquire(ctx context.Context, n names.Names, ttl, wait time.Dur
 	// A re-check passes the first try's wait (its queue entry names it: see
 	// entry in common.lua), the first try's argument where there is one.
 	waitArg := n.WaitArg
-	if mode != scripts.AcquireRecheck || waitArg == nil {
+	if mode != protocol.AcquireRecheck || waitArg == nil {
 		waitArg = b.MSArg(wait)
 	}
-	var a scripts.Args
+	var a protocol.Args
 	n.AcquireArgs(&a, b.MSArg(ttl), waitArg, mode.Arg(), b.SIDArg, b.WindowArg)
 	var buf [8]any
 	v, err := b.eval(cctx, ack, n.Scripts.Acquire.Script, n.Keys, n.Scripts.Acquire.Append(buf[:0], &a))
@@ -130,13 +129,13 @@ func (b *Backend) eval(ctx context.Context, ack bool, s *driver.Script, keys dri
 // parseAcked parses the reply of an acquire call that failed with err,
 // or ran but was not acknowledged (err matches lockerr.ErrNotReplicated: the
 // reply and the error are returned).
-func parseAcked(v any, err error, ttl time.Duration) (scripts.Reply, error) {
+func parseAcked(v any, err error, ttl time.Duration) (protocol.Reply, error) {
 	if err != nil && (v == nil || !errors.Is(err, lockerr.ErrNotReplicated)) {
-		return scripts.Reply{}, err
+		return protocol.Reply{}, err
 	}
-	r, perr := scripts.ParseReply(v, ttl)
+	r, perr := protocol.ParseReply(v, ttl)
 	if perr != nil {
-		return scripts.Reply{}, perr
+		return protocol.Reply{}, perr
 	}
 	return r, err
 }
@@ -145,8 +144,8 @@ func parseAcked(v any, err error, ttl time.Duration) (scripts.Reply, error) {
 // acknowledgement (WithReplicaAck) and returns err, which matches
 // lockerr.ErrNotReplicated and lockerr.ErrUnavailable. The release is a cleanup on a
 // fresh context: the lock must not stay held by a caller told it failed.
-func (b *Backend) unreplicated(n names.Names, token string, err error) (backend.Held, error) {
-	_, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant)
+func (b *Backend) unreplicated(n protocol.Names, token string, err error) (backend.Held, error) {
+	_, _ = b.leave(context.Background(), n, token, protocol.LeaveReleaseGrant)
 	return backend.Held{}, err
 }
 
@@ -156,7 +155,7 @@ func (b *Backend) unreplicated(n names.Names, token string, err error) (backend.
 // call — with an acknowledged renewal (confirm): its write follows the
 // grant's in the replication stream, so a replica that acknowledged it
 // has the grant too. A grant that lapsed meanwhile fails with lockerr.ErrGrantExpired.
-func (b *Backend) granted(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, error) {
+func (b *Backend) granted(ctx context.Context, n protocol.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, error) {
 	h, ok, err := b.confirm(ctx, n, token, fence, at, t)
 	switch {
 	case errors.Is(err, lockerr.ErrNotReplicated):
@@ -172,20 +171,20 @@ func (b *Backend) granted(ctx context.Context, n names.Names, token string, fenc
 
 // leave takes a waiter out of the queue; see leave.lua for mode. It runs on a
 // fresh context: it is clean-up that must happen even when ctx ended.
-func (b *Backend) leave(ctx context.Context, n names.Names, token string, mode scripts.LeaveMode) (scripts.Reply, error) {
+func (b *Backend) leave(ctx context.Context, n protocol.Names, token string, mode protocol.LeaveMode) (protocol.Reply, error) {
 	cctx, cancel := b.Cfg.Bounds.Cleanup(ctx)
 	defer cancel()
-	var a scripts.Args
-	a[scripts.ArgToken] = token
-	a[scripts.ArgMode] = mode.Arg()
-	a[scripts.ArgHandoff] = scripts.HandoffGrant
-	a[scripts.ArgWindowMS] = b.WindowArg
+	var a protocol.Args
+	a[protocol.ArgToken] = token
+	a[protocol.ArgMode] = mode.Arg()
+	a[protocol.ArgHandoff] = protocol.HandoffGrant
+	a[protocol.ArgWindowMS] = b.WindowArg
 	n.EntryArgs(&a)
 	v, err := n.Scripts.Leave.Eval(cctx, b.nd.Drv, n.Keys, &a)
 	if err != nil {
-		return scripts.Reply{}, err
+		return protocol.Reply{}, err
 	}
-	return scripts.ParseReply(v, 0)
+	return protocol.ParseReply(v, 0)
 }
 
 // abandon cleans up after an acquire that failed with err and whose outcome
@@ -199,48 +198,48 @@ func (b *Backend) leave(ctx context.Context, n names.Names, token string, mode s
 // for it: a burst of failures must not turn into a burst of clean-up calls.
 // A queued waiter's failed re-check passes err nil: its earlier call queued
 // it, so it always cleans up.
-func (b *Backend) abandon(n names.Names, token string, err error) {
+func (b *Backend) abandon(n protocol.Names, token string, err error) {
 	if errors.Is(err, lockerr.ErrNotSent) {
 		return
 	}
-	go func() { _, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant) }()
+	go func() { _, _ = b.leave(context.Background(), n, token, protocol.LeaveReleaseGrant) }()
 	// The lost call may still be on its way on its dead connection and run
 	// after this clean-up; a second one a call timeout later catches that.
 	// Anything later still is bounded by the lease and the wait.
-	time.AfterFunc(b.Cfg.Bounds.Timeout, func() { _, _ = b.leave(context.Background(), n, token, scripts.LeaveReleaseGrant) })
+	time.AfterFunc(b.Cfg.Bounds.Timeout, func() { _, _ = b.leave(context.Background(), n, token, protocol.LeaveReleaseGrant) })
 }
 
 // lease turns a grant of pttl, asked for at sent, into a held lock, or —
 // when that lease has ended already — releases it by token and reports
 // lockerr.ErrGrantExpired.
-func (b *Backend) lease(ctx context.Context, n names.Names, token string, fence int64, sent time.Time, pttl time.Duration) (backend.Held, error) {
+func (b *Backend) lease(ctx context.Context, n protocol.Names, token string, fence int64, sent time.Time, pttl time.Duration) (backend.Held, error) {
 	if time.Until(sent.Add(pttl)) > 0 {
 		return backend.Held{Fence: fence, At: sent, Granted: pttl}, nil
 	}
-	_, _ = b.leave(ctx, n, token, scripts.LeaveReleaseGrant)
+	_, _ = b.leave(ctx, n, token, protocol.LeaveReleaseGrant)
 	return backend.Held{}, lockerr.GrantExpired
 }
 
 // Reenter adds a hold to the lock token holds (acquire.lua, mode 'e').
-func (b *Backend) Reenter(ctx context.Context, n names.Names, token string, ttl time.Duration) (int, bool, error) {
-	r, err := b.acquire(ctx, n, ttl, 0, scripts.AcquireReenter, nil)
+func (b *Backend) Reenter(ctx context.Context, n protocol.Names, token string, ttl time.Duration) (int, bool, error) {
+	r, err := b.acquire(ctx, n, ttl, 0, protocol.AcquireReenter, nil)
 	if err != nil {
 		return 0, false, err
 	}
-	return int(r.Holds), r.Status == scripts.StatusReentered, nil
+	return int(r.Holds), r.Status == protocol.StatusReentered, nil
 }
 
 // Extend resets token's lease; under WithReplicaAck, acknowledged.
-func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl time.Duration) (bool, error) {
+func (b *Backend) Extend(ctx context.Context, n protocol.Names, token string, ttl time.Duration) (bool, error) {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
 	// Under WithReplicaAck a renewal is acknowledged: one the replicas
 	// did not confirm fails like a call that did not answer (retried until
 	// the lease's local deadline).
 	sent := time.Now()
-	var a scripts.Args
-	a[scripts.ArgToken] = token
-	a[scripts.ArgTTLMS] = scripts.MS(ttl)
+	var a protocol.Args
+	a[protocol.ArgToken] = token
+	a[protocol.ArgTTLMS] = protocol.MS(ttl)
 	var buf [2]any
 	v, err := b.eval(cctx, b.Cfg.AckReplicas > 0, n.Scripts.Extend.Script, n.Keys.First(n.Scripts.ExtendKeys), n.Scripts.Extend.Append(buf[:0], &a))
 	if err != nil {
@@ -249,7 +248,7 @@ func (b *Backend) Extend(ctx context.Context, n names.Names, token string, ttl t
 	// 0: not held; else the server's clock in ms (a bridged lock's tokens
 	// are not the clock's: its readings are not checked).
 	x, _ := v.(int64)
-	if x > 1 && n.Scripts == scripts.Mutex {
+	if x > 1 && n.Scripts == protocol.Mutex {
 		if err := b.clockRead(x*1000, sent); err != nil {
 			return false, err
 		}
@@ -270,18 +269,18 @@ func (b *Backend) clockRead(us int64, sent time.Time) error {
 
 // Release drops a hold; a hand-over to a local waiter wakes it at once,
 // the only news of it when the waiter is this Locker's.
-func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ time.Duration) error {
+func (b *Backend) Release(ctx context.Context, n protocol.Names, token string, _ time.Duration) error {
 	var v any
 	var err error
 	sent := time.Now() // a hand-over in the reply happened after this
 	if n.ReleaseArgs != nil {
 		v, err = b.nd.Drv.Eval(ctx, n.Scripts.Release.Script, n.Keys, n.ReleaseArgs...)
 	} else {
-		var a scripts.Args
-		a[scripts.ArgToken] = n.TokenArg
-		a[scripts.ArgHandoff] = scripts.HandoffGrant
-		a[scripts.ArgWindowMS] = b.WindowArg
-		a[scripts.ArgSID] = b.SIDArg
+		var a protocol.Args
+		a[protocol.ArgToken] = n.TokenArg
+		a[protocol.ArgHandoff] = protocol.HandoffGrant
+		a[protocol.ArgWindowMS] = b.WindowArg
+		a[protocol.ArgSID] = b.SIDArg
 		v, err = n.Scripts.Release.Eval(ctx, b.nd.Drv, n.Keys, &a)
 	}
 	if err != nil {
@@ -315,10 +314,10 @@ func (b *Backend) Release(ctx context.Context, n names.Names, token string, _ ti
 }
 
 // Keep drops a hold, keeping the lock for d after the last.
-func (b *Backend) Keep(ctx context.Context, n names.Names, token string, _, d time.Duration) error {
-	var a scripts.Args
-	a[scripts.ArgToken] = n.TokenArg
-	a[scripts.ArgKeepMS] = scripts.MS(d)
+func (b *Backend) Keep(ctx context.Context, n protocol.Names, token string, _, d time.Duration) error {
+	var a protocol.Args
+	a[protocol.ArgToken] = n.TokenArg
+	a[protocol.ArgKeepMS] = protocol.MS(d)
 	v, err := n.Scripts.Keep.Eval(ctx, b.nd.Drv, n.Keys, &a)
 	if err != nil {
 		return lockerr.Unavailable(err)
@@ -330,11 +329,11 @@ func (b *Backend) Keep(ctx context.Context, n names.Names, token string, _, d ti
 }
 
 // PTTL returns the lease token has left.
-func (b *Backend) PTTL(ctx context.Context, n names.Names, token string) (time.Duration, error) {
+func (b *Backend) PTTL(ctx context.Context, n protocol.Names, token string) (time.Duration, error) {
 	cctx, cancel := b.Cfg.Bounds.Call(ctx)
 	defer cancel()
-	var a scripts.Args
-	a[scripts.ArgToken] = token
+	var a protocol.Args
+	a[protocol.ArgToken] = token
 	v, err := n.Scripts.PTTL.Eval(cctx, b.nd.Drv, n.Keys.First(n.Scripts.ExtendKeys), &a)
 	if err != nil {
 		return 0, lockerr.Unavailable(err)

@@ -16,8 +16,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/callctx"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 	"github.com/locktag/locktag/locker/redigo"
 )
 
@@ -50,28 +49,28 @@ func newBackend(t *testing.T, srv *redistest.Server) *testBackend {
 // holder returns the names of key's mutex for a new holder, and its
 // token, with its first try's arguments for ttl and wait as Obtain makes
 // them.
-func (tb *testBackend) holder(key string, ttl, wait time.Duration) (names.Names, string) {
-	buf := new(names.Buf)
+func (tb *testBackend) holder(key string, ttl, wait time.Duration) (protocol.Names, string) {
+	buf := new(protocol.Buf)
 	n, token := tb.Layout.Mutex(key, buf)
 	return n.WithFirstArgs(buf, tb.MSArg(ttl), tb.MSArg(wait), tb.SIDArg, tb.WindowArg), token
 }
 
 // semHolder is holder for a semaphore of limit permits.
-func (tb *testBackend) semHolder(key string, limit int, ttl, wait time.Duration) (names.Names, string) {
-	buf := new(names.Buf)
+func (tb *testBackend) semHolder(key string, limit int, ttl, wait time.Duration) (protocol.Names, string) {
+	buf := new(protocol.Buf)
 	n, token := tb.Layout.Semaphore(key, limit, buf)
 	return n.WithFirstArgs(buf, tb.MSArg(ttl), tb.MSArg(wait), tb.SIDArg, tb.WindowArg), token
 }
 
 // obtain obtains key for a new holder under Terms{TTL: ttl, Wait: wait}.
-func (tb *testBackend) obtain(ctx context.Context, key string, ttl, wait time.Duration) (names.Names, string, backend.Held, error) {
+func (tb *testBackend) obtain(ctx context.Context, key string, ttl, wait time.Duration) (protocol.Names, string, backend.Held, error) {
 	n, token := tb.holder(key, ttl, wait)
 	h, err := tb.Obtain(ctx, key, n, token, backend.Terms{TTL: ttl, Wait: wait})
 	return n, token, h, err
 }
 
 // mustObtain is obtain without a wait that must succeed.
-func (tb *testBackend) mustObtain(t *testing.T, key string, ttl time.Duration) (names.Names, string, backend.Held) {
+func (tb *testBackend) mustObtain(t *testing.T, key string, ttl time.Duration) (protocol.Names, string, backend.Held) {
 	t.Helper()
 	n, token, h, err := tb.obtain(context.Background(), key, ttl, 0)
 	if err != nil {
@@ -264,7 +263,7 @@ func TestReleaseWakesLocalWaiter(t *testing.T) {
 	w := tb.nd.Hub.Register(wtoken)
 	defer tb.nd.Hub.Unregister(w)
 	// Queued as Obtain's first try queues it.
-	if r, err := tb.acquire(ctx, wn, 30*time.Second, 20*time.Second, scripts.AcquireNew, nil); err != nil || r.Status != scripts.StatusBusy {
+	if r, err := tb.acquire(ctx, wn, 30*time.Second, 20*time.Second, protocol.AcquireNew, nil); err != nil || r.Status != protocol.StatusBusy {
 		t.Fatalf("waiter's try: %+v %v, want queued", r, err)
 	}
 	sent := time.Now()
@@ -337,7 +336,7 @@ func TestSemaphore(t *testing.T) {
 	srv := redistest.Start(t)
 	tb := newBackend(t, srv)
 	ctx := context.Background()
-	take := func(wait time.Duration) (names.Names, string, error) {
+	take := func(wait time.Duration) (protocol.Names, string, error) {
 		n, token := tb.semHolder("s", 2, time.Minute, wait)
 		_, err := tb.Obtain(ctx, "s", n, token, backend.Terms{TTL: time.Minute, Wait: wait})
 		return n, token, err
@@ -372,7 +371,7 @@ func TestTakeAll(t *testing.T) {
 	}
 	nx, tx := tb.holder("x", time.Minute, 0)
 	ny, ty := tb.holder("y", time.Minute, 0)
-	fences, ok, err := tb.TakeAll(ctx, []names.Names{nx, ny}, []string{tx, ty}, time.Minute)
+	fences, ok, err := tb.TakeAll(ctx, []protocol.Names{nx, ny}, []string{tx, ty}, time.Minute)
 	if err != nil || !ok || len(fences) != 2 || fences[0] <= 0 || fences[1] <= 0 {
 		t.Fatalf("TakeAll of free locks: %v %v %v", fences, ok, err)
 	}
@@ -385,7 +384,7 @@ func TestTakeAll(t *testing.T) {
 
 	nz, tz := tb.holder("z", time.Minute, 0)
 	nx2, tx2 := tb.holder("x", time.Minute, 0)
-	if _, ok, err := tb.TakeAll(ctx, []names.Names{nz, nx2}, []string{tz, tx2}, time.Minute); ok || err != nil {
+	if _, ok, err := tb.TakeAll(ctx, []protocol.Names{nz, nx2}, []string{tz, tx2}, time.Minute); ok || err != nil {
 		t.Fatalf("TakeAll with x held: ok %v, err %v; want not taken", ok, err)
 	}
 	if oz, _ := owner(t, srv, "z"); oz != "" {
@@ -402,7 +401,7 @@ func TestAdmin(t *testing.T) {
 	if len(nodes) != 1 || need != 1 || nodes[0] != tb.nd {
 		t.Fatalf("quorum %d of %d nodes, want the one node", need, len(nodes))
 	}
-	if mode, window := tb.Handoff(); mode != scripts.HandoffGrant || window != tb.WindowArg {
+	if mode, window := tb.Handoff(); mode != protocol.HandoffGrant || window != tb.WindowArg {
 		t.Fatalf("hand-off %q %v, want grant mode with the grant window", mode, window)
 	}
 	ms, err := tb.Masters(context.Background())

@@ -8,8 +8,7 @@ import (
 	"github.com/locktag/locktag/locker/internal/backend"
 	"github.com/locktag/locktag/locker/internal/hub"
 	"github.com/locktag/locktag/locker/internal/lockerr"
-	"github.com/locktag/locktag/locker/internal/names"
-	"github.com/locktag/locktag/locker/internal/scripts"
+	"github.com/locktag/locktag/locker/internal/protocol"
 )
 
 // wait waits for a hand-over after a busy first try (r, sent when sent).
@@ -25,7 +24,7 @@ import (
 // wait for what comes first: a grant (take), a reason to ask Redis again,
 // the end of the caller's wait (expire) or of its context or the Locker
 // (quit).
-func (b *Backend) wait(ctx context.Context, n names.Names, token string, t backend.Terms, w *hub.Waiter, sent time.Time, r scripts.Reply) (backend.Held, error) {
+func (b *Backend) wait(ctx context.Context, n protocol.Names, token string, t backend.Terms, w *hub.Waiter, sent time.Time, r protocol.Reply) (backend.Held, error) {
 	defer b.Waiting(t)()
 	q := &queued{b: b, ctx: ctx, n: n, token: token, t: t, until: sent.Add(t.Wait), sent: sent, r: r}
 	q.wt = b.nd.Hub.Watch(n.Channel, w)
@@ -72,7 +71,7 @@ func (b *Backend) wait(ctx context.Context, n names.Names, token string, t backe
 type queued struct {
 	b     *Backend
 	ctx   context.Context
-	n     names.Names
+	n     protocol.Names
 	token string
 	t     backend.Terms
 	wt    *hub.Watch
@@ -81,7 +80,7 @@ type queued struct {
 	// The last try: when it was sent and Redis's reply (the holder's
 	// lease left, the server's clock).
 	sent time.Time
-	r    scripts.Reply
+	r    protocol.Reply
 
 	ask      bool // a notice may have been missed: ask Redis (recheck)
 	observed bool // the hub was told of r (observe)
@@ -99,7 +98,7 @@ func (q *queued) listen() error {
 	if err != nil {
 		// Queued by the first try; the token is done, so off the
 		// caller's path (leave's context drops ctx's cancellation).
-		go func() { _, _ = q.b.leave(q.ctx, q.n, q.token, scripts.LeaveReleaseGrant) }()
+		go func() { _, _ = q.b.leave(q.ctx, q.n, q.token, protocol.LeaveReleaseGrant) }()
 		return errors.Join(lockerr.ErrNotObtained, err)
 	}
 	q.ask = q.ask || missed
@@ -114,14 +113,14 @@ func (q *queued) listen() error {
 func (q *queued) recheck() (h backend.Held, done bool, err error) {
 	q.ask = false
 	q.sent = time.Now()
-	q.r, err = q.b.acquire(q.ctx, q.n, q.t.TTL, q.t.Wait, scripts.AcquireRecheck, q.t.Call)
+	q.r, err = q.b.acquire(q.ctx, q.n, q.t.TTL, q.t.Wait, protocol.AcquireRecheck, q.t.Call)
 	if err != nil {
 		// Queued before, so there is something to clean up even when
 		// this call was never sent.
 		q.b.abandon(q.n, q.token, nil)
 		return backend.Held{}, true, lockerr.ObtainFailed(q.ctx, err)
 	}
-	if q.r.Status == scripts.StatusObtained {
+	if q.r.Status == protocol.StatusObtained {
 		h, err = q.hold(q.r, q.sent)
 		if !errors.Is(err, lockerr.ErrGrantExpired) || !time.Now().Before(q.until) {
 			return h, true, err
@@ -145,7 +144,7 @@ func (q *queued) recheck() (h backend.Held, done bool, err error) {
 // hold turns a reply that says the waiter holds the lock, asked for at
 // sent, into the held lock: confirmed under WithReplicaAck (granted), else
 // as Redis granted it (lease; ErrGrantExpired when it ended before the reply).
-func (q *queued) hold(r scripts.Reply, sent time.Time) (backend.Held, error) {
+func (q *queued) hold(r protocol.Reply, sent time.Time) (backend.Held, error) {
 	if q.b.Cfg.AckReplicas > 0 {
 		return q.b.granted(q.ctx, q.n, q.token, r.Fence, sent, q.t)
 	}
@@ -223,11 +222,11 @@ func (q *queued) grantedAt(g hub.Grant) time.Time {
 // keeping a lock handed to it meanwhile, or fails as busy.
 func (q *queued) expire() (backend.Held, error) {
 	sent := time.Now()
-	r, err := q.b.leave(q.ctx, q.n, q.token, scripts.LeaveKeepGrant)
+	r, err := q.b.leave(q.ctx, q.n, q.token, protocol.LeaveKeepGrant)
 	if err != nil {
 		return backend.Held{}, lockerr.ObtainFailed(q.ctx, err)
 	}
-	if r.Status == scripts.StatusObtained {
+	if r.Status == protocol.StatusObtained {
 		return q.hold(r, sent)
 	}
 	return backend.Held{}, lockerr.ErrNotObtained
@@ -237,7 +236,7 @@ func (q *queued) expire() (backend.Held, error) {
 // ended, with err: the waiter leaves the queue, releasing a lock handed
 // to it meanwhile.
 func (q *queued) quit(err error) (backend.Held, error) {
-	_, _ = q.b.leave(q.ctx, q.n, q.token, scripts.LeaveReleaseGrant)
+	_, _ = q.b.leave(q.ctx, q.n, q.token, protocol.LeaveReleaseGrant)
 	return backend.Held{}, err
 }
 
@@ -245,7 +244,7 @@ func (q *queued) quit(err error) (backend.Held, error) {
 // caller's terms at once: the Locker's lease in watchdog mode, else the
 // rest of the TTL counted from the grant. ok is false when the grant had
 // lapsed (the token no longer holds the lock).
-func (b *Backend) confirm(ctx context.Context, n names.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, bool, error) {
+func (b *Backend) confirm(ctx context.Context, n protocol.Names, token string, fence int64, at time.Time, t backend.Terms) (backend.Held, bool, error) {
 	ttl := t.TTL
 	if !t.Watchdog {
 		ttl -= time.Since(at)

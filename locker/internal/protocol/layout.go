@@ -1,4 +1,4 @@
-package scripts
+package protocol
 
 // ProtocolVersion is the version of the Redis protocol these scripts
 // speak: the keys, the values stored in them, and every script's keys,

@@ -5,7 +5,7 @@
 // {key}, so they live in one Redis Cluster slot; the derived names never
 // end in '}', so they cannot equal another lock's main key. The layout is
 // documented for operators in docs/locking.md.
-package names
+package protocol
 
 import (
 	"crypto/rand"
@@ -14,22 +14,21 @@ import (
 
 	"github.com/locktag/locktag/locker/driver"
 	"github.com/locktag/locktag/locker/internal/callctx"
-	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // Names are the Redis keys, the channel and the script arguments of one
 // holder of one lock. The arguments every call of one holder passes are
 // boxed once, here: a lock+unlock would box each twice otherwise. Calls
-// name them (scripts.Args): no caller knows a position.
+// name them (Args): no caller knows a position.
 type Names struct {
-	Keys     driver.Keys  // lock, waiter queue, a semaphore's or read/write lock's records (unused by a mutex), and on Redlock the last token (see Layout.LastKey)
-	Channel  string       // the lock's key + ":c": the scripts make it themselves
-	TokenArg any          // the holder's owner token as a script argument
-	Scripts  *scripts.Set // the lock kind's scripts
+	Keys     driver.Keys // lock, waiter queue, a semaphore's or read/write lock's records (unused by a mutex), and on Redlock the last token (see KeyLayout.LastKey)
+	Channel  string      // the lock's key + ":c": the scripts make it themselves
+	TokenArg any         // the holder's owner token as a script argument
+	Scripts  *Set        // the lock kind's scripts
 	// Extra is acquire's argument of the lock's kind (a semaphore's
-	// scripts.ArgLimit, a read/write hold's scripts.ArgKind) and ExtraArg
+	// ArgLimit, a read/write hold's ArgKind) and ExtraArg
 	// its value; nil for a mutex.
-	Extra    scripts.Arg
+	Extra    Arg
 	ExtraArg any
 	LabelArg any // the holder's label; nil for none (not sent)
 	// TTLArg, WaitArg and SIDArg are the first try's, boxed: its queue
@@ -58,8 +57,8 @@ type Buf struct {
 	FirstCtx callctx.Deadline // the first try's (and a waiter's re-checks') call context, one call at a time
 }
 
-// Layout is how one Locker names its locks.
-type Layout struct {
+// KeyLayout is how one Locker names its locks.
+type KeyLayout struct {
 	Prefix string // WithKeyPrefix
 	// LastKey: a mutex's names carry a fourth key, prefix{key}:f, where a
 	// release leaves the lock for the rest of its lease, for its fencing
@@ -70,7 +69,7 @@ type Layout struct {
 	LastKey   bool
 	WindowArg any // the grant window in ms, boxed once (release's third argument)
 	// Bridge names a mutex's plain lock (locker.WithPlainLockBridge): its
-	// names then carry it as their third key and run scripts.MutexBridge.
+	// names then carry it as their third key and run MutexBridge.
 	// nil: no bridge.
 	Bridge func(key string) string
 	// SIDArg is the Locker's subscriber, boxed once: release's last
@@ -81,14 +80,14 @@ type Layout struct {
 
 // Mutex returns the names of key's mutex and a new owner token, with the
 // names' storage in buf (nil: allocated).
-func (lay *Layout) Mutex(key string, buf *Buf) (Names, string) {
+func (lay *KeyLayout) Mutex(key string, buf *Buf) (Names, string) {
 	if lay.Bridge == nil {
-		return lay.Kind(key, "", scripts.Mutex, 0, nil, buf)
+		return lay.Kind(key, "", Mutex, 0, nil, buf)
 	}
 	if buf == nil {
 		buf = new(Buf)
 	}
-	n, token := lay.Kind(key, "", scripts.MutexBridge, 0, nil, buf)
+	n, token := lay.Kind(key, "", MutexBridge, 0, nil, buf)
 	nkeys := n.Keys.Len()
 	buf.keys[2] = lay.Bridge(key)
 	n.Keys = driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys])
@@ -98,25 +97,25 @@ func (lay *Layout) Mutex(key string, buf *Buf) (Names, string) {
 // Semaphore returns the names of the semaphore key with limit permits and
 // a new owner token. Its keys are apart from the mutex of the same key
 // (":s" after the hash tag), so the two never meet in one Redis value.
-func (lay *Layout) Semaphore(key string, limit int, buf *Buf) (Names, string) {
-	return lay.Kind(key, ":s", scripts.Sem, scripts.ArgLimit, int64(limit), buf)
+func (lay *KeyLayout) Semaphore(key string, limit int, buf *Buf) (Names, string) {
+	return lay.Kind(key, ":s", Sem, ArgLimit, int64(limit), buf)
 }
 
 // RW returns the names of the read/write lock key (":rw") for a read
 // hold, or a write hold when write, and a new owner token.
-func (lay *Layout) RW(key string, write bool, buf *Buf) (Names, string) {
-	kind := scripts.RWRead
+func (lay *KeyLayout) RW(key string, write bool, buf *Buf) (Names, string) {
+	kind := RWRead
 	if write {
-		kind = scripts.RWWrite
+		kind = RWWrite
 	}
-	return lay.Kind(key, ":rw", scripts.RW, scripts.ArgKind, kind, buf)
+	return lay.Kind(key, ":rw", RW, ArgKind, kind, buf)
 }
 
 // Kind returns the names of key's lock of the kind whose keys end in
 // suffix, run by sc with acquire's argument extra of value arg (nil:
 // none), and a new owner token. The names and the token are slices of one
 // string: building them one by one costs an allocation each.
-func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, extra scripts.Arg, arg any, buf *Buf) (Names, string) {
+func (lay *KeyLayout) Kind(key, suffix string, sc *Set, extra Arg, arg any, buf *Buf) (Names, string) {
 	if buf == nil {
 		buf = new(Buf)
 	}
@@ -153,7 +152,7 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, extra scripts.Arg, 
 		nkeys = 4
 	}
 	var tokenArg any = token
-	names := Names{
+	nm := Names{
 		Keys:     driver.KeysIn(buf.keyArgs[:], buf.keys[:nkeys]),
 		Channel:  part(3),
 		TokenArg: tokenArg,
@@ -163,27 +162,27 @@ func (lay *Layout) Kind(key, suffix string, sc *scripts.Set, extra scripts.Arg, 
 	}
 	if lay.WindowArg != nil {
 		// One deployment's release (a layout without the window: none).
-		var a scripts.Args
-		a[scripts.ArgToken] = tokenArg
-		a[scripts.ArgHandoff] = scripts.HandoffGrant
-		a[scripts.ArgWindowMS] = lay.WindowArg
-		a[scripts.ArgSID] = lay.SIDArg
-		names.ReleaseArgs = sc.Release.Append(buf.release[:0], &a)
+		var a Args
+		a[ArgToken] = tokenArg
+		a[ArgHandoff] = HandoffGrant
+		a[ArgWindowMS] = lay.WindowArg
+		a[ArgSID] = lay.SIDArg
+		nm.ReleaseArgs = sc.Release.Append(buf.release[:0], &a)
 	}
-	return names, token
+	return nm, token
 }
 
 // AcquireArgs sets in a acquire's arguments for n's holder: its token,
 // the kind's argument and the label, and ttl, wait, mode, sid and window
 // as given (boxed).
-func (n *Names) AcquireArgs(a *scripts.Args, ttl, wait, mode, sid, window any) {
-	a[scripts.ArgToken] = n.TokenArg
-	a[scripts.ArgTTLMS] = ttl
-	a[scripts.ArgWaitMS] = wait
-	a[scripts.ArgMode] = mode
-	a[scripts.ArgSID] = sid
-	a[scripts.ArgWindowMS] = window
-	a[scripts.ArgLabel] = n.LabelArg
+func (n *Names) AcquireArgs(a *Args, ttl, wait, mode, sid, window any) {
+	a[ArgToken] = n.TokenArg
+	a[ArgTTLMS] = ttl
+	a[ArgWaitMS] = wait
+	a[ArgMode] = mode
+	a[ArgSID] = sid
+	a[ArgWindowMS] = window
+	a[ArgLabel] = n.LabelArg
 	if n.ExtraArg != nil {
 		a[n.Extra] = n.ExtraArg
 	}
@@ -193,8 +192,8 @@ func (n *Names) AcquireArgs(a *scripts.Args, ttl, wait, mode, sid, window any) {
 // made in buf (see FirstArgs) and the entry its queue would name kept
 // (TTLArg, WaitArg, SIDArg).
 func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) Names {
-	var a scripts.Args
-	n.AcquireArgs(&a, ttlArg, waitArg, scripts.AcquireNew.Arg(), sidArg, windowArg)
+	var a Args
+	n.AcquireArgs(&a, ttlArg, waitArg, AcquireNew.Arg(), sidArg, windowArg)
 	n.FirstArgs = n.Scripts.Acquire.Append(buf.first[:0], &a)
 	n.TTLArg, n.WaitArg, n.SIDArg = ttlArg, waitArg, sidArg
 	return n
@@ -205,14 +204,14 @@ func (n Names) WithFirstArgs(buf *Buf, ttlArg, waitArg, sidArg, windowArg any) N
 // them (each call about one queued token must pass the same, see entry in
 // common.lua). Nothing for a holder without first-try arguments, which
 // never queues.
-func (n *Names) EntryArgs(a *scripts.Args) {
+func (n *Names) EntryArgs(a *Args) {
 	if n.TTLArg == nil {
 		return
 	}
-	a[scripts.ArgTTLMS] = n.TTLArg
-	a[scripts.ArgWaitMS] = n.WaitArg
-	a[scripts.ArgSID] = n.SIDArg
-	a[scripts.ArgLabel] = n.LabelArg
+	a[ArgTTLMS] = n.TTLArg
+	a[ArgWaitMS] = n.WaitArg
+	a[ArgSID] = n.SIDArg
+	a[ArgLabel] = n.LabelArg
 }
 
 // tokenLen is the length of an owner token: 128 bits in base64url.

@@ -1,10 +1,8 @@
-package names
+package protocol
 
 import (
 	"slices"
 	"testing"
-
-	"github.com/locktag/locktag/locker/internal/scripts"
 )
 
 // TestKindNames: a semaphore's and a read/write lock's names, built as
@@ -12,7 +10,7 @@ import (
 // acquire's extra argument, and every holder gets its own token.
 func TestKindNames(t *testing.T) {
 	for _, prefix := range []string{"locktag:", "", "app:x:"} {
-		lay := &Layout{Prefix: prefix}
+		lay := &KeyLayout{Prefix: prefix}
 		for _, tc := range []struct {
 			suffix string
 			holder func() (Names, string)
@@ -47,12 +45,12 @@ func TestKindNames(t *testing.T) {
 // TestMutexLastKey: a Redlock Locker's mutex names carry the last token's
 // key, prefix{key}:f; a semaphore's never do.
 func TestMutexLastKey(t *testing.T) {
-	lay := &Layout{Prefix: "p:", LastKey: true, WindowArg: int64(250), SIDArg: "sid"}
+	lay := &KeyLayout{Prefix: "p:", LastKey: true, WindowArg: int64(250), SIDArg: "sid"}
 	n, token := lay.Mutex("k", nil)
 	if got, want := n.Keys.Names(), []string{"p:{k}", "p:{k}:q", "p:{k}:w", "p:{k}:f"}; !slices.Equal(got, want) {
 		t.Errorf("keys %q, want %q", got, want)
 	}
-	if want := []any{token, scripts.HandoffGrant, int64(250), "sid"}; !slices.Equal(n.ReleaseArgs, want) {
+	if want := []any{token, HandoffGrant, int64(250), "sid"}; !slices.Equal(n.ReleaseArgs, want) {
 		t.Errorf("release arguments %v, want %v", n.ReleaseArgs, want)
 	}
 	if s, _ := lay.Semaphore("k", 2, nil); len(s.Keys.Names()) != 3 {

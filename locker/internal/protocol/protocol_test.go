@@ -1,4 +1,4 @@
-package scripts
+package protocol
 
 import (
 	"fmt"
@@ -110,13 +110,13 @@ func TestLayoutsMatchScripts(t *testing.T) {
 var protocolDoc = filepath.Join("..", "..", "..", "docs", "protocol.md")
 
 const (
-	genBegin = "<!-- BEGIN GENERATED: script layouts (go generate ./locker/internal/scripts) -->"
+	genBegin = "<!-- BEGIN GENERATED: script layouts (go generate ./locker/internal/protocol) -->"
 	genEnd   = "<!-- END GENERATED -->"
 )
 
 // TestProtocolDoc: docs/protocol.md's script tables are Layouts as
 // RenderLayouts writes them, and the document names ProtocolVersion.
-// go generate ./locker/internal/scripts (or this test with -args
+// go generate ./locker/internal/protocol (or this test with -args
 // -update) rewrites them.
 func TestProtocolDoc(t *testing.T) {
 	b, err := os.ReadFile(protocolDoc)
@@ -136,7 +136,7 @@ func TestProtocolDoc(t *testing.T) {
 		doc = want
 	}
 	if doc != want {
-		t.Errorf("%s: the script tables differ from Layouts (run go generate ./locker/internal/scripts)", protocolDoc)
+		t.Errorf("%s: the script tables differ from Layouts (run go generate ./locker/internal/protocol)", protocolDoc)
 	}
 	if !strings.Contains(doc, fmt.Sprintf("protocol %d", ProtocolVersion)) {
 		t.Errorf("%s does not name protocol %d", protocolDoc, ProtocolVersion)

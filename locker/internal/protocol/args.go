@@ -1,4 +1,4 @@
-package scripts
+package protocol
 
 import (
 	"context"
@@ -44,7 +44,7 @@ func NewCall(name string, s *driver.Script) *Call {
 		}
 		a, ok := argByName[f.Name]
 		if !ok {
-			panic(fmt.Sprintf("scripts: %s's argument %q has no Arg constant (go generate ./locker/internal/scripts)", name, f.Name))
+			panic(fmt.Sprintf("scripts: %s's argument %q has no Arg constant (go generate ./locker/internal/protocol)", name, f.Name))
 		}
 		c.order = append(c.order, a)
 		if !f.Optional {

@@ -1,4 +1,4 @@
-package scripts
+package protocol
 
 // The mutex's scripts by their short names, as this package's tests run
 // them.

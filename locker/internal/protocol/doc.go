@@ -4,7 +4,7 @@
 // (ByName). testdata/scripts/<name>.lua is each script exactly as Redis
 // runs it; TestScriptsGolden keeps the two equal:
 //
-//	go test ./locker/internal/scripts -run TestScriptsGolden -args -update
+//	go test ./locker/internal/protocol -run TestScriptsGolden -args -update
 //
 // Layouts defines each script's keys, arguments and replies, once: each
 // script opens with a prologue made from it that names its keys and
@@ -13,7 +13,7 @@
 // the Arg constants generated in args_gen.go), docs/protocol.md's tables
 // are generated from it, and testdata/protocol-v1.txt freezes it:
 //
-//	go generate ./locker/internal/scripts
+//	go generate ./locker/internal/protocol
 //
 // go generate also rewrites locker/driver/shipped.go, the SHA1 of every
 // registered script, which driver.NewScript looks up so that no SHA-1 is
@@ -21,7 +21,7 @@
 // TestShippedHashes fails when it is stale.
 //
 // The package is a leaf: it imports only the driver seam.
-package scripts
+package protocol
 
 //go:generate go test -run TestArgsGenerated -args -update
 //go:generate go test -run TestProtocolDoc -args -update

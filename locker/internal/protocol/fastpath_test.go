@@ -1,4 +1,4 @@
-package scripts
+package protocol
 
 import (
 	"fmt"
@@ -98,7 +98,7 @@ func reply(v any) string {
 	return clock.ReplaceAllString(fmt.Sprint(v), "#")
 }
 
-// lockKeys are a lock's keys for name with suffix (see names.Layout).
+// lockKeys are a lock's keys for name with suffix (see KeyLayout).
 func lockKeys(name, suffix string, last bool) []string {
 	base := "t:{" + name + "}" + suffix
 	keys := []string{base, base + ":q", base + ":w"}

@@ -1,4 +1,4 @@
-package scripts
+package protocol
 
 import (
 	"flag"
@@ -12,7 +12,7 @@ import (
 var updateGolden = flag.Bool("update", false, "rewrite testdata/scripts from the script registry")
 
 // TestScriptsGolden: every script Redis runs is in testdata/scripts as it
-// runs it, and nothing else is. go test ./locker/internal/scripts -run TestScriptsGolden
+// runs it, and nothing else is. go test ./locker/internal/protocol -run TestScriptsGolden
 // -args -update rewrites the files after a script changes.
 func TestScriptsGolden(t *testing.T) {
 	dir := filepath.Join("testdata", "scripts")
@@ -47,7 +47,7 @@ func TestScriptsGolden(t *testing.T) {
 	for name, s := range reg {
 		b, err := os.ReadFile(filepath.Join(dir, name+".lua"))
 		if err != nil {
-			t.Errorf("script %s has no golden file (run go test ./locker/internal/scripts -run TestScriptsGolden -args -update): %v", name, err)
+			t.Errorf("script %s has no golden file (run go test ./locker/internal/protocol -run TestScriptsGolden -args -update): %v", name, err)
 			continue
 		}
 		if string(b) != s.Source() {

@@ -1,15 +1,13 @@
-package names_test
+package protocol
 
 import (
 	"fmt"
-
-	"github.com/locktag/locktag/locker/internal/names"
 )
 
-// ExampleLayout_Mutex shows a mutex's keys and channel under the default
+// ExampleKeyLayout_Mutex shows a mutex's keys and channel under the default
 // prefix, and the last-token key a Redlock Locker adds.
-func ExampleLayout_Mutex() {
-	lay := &names.Layout{Prefix: "locktag:"}
+func ExampleKeyLayout_Mutex() {
+	lay := &KeyLayout{Prefix: "locktag:"}
 	n, token := lay.Mutex("order:42", nil)
 	fmt.Println(n.Keys.Names(), n.Channel, len(token))
 	lay.LastKey = true
@@ -23,9 +21,9 @@ func ExampleLayout_Mutex() {
 // ExampleLabel joins the Locker's label and the call's, and cuts what is
 // stored to MaxLabel bytes of valid UTF-8.
 func ExampleLabel() {
-	fmt.Println(names.Label("shop@host-3", "POST /orders/:id/pay"))
-	fmt.Println(names.Reason("  "))
-	fmt.Printf("%q\n", names.Cut("naïve", 3))
+	fmt.Println(Label("shop@host-3", "POST /orders/:id/pay"))
+	fmt.Println(Reason("  "))
+	fmt.Printf("%q\n", Cut("naïve", 3))
 	// Output:
 	// shop@host-3; POST /orders/:id/pay
 	// no reason given
