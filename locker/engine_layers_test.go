@@ -26,7 +26,7 @@ var engineImports = map[string][]string{
 	"preflight": {"backend", "hub", "protocol", "callctx", "tally", "lockerr"},
 	"backend":   {"hub", "protocol", "callctx", "tally", "lockerr"},
 	"hub":       {"callctx", "protocol"},
-	"protocol":  {"callctx", "lockerr"},
+	"protocol":  {"callctx"},
 	"callctx":   {"lockerr"},
 	"tally":     {"lockerr"},
 	"lockerr":   {},

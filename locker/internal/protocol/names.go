@@ -1,10 +1,11 @@
-// Package names is the locker's key layout: the Redis keys, the channel
-// and the owner token of one holder of one lock, built as slices of one
-// string in storage the holder's lease lends (Buf), so a lock+unlock pays
-// one allocation for all of them. Every name of a lock shares the hash tag
-// {key}, so they live in one Redis Cluster slot; the derived names never
-// end in '}', so they cannot equal another lock's main key. The layout is
-// documented for operators in docs/locking.md.
+// The key names: the Redis keys, the channel and the owner token of one
+// holder of one lock, built as slices of one string in storage the
+// holder's lease lends (Buf), so a lock+unlock pays one allocation for all
+// of them. Every name of a lock shares the hash tag {key}, so they live in
+// one Redis Cluster slot; the derived names never end in '}', so they
+// cannot equal another lock's main key. The layout is documented for
+// operators in docs/locking.md.
+
 package protocol
 
 import (
