@@ -93,14 +93,12 @@ var ErrUnsupported = lockerr.ErrUnsupported
 // ErrClockStep means that a reply carrying the Redis server's clock (a
 // free lock's fencing token, a renewal's time) disagreed with the
 // process's monotonic clock by more than WithClockStepTolerance: the
-// server's clock was stepped. Stepped back, tokens it mints next may be
-// lower than tokens it minted before, so a holder that lost its lock could
-// pass a fencing check its successor's token would fail. A lease that
-// meets it ends as lost, with a cause matching both ErrLockLost and
-// ErrClockStep; an Obtain that meets it releases what it took and fails
-// with an error matching ErrClockStep and ErrUnavailable, until the
-// server's clock has caught up with where it was. See
-// docs/production.md#redis-configuration.
+// server's clock was stepped, and tokens it mints next may be lower than
+// earlier ones. A lease that meets it ends as lost, with a cause matching
+// both ErrLockLost and ErrClockStep; an Obtain that meets it releases what
+// it took and fails with an error matching ErrClockStep and
+// ErrUnavailable, until the server's clock has caught up with where it
+// was. See docs/production.md#redis-configuration.
 var ErrClockStep = lockerr.ErrClockStep
 
 // ErrEvictionPolicy means that Check found a Redis with a maxmemory whose

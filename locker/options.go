@@ -251,22 +251,14 @@ func WithLogger(l *slog.Logger) Option {
 
 // WithPlainLockBridge bridges every mutex of the Locker to the plain lock
 // other libraries take for the same name (`SET name token NX PX ttl`,
-// released by compare-and-delete: redsync, bsm/redislock, a hand-written
-// SET NX), so a fleet can move to locktag one instance at a time: a
-// mutex is taken only while the plain lock is free, and while a locktag
-// holder holds it the plain key holds its token and expires with its
-// lease, so the plain lockers find the name taken. Both happen in the
-// mutex's own scripts, atomically. name maps a lock's key (as given to
-// Obtain) to the plain lock's key; nil is the key itself. The default is
-// no bridge.
-//
-// The bridged mutexes run their general script paths (the uncontended
-// ones do not know the plain lock); a waiter for a name a plain locker
-// holds looks again every 10ms at most (the plain lockers publish no
-// release), and ObtainMany takes its keys one by one. Locks of
-// other kinds are not bridged. On Redis Cluster the plain key must share
-// the lock's slot: the key itself does when it has no '{'. New only.
-// See docs/migration.md.
+// released by compare-and-delete: redsync, bsm/redislock), atomically in
+// the mutex's own scripts: a mutex is taken only while the plain lock is
+// free, and while held the plain key holds its token and expires with its
+// lease. name maps a lock's key (as given to Obtain) to the plain lock's
+// key; nil is the key itself. The default is no bridge. Only mutexes are
+// bridged; a waiter for a name a plain locker holds looks again every 10ms
+// at most. On Redis Cluster the plain key must share the lock's slot (the
+// key itself does when it has no '{'). New only. See docs/migration.md.
 func WithPlainLockBridge(name func(key string) string) Option {
 	return func(o *options) {
 		if name == nil {
@@ -312,13 +304,11 @@ func WithEvictionAllowed() Option {
 // away from the process's monotonic clock between two replies that carry
 // it (a free mutex's fencing token, a renewal) before the Locker treats it
 // as stepped, beyond a drift of 0.1% of the time between them. Stepped
-// back, the server would mint tokens lower than ones it minted before: a
-// lease that meets the step ends as lost (ErrClockStep), and Obtain is
-// refused with ErrClockStep until the server's clock has caught up with
-// where it was. Stepped forward, keys expire early on the server: it is
-// logged once and listed by Risks. The default is 1s; 0 turns the check
-// off. NewRedlock ignores it (its tokens are counters). Not negative. See
-// docs/production.md#redis-configuration.
+// back, a lease that meets the step ends as lost (ErrClockStep), and
+// Obtain is refused with ErrClockStep until the server's clock has caught
+// up; stepped forward, it is logged once and listed by Risks. The default
+// is 1s; 0 turns the check off; it must not be negative. NewRedlock
+// ignores it. See docs/production.md#redis-configuration.
 func WithClockStepTolerance(d time.Duration) Option {
 	return func(o *options) {
 		if d < 0 {

@@ -12,15 +12,11 @@ import (
 
 // QuorumError reports a Redlock operation that failed on too many masters
 // for the answers left to decide it. It matches ErrQuorum and
-// ErrUnavailable.
-//
-// It also matches ErrProtocol when the masters that refused the call
-// because they hold a record of another protocol (docs/protocol.md) are
-// enough on their own to deny the quorum — every failing master refused
-// so, for one: retrying does not help until the record is gone or the
-// releases sharing the masters agree, so the call is treated as a protocol
-// refusal (never failed open) as on one deployment. Each master's own
-// error stays in Errs.
+// ErrUnavailable, and also ErrProtocol when the masters that refused the
+// call because they hold a record of another protocol are enough on their
+// own to deny the quorum: retrying does not help then, and the call is
+// treated as a protocol refusal (never failed open). Each master's own
+// error stays in Errs. See docs/scale-out.md#redlock.
 type QuorumError struct {
 	// Op is the operation: "obtain", "release", "keep", "extend", "ttl",
 	// "inspect", "force-release".

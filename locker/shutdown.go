@@ -23,26 +23,16 @@ func (l *Locker) Close() error {
 	return l.Shutdown(ctx)
 }
 
-// Shutdown stops what the Locker runs and hands on what it holds, so that
-// another process takes over at once rather than when a lease runs out:
-//
-//  1. Obtain returns ErrClosed from now on, and waiting Obtain calls end
-//     with an error matching ErrClosed, leaving their queues.
-//  2. The context of every lease that has one (Lease.Context, and the
-//     guards' handler contexts) is cancelled with a cause matching
-//     ErrLockLost and ErrClosed; electors and jobs running on those
-//     contexts end and release.
-//  3. Holders have until ctx ends to release; the leases still held then
-//     are released by the Locker (and handed to the next waiter) while
-//     the watchdog keeps renewing them until that moment.
-//  4. The shared subscriber connections and the drivers' own connections
-//     are closed (the clients and pools given to the drivers stay open).
-//
-// A lease released by the shutdown answers Release with an error matching
-// ErrClosed and ErrNotHeld. A fixed-TTL lease whose context was never
-// asked for is not known to the Locker and ends at its TTL unless its
-// holder releases it. Later calls of Shutdown or Close wait for the first
-// and return its result.
+// Shutdown stops the Locker and hands on what it holds: Obtain returns
+// ErrClosed from now on (waiting calls end with it); every lease's context
+// is cancelled with a cause matching ErrLockLost and ErrClosed; leases
+// still held when ctx ends are released by the Locker (renewed until then)
+// and answer Release with an error matching ErrClosed and ErrNotHeld; then
+// the Locker's own connections close (clients and pools given to the
+// drivers stay open). A fixed-TTL lease whose context was never asked for
+// ends at its TTL unless its holder releases it. Later calls of Shutdown or
+// Close wait for the first and return its result. See
+// docs/locking.md#shutting-down.
 func (l *Locker) Shutdown(ctx context.Context) error {
 	first := false
 	l.shutOnce.Do(func() { first = true })

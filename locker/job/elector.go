@@ -93,21 +93,10 @@ func (e *Elector) Term() (Term, bool) {
 // resigned, or its campaign's context ended), the moment the term's
 // context is cancelled. A term lost in a pause past its lease is reported
 // at the first IsLeader or Term after the process resumes, or when its
-// timers run, whichever is first. To follow leadership without missing a
-// change, take the channel first, then read IsLeader or Term, then wait:
-//
-//	for {
-//		changed := el.Changed()
-//		publish(el.IsLeader())
-//		select {
-//		case <-changed:
-//		case <-ctx.Done():
-//			return
-//		}
-//	}
-//
-// The channel may be closed without a change a reader can see (a term
-// that began and ended in between); read again then.
+// timers run, whichever is first. To miss no change, take the channel
+// first, then read IsLeader or Term, then wait; the channel may be closed
+// without a change a reader can see, so read again then. See
+// docs/jobs.md#following-leadership.
 func (e *Elector) Changed() <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -128,20 +117,15 @@ func (e *Elector) notify() {
 }
 
 // Run campaigns for leadership until ctx ends. Each time this process is
-// elected it calls lead with the term's context, which is cancelled when
-// leadership is lost (cause locker.ErrLockLost), when the leader resigns
-// (ErrResigned) or when ctx ends; lead should return then. When lead
-// returns, the term ends: the lock goes to the next candidate in the
-// queue, and this process queues again behind it. A nil lead leads until
-// the term's context ends.
-//
+// elected it calls lead with the term's context, cancelled when leadership
+// is lost (cause locker.ErrLockLost), on resigning (ErrResigned) or when ctx
+// ends; lead should return then, and the lock goes to the next candidate
+// while this process queues again. A nil lead leads until the term ends.
 // Run returns ctx.Err() when ctx ends; locker.ErrClosed when the Locker
-// shuts down (Locker.Close: the term's context is cancelled and the lock
-// handed on first); lead's error when lead fails while
-// its term is still live (after resigning); ErrCampaigning when the Elector
-// is already campaigning. Errors lead returns after its term ended (lost or
-// resigned) do not end Run: it campaigns again. A failed campaign call
-// (Redis unreachable) is retried after WithRetryDelay.
+// shuts down; lead's error when lead fails while its term is live (after
+// resigning); ErrCampaigning when the Elector is already campaigning. An
+// error lead returns after its term ended does not end Run, and a failed
+// campaign call is retried after WithRetryDelay. See docs/jobs.md#leaders.
 func (e *Elector) Run(ctx context.Context, lead func(ctx context.Context, t Term) error) error {
 	if !e.busy.CompareAndSwap(false, true) {
 		return ErrCampaigning

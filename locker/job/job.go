@@ -67,19 +67,14 @@ func (j *Job) Name() string { return j.name }
 
 // Run runs fn once if no other run of the job holds its lock, and holds the
 // lock while fn runs (and, with WithAtLeast, until that long after it took
-// the lock). It returns:
-//
-//   - an error matching ErrSkipped (and locker.ErrNotObtained) when another
-//     run holds the lock: fn did not run;
-//   - an error matching locker.ErrUnavailable when Redis could not be
-//     asked: fn did not run;
-//   - fn's error otherwise, joined with an error matching
-//     locker.ErrLockLost when the lock was lost while fn ran (another run
-//     may have started meanwhile).
-//
-// The lock is released when fn returns or panics. A failed release is not
-// returned (fn's outcome stands, and the lock runs out by itself): the
-// Locker logs it (locker.WithLogger).
+// the lock); the lock is released when fn returns or panics. Run returns
+// an error matching ErrSkipped (and locker.ErrNotObtained) when another run
+// holds the lock, or locker.ErrUnavailable when Redis could not be asked:
+// fn did not run. Otherwise it returns fn's error, joined with an error
+// matching locker.ErrLockLost when the lock was lost while fn ran (another
+// run may have started meanwhile). A failed release is not returned but
+// logged (locker.WithLogger); the lock runs out by itself. See
+// docs/jobs.md#jobs.
 func (j *Job) Run(ctx context.Context, fn Func) error {
 	l, err := j.Lock(ctx)
 	if err != nil {
@@ -90,18 +85,12 @@ func (j *Job) Run(ctx context.Context, fn Func) error {
 
 // RunAt runs fn for the occurrence of the job scheduled at at (a tick of
 // the caller's schedule), at most once across replicas whose clocks agree
-// within WithAtLeast minus WithMisfire. It is Run, except that
-//
-//   - WithAtLeast keeps the lock until at plus that long, wherever in the
-//     window the run began, so a run that began late does not hold the
-//     lock into the next occurrence;
-//   - an occurrence reached, or whose lock is taken, more than WithMisfire
-//     after at is not run: RunAt returns an error matching ErrMisfired and
-//     ErrSkipped.
-//
-// Without WithAtLeast, RunAt is Run. Use RunAt when the schedule's times
-// are known; a replica stalled for longer than the margin then skips the
-// occurrence instead of running it twice.
+// within WithAtLeast minus WithMisfire. It is Run, except that WithAtLeast
+// keeps the lock until at plus that long, wherever in the window the run
+// began, and that an occurrence reached, or whose lock is taken, more than
+// WithMisfire after at is not run: RunAt returns an error matching
+// ErrMisfired and ErrSkipped. Without WithAtLeast, RunAt is Run. See
+// docs/jobs.md#runat-when-you-know-the-tick.
 func (j *Job) RunAt(ctx context.Context, at time.Time, fn Func) error {
 	if j.o.atLeast <= 0 {
 		return j.Run(ctx, fn)

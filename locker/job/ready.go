@@ -12,33 +12,16 @@ import (
 	"github.com/locktag/locktag/locker"
 )
 
-// ReadyHandler returns a readiness endpoint that is ready on the leader
-// only, for a Kubernetes Service (or any load balancer) that must route to
-// the replica that leads: it answers 200 while el leads and 503 otherwise,
-// with a small JSON body:
-//
-//	200 {"status":"leader","token":42}
-//	503 {"status":"follower","leader":"billing@pod-b","token":42}
-//	503 {"status":"lost","reason":"locker: lock lost","token":41}
-//
-// Each answer asks el at the moment of the request (Elector.Term), as the
-// leader's own code does: it turns to 503 the instant el considers
-// leadership lost (a lease that ran out because Redis could not be reached
-// or the process was paused, a force-release, Locker.Close), never later,
-// and the check costs no Redis call. token is the fencing token of the
-// term the answer is about.
-//
-// status is "leader"; "follower" when another process leads or none does;
-// or "lost" when this process's last term was lost rather than resigned
-// and no later term is known, reason then being the term context's cause.
-// A replica that does not lead names the leader and its term by a
-// read-only look-up (Locker.Inspect, bounded by WithReadyLookup): leader
-// is the leader's Locker label (locker.WithLabel), absent when it has none.
-// reason also says "redis unreachable" when the look-up failed, and "not
-// campaigning" when neither Run nor a Campaign is under way.
-//
-// The error wraps locker.ErrBadOption, naming each mistake, when el is nil
-// or an option is invalid.
+// ReadyHandler returns a readiness endpoint that answers 200 while el
+// leads and 503 otherwise, with a JSON body: status "leader", "follower"
+// (another process leads, or none does) or "lost" (this process's last
+// term was lost, not resigned; reason says why), and token, the fencing
+// token of the term it is about. Each answer asks el at the moment of the
+// request (Elector.Term), so it turns to 503 the instant el considers
+// leadership lost; only a follower makes a Redis call, a read-only look-up
+// of the leader bounded by WithReadyLookup. The error wraps
+// locker.ErrBadOption, naming each mistake, when el is nil or an option is
+// invalid. See docs/operations.md#leader-aware-readiness.
 func ReadyHandler(el *Elector, opts ...ReadyOption) (http.Handler, error) {
 	o, errs := evaluateReadyOptions(opts)
 	if el == nil {

@@ -27,18 +27,13 @@ const (
 // ObserveServer reports what the Redis masters and replicas behind lk say
 // about the settings a lock's guarantees depend on
 // (locker.Locker.ServerFacts), read on each collection with one script
-// call per server, by AttrServer and AttrRole:
-//
-//   - locktag.redis.evicted_keys (counter): keys each server evicted since
-//     it started; under an evicting policy each may have been a held lock;
-//   - locktag.redis.eviction (gauge): 1 where a server may evict a held
-//     lock's key (a maxmemory and a policy but noeviction), else 0, with
-//     its policy as locktag.redis.maxmemory_policy;
-//   - locktag.redis.aof (gauge): 1 where appendonly is on, else 0.
-//
-// A server whose INFO is refused to the user reports nothing. Of opts,
-// WithMeterProvider applies (the default is the global provider). Call
-// the returned Registration's Unregister when lk is closed.
+// call per server, by AttrServer and AttrRole: locktag.redis.evicted_keys
+// (counter), locktag.redis.eviction (gauge, 1 where a server may evict a
+// held lock's key, with AttrPolicy) and locktag.redis.aof (gauge, 1 where
+// appendonly is on). A server whose INFO is refused to the user reports
+// nothing. Of opts, WithMeterProvider applies (the default is the global
+// provider). Call the returned Registration's Unregister when lk is
+// closed. See docs/observability.md#metrics.
 func ObserveServer(lk *locker.Locker, opts ...Option) (metric.Registration, error) {
 	o, err := evaluateOptions(opts)
 	if err != nil {

@@ -200,17 +200,14 @@ func (k *Kit) ExhaustRate(tag string, values Values) {
 
 // Advance moves the embedded server's clock d ahead, at once and for the
 // rest of the test: the TIME locktag's scripts read (rate limits refill;
-// new fencing tokens and lease times are taken from it) and every key's
-// time to live (leases held in Redis, in-flight idempotency markers,
-// stored idempotency records, rate keys). It does not move the process's
-// clock: a lease's local deadline, the watchdog's renewals, waits, retry
-// hints and contexts' deadlines keep the real time. So advancing past a
-// record's TTL (24h by default) makes its key execute again, and past a
-// rate's interval admits the next request; a holder whose lease ran out
-// in Redis learns it at its next renewal (Lose says so at once). d must
-// be positive. On a redis-server, whose clock cannot be moved, Advance
-// skips the test (t.Skip) and says why; WithEmbedded keeps such a test on
-// miniredis.
+// new fencing tokens and lease times) and every key's time to live
+// (leases in Redis, idempotency markers and records, rate keys). The
+// process's clock does not move: lease deadlines, the watchdog, waits and
+// contexts keep real time, so a holder whose lease ran out in Redis learns
+// it at its next renewal (Lose says so at once). d must be positive, else
+// the test fails. On a redis-server Advance skips the test (t.Skip);
+// WithEmbedded keeps such a test on miniredis. See
+// docs/testing.md#advance-what-moves-and-what-does-not.
 func (k *Kit) Advance(d time.Duration) {
 	k.t.Helper()
 	if d <= 0 {

@@ -159,17 +159,12 @@ func WithRefresh(d time.Duration) Option {
 }
 
 // HashNames returns a redaction for WithRedaction that keeps a name's
-// first segment — up to and including its first ':', e.g. "order:",
-// usually the kind of thing locked and no user data — and replaces the
-// rest with 16 hex digits of HMAC-SHA256(secret, name). The same name
-// hashes the same on every refresh and replica, so rows can be followed
-// and matched with a name the operator hashes himself; without the
-// secret, a small id space cannot be searched for a match. A name without
-// ':' is hashed whole.
-//
-// Give it a secret of at least 14 bytes (112 bits): FIPS 140-only mode
-// (GODEBUG=fips140=only) refuses shorter HMAC keys, and there HashNames
-// panics at once rather than on the page's first request.
+// first segment, up to and including its first ':' (e.g. "order:"), and
+// replaces the rest with 16 hex digits of HMAC-SHA256(secret, name); a
+// name without ':' is hashed whole. The same name hashes the same on every
+// refresh and replica. Give it a secret of at least 14 bytes (112 bits):
+// in FIPS 140-only mode (GODEBUG=fips140=only) HashNames panics at once on
+// a shorter one. See docs/operations.md#the-ops-page.
 func HashNames(secret []byte) func(name string) string {
 	if len(secret) < minHMACKey && fips140.Enforced() {
 		panic(fmt.Sprintf("ops: HashNames: a secret of %d bytes; FIPS 140-only mode needs at least %d", len(secret), minHMACKey))
