@@ -129,7 +129,7 @@ func (c *idempotentClient) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 // an HTTP/2 connection closed under the stream) or, for a request whose
 // write failed, CodeCanceled. The cause tells them from other errors with
 // those codes: an unexpected EOF, a network error, or net/http's HTTP/2
-// connection errors, which have no type to match.
+// connection and trailer errors, which have no type to match.
 func connectionLost(err error) bool {
 	if connect.IsWireError(err) {
 		return false
@@ -157,12 +157,15 @@ func connectionLost(err error) bool {
 }
 
 // http2ConnErrors are the texts of net/http's errors for an HTTP/2
-// connection that ended under its streams.
+// connection that ended under its streams, and for a body cut in its
+// trailer (connect-go before v1.20 reports a gRPC-Web answer cut after
+// its end-stream message as CodeInternal "corrupt response" with it).
 var http2ConnErrors = []string{
 	"http2: client connection lost",
 	"http2: client connection force closed",
 	"http2: client conn is closed",
 	"http2: server sent GOAWAY and closed the connection",
+	"http: unexpected EOF reading trailer",
 }
 
 // RetryError is the error of a call NewIdempotentClient retried, or could
