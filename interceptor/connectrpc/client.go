@@ -148,7 +148,7 @@ func connectionLost(err error) bool {
 		return true
 	}
 	msg := err.Error()
-	for _, s := range http2ConnErrors {
+	for _, s := range lostConnTexts {
 		if strings.Contains(msg, s) {
 			return true
 		}
@@ -156,11 +156,11 @@ func connectionLost(err error) bool {
 	return false
 }
 
-// http2ConnErrors are the texts of net/http's errors for an HTTP/2
+// lostConnTexts are the texts of net/http's errors for an HTTP/2
 // connection that ended under its streams, and for a body cut in its
 // trailer (connect-go before v1.20 reports a gRPC-Web answer cut after
 // its end-stream message as CodeInternal "corrupt response" with it).
-var http2ConnErrors = []string{
+var lostConnTexts = []string{
 	"http2: client connection lost",
 	"http2: client connection force closed",
 	"http2: client conn is closed",

@@ -30,12 +30,9 @@ type Call struct {
 // names an argument with no Arg constant (run go generate): both are
 // programming errors.
 func NewCall(name string, s *driver.Script) *Call {
-	l, ok := LayoutOf(name)
-	if name == checkLayout.Name {
-		l, ok = checkLayout, true
-	}
+	l, ok := layoutFor(name)
 	if !ok {
-		panic(fmt.Sprintf("scripts: %s has no layout", name))
+		panic(fmt.Sprintf("protocol: %s has no layout", name))
 	}
 	c := &Call{Script: s, Name: name}
 	for i, f := range l.Args {
@@ -44,7 +41,7 @@ func NewCall(name string, s *driver.Script) *Call {
 		}
 		a, ok := argByName[f.Name]
 		if !ok {
-			panic(fmt.Sprintf("scripts: %s's argument %q has no Arg constant (go generate ./locker/internal/protocol)", name, f.Name))
+			panic(fmt.Sprintf("protocol: %s's argument %q has no Arg constant (go generate ./locker/internal/protocol)", name, f.Name))
 		}
 		c.order = append(c.order, a)
 		if !f.Optional {
@@ -65,7 +62,7 @@ func (c *Call) Append(dst []any, a *Args) []any {
 			if i >= c.need {
 				break
 			}
-			panic(fmt.Sprintf("scripts: %s called without its argument %d (Arg %d)", c.Name, i+1, n))
+			panic(fmt.Sprintf("protocol: %s called without its argument %d (Arg %d)", c.Name, i+1, n))
 		}
 		if c.many&(1<<i) != 0 {
 			dst = append(dst, v.([]any)...)

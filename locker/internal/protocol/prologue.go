@@ -69,7 +69,7 @@ func declared(name string) map[string]bool {
 func prologueOf(name string) (string, []string) {
 	l, ok := layoutFor(name)
 	if !ok {
-		panic(fmt.Sprintf("scripts: %s has no layout (Layouts, layout.go)", name))
+		panic(fmt.Sprintf("protocol: %s has no layout (Layouts, layout.go)", name))
 	}
 	if len(l.Keys) == 0 && len(l.Args) == 0 {
 		return "", nil
@@ -78,7 +78,7 @@ func prologueOf(name string) (string, []string) {
 	var names []string
 	give := func(n string) string {
 		if slices.Contains(names, n) {
-			panic(fmt.Sprintf("scripts: %s's layout gives %s twice (rename a field in Layouts)", name, n))
+			panic(fmt.Sprintf("protocol: %s's layout gives %s twice (rename a field in Layouts)", name, n))
 		}
 		names = append(names, n)
 		return n
@@ -176,16 +176,16 @@ func checkFragments(name string, fragments []string) error {
 	for i, f := range fragments {
 		c := luaCode(f)
 		if m := nameDecl.FindStringSubmatch(c); m != nil {
-			return fmt.Errorf("scripts: %s: %s declares %s itself: k_ and a_ names are the prologue's, from the layout", name, fragmentName(i, f), m[1])
+			return fmt.Errorf("protocol: %s: %s declares %s itself: k_ and a_ names are the prologue's, from the layout", name, fragmentName(i, f), m[1])
 		}
 		for _, id := range nameRef.FindAllString(c, -1) {
 			if !have[id] {
-				return fmt.Errorf("scripts: %s: %s uses %s, which its layout (Layouts, layout.go) does not give", name, fragmentName(i, f), id)
+				return fmt.Errorf("protocol: %s: %s uses %s, which its layout (Layouts, layout.go) does not give", name, fragmentName(i, f), id)
 			}
 		}
 		for _, m := range localFunc.FindAllStringSubmatch(c, -1) {
 			if j, ok := defined[m[1]]; ok && j != i {
-				return fmt.Errorf("scripts: %s: local function %s is defined by both %s and %s", name, m[1], fragmentName(j, fragments[j]), fragmentName(i, f))
+				return fmt.Errorf("protocol: %s: local function %s is defined by both %s and %s", name, m[1], fragmentName(j, fragments[j]), fragmentName(i, f))
 			}
 			defined[m[1]] = i
 		}
