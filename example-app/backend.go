@@ -120,7 +120,7 @@ func newPool(addr, password string, useTLS bool) *redis.Pool {
 	if useTLS {
 		dialOpts = append(dialOpts, redis.DialUseTLS(true))
 	}
-	// The locker's redigo driver pipelines its calls over one connection it
+	// The locker's redigo driver pipelines its calls over two connections it
 	// dials with this pool (and one for notifications); MaxIdle serves the
 	// start-up pings here, and the calls with redigo.WithPipelining(0).
 	return &redis.Pool{

@@ -215,7 +215,10 @@ func TestWaitTimesOut(t *testing.T) {
 
 func TestCancelWhileWaiting(t *testing.T) {
 	srv := redistest.Start(t)
-	lk := newLocker(t, srv, locker.WithUnsubscribeDelay(0))
+	// One pipelined connection, dialled before the baseline: the goroutine
+	// count then moves only with the locker's own goroutines (a second
+	// connection is dialled when first needed).
+	lk := newPipelined(t, srv, 1, locker.WithUnsubscribeDelay(0))
 	ctx := context.Background()
 	le := mustObtain(t, lk, ctx, "c", locker.Params{TTL: 10 * time.Second})
 	defer le.Release(ctx)

@@ -21,7 +21,10 @@ import (
 // holder's lease runs out.
 func TestSubscriberConnectionKilled(t *testing.T) {
 	srv := redistest.Start(t)
-	holder, waiter := newLocker(t, srv), newLocker(t, srv)
+	// One pipelined connection, dialled before the baseline: the goroutine
+	// count then moves only with the locker's own goroutines (a second
+	// connection is dialled when first needed).
+	holder, waiter := newPipelined(t, srv, 1), newPipelined(t, srv, 1)
 	ctx := context.Background()
 	le := mustObtain(t, holder, ctx, "pk", locker.Params{TTL: time.Minute})
 	got := make(chan error, 1)

@@ -18,9 +18,12 @@ import (
 // lock; no contender gets in; the watchdog stops after release.
 func TestWatchdogOutlivesLease(t *testing.T) {
 	srv := redistest.Start(t)
+	// One pipelined connection, dialled before the baseline: the goroutine
+	// count then moves only with the lockers' own goroutines (a second
+	// connection is dialled when first needed).
 	// Renewing at a tenth of the lease leaves slack for a loaded CI machine.
-	lk := newLocker(t, srv, locker.WithWatchdog(time.Second, 100*time.Millisecond))
-	other := newLocker(t, srv)
+	lk := newPipelined(t, srv, 1, locker.WithWatchdog(time.Second, 100*time.Millisecond))
+	other := newPipelined(t, srv, 1)
 	ctx := context.Background()
 	warmListener(t, lk) // its first lease subscribes the control channel, for good
 	// Its pipelined connection's reader goroutine lives as long as it does.

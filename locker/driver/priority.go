@@ -16,7 +16,7 @@ func WithPriority(ctx context.Context) context.Context {
 // traffic holds every pooled connection — a starved renewal would lose a
 // lease that is perfectly healthy. The redigo driver with pooled calls
 // serves it on a reserved connection when its pool is exhausted (its
-// default pipelined connection takes no pooled connection at all).
+// default pipelined connections take no pooled connection at all).
 func IsPriority(ctx context.Context) bool {
 	_, ok := ctx.Value(priorityKey{}).(bool)
 	return ok

@@ -17,13 +17,16 @@
 //
 // # Pipelining (the default)
 //
-// Every script call is multiplexed onto one long-lived connection, dialled
+// Script calls are multiplexed onto two long-lived connections, dialled
 // with the pool's Dial, with auto-pipelining: concurrent calls share one
-// write and one read on both ends of the socket. Each caller waits no
-// longer than its context's deadline; a connection silent for the stall
-// timeout (WithStallTimeout) while calls are in flight is closed and the
-// next call dials a new one. The pool's MaxActive and MaxIdle do not bound
-// it: the pool only dials. WithPipelining(n) uses n connections.
+// write and one read on both ends of the first connection's socket, and a
+// call that finds that connection busy with a single call takes the second,
+// so that two callers taking turns with Redis do not wait on each other.
+// Each caller waits no longer than its context's deadline; a connection
+// silent for the stall timeout (WithStallTimeout) while calls are in flight
+// is closed and the next call dials a new one. The pool's MaxActive and
+// MaxIdle do not bound them: the pool only dials. WithPipelining(n) uses n
+// connections.
 //
 // # Pooled calls and priority calls
 //

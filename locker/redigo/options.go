@@ -16,7 +16,7 @@ type options struct {
 	errs     []error
 }
 
-var defaultOptions = options{pipeline: 1, stall: 2 * time.Second}
+var defaultOptions = options{pipeline: 2, stall: 2 * time.Second}
 
 func evaluateOptions(opts []Option) options {
 	o := defaultOptions
@@ -32,13 +32,16 @@ func (o *options) bad(option string, value any, why string) {
 }
 
 // WithPipelining sets how many long-lived connections carry the driver's
-// script calls with auto-pipelining (default 1); 0 selects pooled calls,
-// each on a connection taken from the pool. Pipelined calls share system
-// calls on both ends of the socket, which is what bounds a lock's
-// throughput on a fast network; the pool is then used only to dial, and
-// its IdleTimeout applies. Choose pooled calls to share one bounded pool
-// with other code, or when a call's socket timeout must follow its own
-// deadline. conns must not be negative. See docs/locking.md#pipelining.
+// script calls with auto-pipelining (default 2); 0 selects pooled calls,
+// each on a connection taken from the pool. The first connection carries
+// every call that finds it idle or busy with several, so concurrent calls
+// share system calls on both ends of the socket, which is what bounds a
+// lock's throughput on a fast network; a call that finds it busy with just
+// one goes to another idle connection, so that a few callers at a time do
+// not wait on each other's replies. The pool is then used only to dial,
+// and its IdleTimeout applies. Choose pooled calls to share one bounded
+// pool with other code, or when a call's socket timeout must follow its
+// own deadline. conns must not be negative. See docs/locking.md#pipelining.
 func WithPipelining(conns int) Option {
 	return func(o *options) {
 		if conns < 0 {

@@ -29,15 +29,14 @@ var errIdleClosed = errors.New("redigo: pipelined connection closed after the po
 type pipeDriver struct {
 	*redigoDriver
 	conns []*pipeConn
-	next  atomic.Uint32
 }
 
 // newPipelined returns the driver of WithPipelining: every script call is
-// multiplexed onto conns connections (at least one) dialled with pool's Dial
-// function, and pipelined: a caller that finds nobody writing writes its
-// call and every call queued meanwhile with one write, and the replies are
-// read back in order (see pipeSession). Under concurrency this serves many
-// calls per system call on both the client and the server.
+// multiplexed onto conns connections (at least one; see pick) dialled with
+// pool's Dial function, and pipelined: a caller that finds nobody writing
+// writes its call and every call queued meanwhile with one write, and the
+// replies are read back in order (see pipeSession). Under concurrency this
+// serves many calls per system call on both the client and the server.
 //
 // The pool itself is used only for Listen's dial. Each caller waits no
 // longer than its context's deadline. A connection that stays silent for
@@ -52,10 +51,7 @@ func newPipelined(pool *redis.Pool, conns int, stall time.Duration) *pipeDriver 
 }
 
 func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Keys, args ...any) (any, error) {
-	pc := d.conns[0]
-	if len(d.conns) > 1 {
-		pc = d.conns[d.next.Add(1)%uint32(len(d.conns))]
-	}
+	pc := d.pick()
 	c := callPool.Get().(*pipeCall)
 	c.args = scriptArgs(c.argv[:0], s, keys, args)
 	v, err, done := pc.do(ctx, "EVALSHA", c)
@@ -74,6 +70,26 @@ func (d *pipeDriver) Eval(ctx context.Context, s *driver.Script, keys driver.Key
 		return nil, err
 	}
 	return driver.NormalizeReply(v), nil
+}
+
+// pick returns the connection for a call. The first connection takes
+// every call, so that concurrent calls share its writes and reads, except
+// a call that finds it holding exactly one call: that one goes to another
+// connection holding none, if there is one, where it writes and reads its
+// own call as the first connection's lone caller does. Two callers taking
+// turns with Redis thus each have a connection of their own, with no
+// hand-off between goroutines, and many callers still batch on one.
+func (d *pipeDriver) pick() *pipeConn {
+	first := d.conns[0]
+	if len(d.conns) == 1 || first.calls.Load() != 1 {
+		return first
+	}
+	for _, pc := range d.conns[1:] {
+		if pc.calls.Load() == 0 {
+			return pc
+		}
+	}
+	return first
 }
 
 // callPool recycles the calls that were answered: a call, its two
@@ -101,6 +117,8 @@ type pipeConn struct {
 	// connection, since a server timeout or a proxy may have cut it
 	// meanwhile without the session knowing until a call failed on it.
 	idle time.Duration
+
+	calls atomic.Int32 // callers in do: see pick
 
 	mu     sync.Mutex
 	s      *pipeSession
@@ -164,6 +182,8 @@ func (pc *pipeConn) do(ctx context.Context, cmd string, c *pipeCall) (v any, err
 	if err := ctx.Err(); err != nil {
 		return nil, driver.NotSent(err), true
 	}
+	pc.calls.Add(1)
+	defer pc.calls.Add(-1)
 	c.cmd, c.deadline, c.reply, c.err = cmd, time.Time{}, nil, nil
 	c.fin.Store(false)
 	c.offered, c.abandoned = false, false
