@@ -52,6 +52,7 @@ func subjects() []subject {
 	return []subject{
 		{name: "locktag", isLock: true, nodes: 1, open: openLocktag},
 		{name: "locktag-pooled", isLock: true, nodes: 1, open: openLocktagPooled},
+		{name: "locktag-1conn", isLock: true, nodes: 1, open: openLocktag1Conn},
 		{name: "locktag-goredis", isLock: true, nodes: 1, open: openLocktagGoredis},
 		{name: "locktag-rueidis", isLock: true, nodes: 1, open: openLocktagRueidis},
 		{name: "redsync", isLock: true, nodes: 1, open: openRedsync},
@@ -179,6 +180,13 @@ func openLocktag(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error
 // connection per node.
 func openLocktagPooled(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
 	return openLocktagWith(addrs, c, reqs, redigo.WithPipelining(0))
+}
+
+// openLocktag1Conn is openLocktag with one pipelined connection
+// (redigo.WithPipelining(1)) instead of the default two. It runs only when
+// named (see onlyWhenNamed).
+func openLocktag1Conn(addrs []string, c int, reqs *atomic.Int64) (Lock, func(), error) {
+	return openLocktagWith(addrs, c, reqs, redigo.WithPipelining(1))
 }
 
 func openLocktagWith(addrs []string, c int, reqs *atomic.Int64, dopts ...redigo.Option) (Lock, func(), error) {

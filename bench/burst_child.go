@@ -57,6 +57,8 @@ func burstLibOf(s subject) burstLib {
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst()}
 	case "locktag-pooled":
 		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(0))}
+	case "locktag-1conn":
+		return burstLib{name: s.name, queue: true, open: openLocktagBurst(redigo.WithPipelining(1))}
 	case "locktag-goredis":
 		// A pool as large as example-app's redigo pool keeps idle (64).
 		return burstLib{name: s.name, queue: true, open: func(addrs []string, _ int, reqs *atomic.Int64, wait time.Duration) (Lock, func(), error) {

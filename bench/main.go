@@ -49,7 +49,15 @@ type config struct {
 }
 
 func (c *config) want(scenario string) bool { return c.scenarios == nil || c.scenarios[scenario] }
-func (c *config) wantLib(lib string) bool   { return c.libs == nil || c.libs[lib] }
+func (c *config) wantLib(lib string) bool {
+	if c.libs == nil {
+		return !onlyWhenNamed[lib]
+	}
+	return c.libs[lib]
+}
+
+// onlyWhenNamed are libraries that run only when -libs names them.
+var onlyWhenNamed = map[string]bool{"locktag-1conn": true}
 
 // allScenarios run by default; burst, burst-kinds, waiters, hotloop and
 // cluster run only when named.
