@@ -53,20 +53,23 @@ func indexOf(conns []*pipeConn, pc *pipeConn) int {
 // is answered there.
 func TestSecondCallerOwnConnection(t *testing.T) {
 	srv := redistest.Start(t)
-	// Busy for 100 ms of server time: the first call is in flight that long.
-	slow := driver.NewScript(`local t = redis.call('TIME')
-local start = t[1] * 1000000 + t[2]
-while true do
-  local n = redis.call('TIME')
-  if n[1] * 1000000 + n[2] - start > 100000 then return 1 end
-end`)
-	quick := driver.NewScript("return 2")
+	one, two := driver.NewScript("return 1"), driver.NewScript("return 2")
 	d := newPipelined(srv.Pool(t), 2, 5*time.Second)
 	t.Cleanup(func() { _ = d.Close() })
 	ctx := context.Background()
+	if _, err := d.Eval(ctx, one, driver.Keys{}); err != nil { // dials the first
+		t.Fatal(err)
+	}
+	// The server holds every client's commands for a while: the first call
+	// stays in flight on the first connection meanwhile.
+	admin := srv.Pool(t).Get()
+	defer admin.Close()
+	if _, err := admin.Do("CLIENT", "PAUSE", 300); err != nil {
+		t.Fatal(err)
+	}
 	first := make(chan error, 1)
 	go func() {
-		_, err := d.Eval(ctx, slow, driver.Keys{})
+		_, err := d.Eval(ctx, one, driver.Keys{})
 		first <- err
 	}()
 	for deadline := time.Now().Add(5 * time.Second); d.conns[0].calls.Load() != 1; time.Sleep(time.Millisecond) {
@@ -74,7 +77,7 @@ end`)
 			t.Fatal("the first call never went out on the first connection")
 		}
 	}
-	v, err := d.Eval(ctx, quick, driver.Keys{})
+	v, err := d.Eval(ctx, two, driver.Keys{})
 	if err != nil || v != int64(2) {
 		t.Fatalf("second call: %v, %v", v, err)
 	}
